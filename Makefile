@@ -1,0 +1,81 @@
+# "Attention, step by step": the two commands are `make book` and `make test`.
+# Both create .venv on first use and keep it in sync with requirements.txt.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# Tests and builds never reach for a model hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export MPLBACKEND := Agg
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help setup book serve lab test test-unit test-notebooks test-book test-browser lint format execute freeze vendor clean
+
+help:
+	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
+	@echo "make test    set up .venv and run every test (lint, unit, notebooks, book build, browser)"
+	@echo "make serve   serve _build/html on http://$(HOST):$(PORT)"
+	@echo "make lab     open JupyterLab on the chapters"
+	@echo "make execute re-execute the notebooks in place (after changing code or text)"
+	@echo "make clean   remove build outputs (keeps .venv)"
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	@echo
+	@echo "The website is in _build/html. Open _build/html/index.html, or run: make serve"
+
+serve:
+	@test -d _build/html || { echo "No site yet: run 'make book' first."; exit 1; }
+	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
+	$(BIN)/python -m http.server --bind $(HOST) --directory _build/html $(PORT)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.ip=$(HOST) chapters
+
+execute: $(STAMP)
+	$(BIN)/python scripts/execute_notebooks.py chapters/*.ipynb
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests scripts benchmarks
+	$(BIN)/ruff format --check src tests scripts benchmarks
+
+format: $(STAMP)
+	$(BIN)/ruff format src tests scripts benchmarks
+	$(BIN)/ruff check --fix src tests scripts benchmarks
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils
+
+test-notebooks: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval chapters
+
+test-book: book
+
+test-browser: $(STAMP) book
+	$(BIN)/python -m pytest -q -m "browser or jupyterlab" tests
+
+test: lint test-unit test-notebooks test-book test-browser
+
+freeze:
+	{ echo "# Exact versions that work together (Python 3.11, CPU). Regenerate with: make freeze"; \
+	  echo "# torch must stay at exactly 2.13.0: that is the CPU build; other specs may pull a multi-GB CUDA build."; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v '^-e' | sed 's/^torch==\(.*\)+cpu/torch==\1/' | sort -f; \
+	  echo "-e ."; } > requirements.txt
+
+vendor: $(STAMP)
+	$(BIN)/python scripts/vendor_static.py
+
+clean:
+	rm -rf _build .pytest_cache .ruff_cache test-artifacts .jupyter_cache

@@ -1,0 +1,12 @@
+"""course_utils: the maths, plots, exercises and widgets of the course "Attention, step by step".
+
+One implementation per concept; the notebooks import from here and never paste package code.
+Heavy dependencies (torch, the pretrained model) are imported only by the modules that need them.
+"""
+
+from .attention import attention_scores, scaled_dot_product_attention
+from .masks import causal_mask
+from .softmax import softmax
+
+__all__ = ["attention_scores", "causal_mask", "scaled_dot_product_attention", "softmax"]
+__version__ = "0.1.0"

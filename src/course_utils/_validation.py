@@ -1,0 +1,89 @@
+"""Input checks shared by the numeric modules.
+
+Every public function of the course validates its arguments here so that a learner's mistake produces one
+clear message that names the argument, the shape it received and the shape it expected, instead of a numpy
+broadcasting error three calls deeper (or, worse, a silently broadcast result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["as_float_array", "as_bool_array", "check_positive_finite", "shape_str"]
+
+
+def shape_str(shape: Sequence[int | str]) -> str:
+    """Format a shape the way numpy prints it: ``(4,)``, ``(2, 3)``, ``(..., T_q, 4)``."""
+    parts = [str(s) for s in shape]
+    if len(parts) == 1:
+        return f"({parts[0]},)"
+    return "(" + ", ".join(parts) + ")"
+
+
+def as_float_array(x: Any, name: str, *, min_ndim: int = 0, expected: str | None = None) -> NDArray:
+    """Return ``x`` as a floating-point numpy array, or raise a clear error.
+
+    Integer and boolean inputs are converted to float64; float16/32/64 keep their dtype, so that the
+    chapters can show what happens in low precision. NaN is rejected, and so is +inf; -inf is allowed
+    because it is how a masked score is written.
+
+    >>> as_float_array([[1, 2]], "q", min_ndim=2).dtype
+    dtype('float64')
+    >>> as_float_array([1.0, 2.0], "q", min_ndim=2, expected="(..., T_q, d_k)")
+    Traceback (most recent call last):
+    ...
+    ValueError: q must have at least 2 dimensions (..., T_q, d_k); got shape (2,)
+    """
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as err:  # ragged nested lists, for instance
+        raise TypeError(f"{name} must be a numeric array; could not convert it: {err}") from err
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(
+            f"{name} must be a numeric array; got dtype {arr.dtype} with shape {shape_str(arr.shape)}"
+        )
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
+    if not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    if arr.ndim < min_ndim:
+        what = f" {expected}" if expected else ""
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dimensions{what}; got shape {shape_str(arr.shape)}"
+        )
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} contains NaN (shape {shape_str(arr.shape)})")
+    if np.isposinf(arr).any():
+        raise ValueError(f"{name} contains +inf (shape {shape_str(arr.shape)}); use finite values")
+    return arr
+
+
+def as_bool_array(x: Any, name: str) -> NDArray[np.bool_]:
+    """Return ``x`` as a boolean array; anything else is a ``TypeError``.
+
+    Masks are boolean on purpose: a float mask of 0/1 is ambiguous (additive or multiplicative?), and
+    PyTorch's float masks are *added* to the scores, which is a different contract.
+    """
+    arr = np.asarray(x)
+    if arr.dtype != np.bool_:
+        raise TypeError(
+            f"{name} must be a boolean array (True = may attend); got dtype {arr.dtype} "
+            f"with shape {shape_str(arr.shape)}"
+        )
+    return arr
+
+
+def check_positive_finite(value: Any, name: str) -> float:
+    """Return ``value`` as a float if it is a finite number greater than zero."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0; got {value}")
+    return value

@@ -1,0 +1,144 @@
+"""Scaled dot-product attention in numpy: the seed's four steps (计算流程) in one function.
+
+1. Score = Q Kᵀ                      (similarity of every query with every key)
+2. Scaled = Score / √d_k             (keep the variance of the scores at about 1)
+3. Weights = softmax(Scaled)         (each row becomes a probability distribution over keys)
+4. Output = Weights V                (each output is a weighted average of the values)
+
+Reference: Vaswani et al. (2017), "Attention Is All You Need", eq. (1).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._validation import as_bool_array, as_float_array, shape_str
+from .softmax import softmax
+
+__all__ = ["scaled_dot_product_attention", "attention_scores", "softmax"]
+
+
+def _broadcast_batch(q: NDArray, k: NDArray, v: NDArray) -> tuple[int, ...]:
+    """Leading (batch) dimensions broadcast like numpy's matmul; say which argument does not fit."""
+    batch_shapes = {"q": q.shape[:-2], "k": k.shape[:-2], "v": v.shape[:-2]}
+    try:
+        return np.broadcast_shapes(*batch_shapes.values())
+    except ValueError:
+        described = ", ".join(f"{n} {shape_str(s)}" for n, s in batch_shapes.items())
+        raise ValueError(
+            f"the batch dimensions (all but the last two) of q, k and v must broadcast; got {described}"
+        ) from None
+
+
+def attention_scores(q: Any, k: Any, *, scale: float | None = None) -> NDArray:
+    """Steps 1 and 2: scaled scores ``Q Kᵀ · scale`` of shape ``(..., T_q, T_k)``.
+
+    >>> attention_scores([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], scale=1.0)
+    array([[1., 0.]])
+    """
+    q = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
+    k = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
+    d_k = q.shape[-1]
+    if k.shape[-1] != d_k:
+        raise ValueError(
+            f"k has shape {shape_str(k.shape)}, expected (..., T_k, {d_k}): "
+            f"its last dimension must equal d_k = {d_k}, the last dimension of q {shape_str(q.shape)}"
+        )
+    _broadcast_batch(q, k, k)
+    scale = _resolve_scale(scale, d_k)
+    return (q @ np.swapaxes(k, -1, -2)) * np.result_type(q, k).type(scale)  # (..., T_q, T_k)
+
+
+def _resolve_scale(scale: float | None, d_k: int) -> float:
+    if scale is None:
+        if d_k == 0:
+            raise ValueError("d_k (the last dimension of q and k) must be >= 1; got 0")
+        return 1.0 / math.sqrt(d_k)
+    if isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
+        raise TypeError(f"scale must be a number or None; got {type(scale).__name__}")
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be finite; got {scale}")
+    return float(scale)
+
+
+def scaled_dot_product_attention(
+    q: Any, k: Any, v: Any, mask: Any = None, *, scale: float | None = None
+) -> tuple[NDArray, NDArray]:
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V, returning ``(output, weights)``.
+
+    Parameters
+    ----------
+    q : array_like, shape ``(..., T_q, d_k)``
+        Queries (查询): "what am I looking for?"
+    k : array_like, shape ``(..., T_k, d_k)``
+        Keys (键): "what do I offer to be matched?"
+    v : array_like, shape ``(..., T_k, d_v)``
+        Values (值): "what do I hand over when matched?"
+    mask : array_like of bool, broadcastable to ``(..., T_q, T_k)``, optional
+        ``True`` = may attend (PyTorch's polarity). Masked scores become ``-inf`` before the softmax, so
+        masked positions get weight exactly 0. A query whose row is fully masked gets all-zero weights
+        and a zero output, as ``torch.nn.functional.scaled_dot_product_attention`` gives.
+    scale : float, optional
+        Multiplies the scores. Default ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    output : ndarray, shape ``(..., T_q, d_v)``
+    weights : ndarray, shape ``(..., T_q, T_k)``; each unmasked row sums to 1.
+
+    The leading (batch) dimensions of ``q``, ``k``, ``v`` and ``mask`` broadcast like numpy's matmul, but
+    the mask may not enlarge the result: a mask that would broadcast the scores to a bigger shape is an
+    error, not a silent broadcast.
+
+    Examples
+    --------
+    Two keys; the query matches the first one, so the output leans towards the first value:
+
+    >>> out, w = scaled_dot_product_attention([[2.0, 0.0]], [[2.0, 0.0], [0.0, 2.0]], [[1.0], [0.0]])
+    >>> w.round(3)
+    array([[0.944, 0.056]])
+    >>> out.round(3)
+    array([[0.944]])
+    """
+    q = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
+    k = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
+    v = as_float_array(v, "v", min_ndim=2, expected="(..., T_k, d_v)")
+    if np.isinf(q).any() or np.isinf(k).any() or np.isinf(v).any():
+        raise ValueError("q, k and v must be finite; use mask to exclude positions, not -inf entries")
+    d_k = q.shape[-1]
+    if k.shape[-1] != d_k:
+        raise ValueError(
+            f"k has shape {shape_str(k.shape)}, expected (..., T_k, {d_k}): "
+            f"its last dimension must equal d_k = {d_k}, the last dimension of q {shape_str(q.shape)}"
+        )
+    t_k = k.shape[-2]
+    if v.shape[-2] != t_k:
+        raise ValueError(
+            f"v has shape {shape_str(v.shape)}, expected (..., {t_k}, d_v): "
+            f"v needs one row per key, and k {shape_str(k.shape)} has T_k = {t_k}"
+        )
+    batch = _broadcast_batch(q, k, v)
+    scale = _resolve_scale(scale, d_k)
+
+    dtype = np.result_type(q, k, v)
+    scores = (q @ np.swapaxes(k, -1, -2)).astype(dtype) * dtype.type(scale)  # (..., T_q, T_k)
+    if mask is not None:
+        mask = as_bool_array(mask, "mask")
+        expected = (*batch, q.shape[-2], t_k)
+        try:
+            broadcast = np.broadcast_shapes(mask.shape, expected)
+        except ValueError:
+            broadcast = None
+        if broadcast != expected:
+            raise ValueError(
+                f"mask has shape {shape_str(mask.shape)}, expected a shape that broadcasts to "
+                f"{shape_str(expected)} (..., T_q, T_k) without enlarging it"
+            )
+        scores = np.where(mask, scores, -np.inf)  # (..., T_q, T_k); masked -> -inf
+    weights = softmax(scores, axis=-1)  # (..., T_q, T_k); fully masked rows -> 0
+    output = weights @ v  # (..., T_q, d_v)
+    return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)

@@ -1,0 +1,58 @@
+"""Boolean attention masks. ``True`` means "may attend", the polarity PyTorch's
+``scaled_dot_product_attention`` uses for boolean masks.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["causal_mask"]
+
+
+def _check_length(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1; got {value}")
+    return int(value)
+
+
+def causal_mask(
+    t_q: int, t_k: int | None = None, *, align: Literal["top_left", "bottom_right"] = "top_left"
+) -> NDArray[np.bool_]:
+    """Lower-triangular mask of shape ``(t_q, t_k)``: query ``i`` may attend to key ``j`` iff ``j <= i``.
+
+    The seed's 看书真好 table is ``causal_mask(4)``: each token sees itself and the tokens before it.
+
+    When ``t_k != t_q`` the diagonal has to be anchored somewhere:
+
+    - ``align="top_left"`` (default, what ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``
+      does): query ``i`` sees keys ``0..i``. Query 0 is aligned with key 0.
+    - ``align="bottom_right"`` (what a KV cache needs, and PyTorch's ``causal_lower_right``): the *last*
+      query is aligned with the *last* key, so query ``i`` sees keys ``0..i + (t_k - t_q)``. With 3 cached
+      tokens and 2 new queries, the first new query sees 4 keys.
+
+    Examples
+    --------
+    >>> causal_mask(3).astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]])
+    >>> causal_mask(2, 4, align="bottom_right").astype(int)
+    array([[1, 1, 1, 0],
+           [1, 1, 1, 1]])
+    """
+    t_q = _check_length(t_q, "t_q")
+    t_k = t_q if t_k is None else _check_length(t_k, "t_k")
+    if align == "top_left":
+        offset = 0
+    elif align == "bottom_right":
+        offset = t_k - t_q
+    else:
+        raise ValueError(f"align must be 'top_left' or 'bottom_right'; got {align!r}")
+    query_pos = np.arange(t_q)[:, None]  # (t_q, 1)
+    key_pos = np.arange(t_k)[None, :]  # (1, t_k)
+    return key_pos <= query_pos + offset  # (t_q, t_k)

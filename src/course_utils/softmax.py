@@ -1,0 +1,63 @@
+"""A numerically stable softmax (seed §步骤 3: 归一化).
+
+``softmax(x)_i = exp(x_i) / sum_j exp(x_j)``. Computed naively, ``exp(1000)`` overflows to ``inf`` and the
+result is ``nan``. Subtracting the row maximum first changes nothing mathematically (softmax is invariant to
+adding a constant to every entry) but keeps every exponent ``<= 0``, so nothing overflows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._validation import as_float_array, check_positive_finite
+
+__all__ = ["softmax"]
+
+
+def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
+    """Softmax of ``x`` along ``axis``, divided by ``temperature`` first.
+
+    Parameters
+    ----------
+    x : array_like
+        Real scores (logits). ``-inf`` entries get weight exactly 0 (that is how masks work). NaN and
+        ``+inf`` are rejected.
+    axis : int
+        The axis that is normalised (sums to 1). Default: the last one.
+    temperature : float
+        ``softmax(x / T)``. ``T -> 0`` approaches a one-hot argmax, ``T -> inf`` the uniform distribution.
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``x``, same float dtype (integers become float64). A slice that is entirely ``-inf``
+        (nothing may be attended to) gets all-zero weights rather than NaN, the convention PyTorch's
+        ``scaled_dot_product_attention`` also uses for fully masked rows.
+
+    Examples
+    --------
+    >>> softmax([1.0, 2.0, 3.0]).round(4)
+    array([0.09  , 0.2447, 0.6652])
+    >>> softmax([1000.0, 1001.0]).round(4)  # no overflow
+    array([0.2689, 0.7311])
+    >>> softmax([0.0, -np.inf])
+    array([1., 0.])
+    """
+    scores = as_float_array(x, "x")
+    temperature = check_positive_finite(temperature, "temperature")
+    if scores.ndim == 0:
+        raise ValueError("x must have at least 1 dimension; got a scalar (shape ())")
+    if not -scores.ndim <= axis < scores.ndim:
+        raise ValueError(f"axis {axis} is out of range for x with {scores.ndim} dimensions")
+    z = scores / scores.dtype.type(temperature)  # same shape as x
+    row_max = np.max(z, axis=axis, keepdims=True)  # (..., 1, ...) along axis
+    # A row that is all -inf has max -inf; subtracting it would give nan. Shift such rows by 0 instead:
+    # exp(-inf) = 0 everywhere, the sum is 0, and the row ends up all zeros below.
+    row_max = np.where(np.isfinite(row_max), row_max, 0)
+    exps = np.exp(z - row_max)  # every exponent <= 0, so exps in [0, 1]
+    total = np.sum(exps, axis=axis, keepdims=True)  # >= 1 unless the row was all -inf
+    safe_total = np.where(total > 0, total, 1)
+    return (exps / safe_total).astype(scores.dtype, copy=False)
