@@ -10,10 +10,9 @@ PORT ?= 8000
 # Tests and builds never reach for a model hub.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
-export MPLBACKEND := Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup book serve lab test test-unit test-notebooks test-book test-browser lint format execute freeze vendor clean
+.PHONY: browser-deps help setup book serve lab test test-unit test-notebooks test-book test-browser lint format execute freeze vendor clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -63,7 +62,15 @@ test-notebooks: $(STAMP)
 
 test-book: book
 
-test-browser: $(STAMP) book
+# Debian's Chromium drives the browser tests (Playwright cannot download its own browsers here).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	  else echo "Install Debian's chromium package (sudo apt-get install chromium) for the browser tests."; exit 1; fi; \
+	fi
+
+test-browser: $(STAMP) browser-deps book
 	$(BIN)/python -m pytest -q -m "browser or jupyterlab" tests
 
 test: lint test-unit test-notebooks test-book test-browser

@@ -21,7 +21,6 @@ from nbclient import NotebookClient
 # Same environment as `make test`: no hub access, headless plots.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 
 

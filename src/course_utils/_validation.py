@@ -1,8 +1,8 @@
 """Input checks shared by the numeric modules.
 
-Every public function of the course validates its arguments here so that a learner's mistake produces one
-clear message that names the argument, the shape it received and the shape it expected, instead of a numpy
-broadcasting error three calls deeper (or, worse, a silently broadcast result).
+Every public function of the course validates its arguments here so that a learner's mistake
+produces one clear message that names the argument, the shape it received and the shape it expected,
+instead of a numpy broadcasting error three calls deeper (or, worse, a silently broadcast result).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["as_float_array", "as_bool_array", "check_positive_finite", "shape_str"]
+__all__ = ["as_bool_array", "as_float_array", "check_positive_finite", "shape_str"]
 
 
 def shape_str(shape: Sequence[int | str]) -> str:
@@ -28,8 +28,8 @@ def as_float_array(x: Any, name: str, *, min_ndim: int = 0, expected: str | None
     """Return ``x`` as a floating-point numpy array, or raise a clear error.
 
     Integer and boolean inputs are converted to float64; float16/32/64 keep their dtype, so that the
-    chapters can show what happens in low precision. NaN is rejected, and so is +inf; -inf is allowed
-    because it is how a masked score is written.
+    chapters can show what happens in low precision. NaN is rejected, and so is +inf; -inf is
+    allowed because it is how a masked score is written.
 
     >>> as_float_array([[1, 2]], "q", min_ndim=2).dtype
     dtype('float64')
@@ -46,7 +46,8 @@ def as_float_array(x: Any, name: str, *, min_ndim: int = 0, expected: str | None
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
         raise TypeError(
-            f"{name} must be a numeric array; got dtype {arr.dtype} with shape {shape_str(arr.shape)}"
+            f"{name} must be a numeric array; got dtype {arr.dtype} "
+            f"with shape {shape_str(arr.shape)}"
         )
     if np.issubdtype(arr.dtype, np.complexfloating):
         raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
@@ -55,7 +56,8 @@ def as_float_array(x: Any, name: str, *, min_ndim: int = 0, expected: str | None
     if arr.ndim < min_ndim:
         what = f" {expected}" if expected else ""
         raise ValueError(
-            f"{name} must have at least {min_ndim} dimensions{what}; got shape {shape_str(arr.shape)}"
+            f"{name} must have at least {min_ndim} dimensions{what}; "
+            f"got shape {shape_str(arr.shape)}"
         )
     if np.isnan(arr).any():
         raise ValueError(f"{name} contains NaN (shape {shape_str(arr.shape)})")
@@ -67,8 +69,8 @@ def as_float_array(x: Any, name: str, *, min_ndim: int = 0, expected: str | None
 def as_bool_array(x: Any, name: str) -> NDArray[np.bool_]:
     """Return ``x`` as a boolean array; anything else is a ``TypeError``.
 
-    Masks are boolean on purpose: a float mask of 0/1 is ambiguous (additive or multiplicative?), and
-    PyTorch's float masks are *added* to the scores, which is a different contract.
+    Masks are boolean on purpose: a float mask of 0/1 is ambiguous (additive or multiplicative?),
+    and PyTorch's float masks are *added* to the scores, which is a different contract.
     """
     arr = np.asarray(x)
     if arr.dtype != np.bool_:

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from ._validation import as_bool_array, as_float_array, shape_str
 from .softmax import softmax
 
-__all__ = ["scaled_dot_product_attention", "attention_scores", "softmax"]
+__all__ = ["attention_scores", "scaled_dot_product_attention", "softmax"]
 
 
 def _broadcast_batch(q: NDArray, k: NDArray, v: NDArray) -> tuple[int, ...]:
@@ -30,7 +30,8 @@ def _broadcast_batch(q: NDArray, k: NDArray, v: NDArray) -> tuple[int, ...]:
     except ValueError:
         described = ", ".join(f"{n} {shape_str(s)}" for n, s in batch_shapes.items())
         raise ValueError(
-            f"the batch dimensions (all but the last two) of q, k and v must broadcast; got {described}"
+            "the batch dimensions (all but the last two) of q, k and v must broadcast; "
+            f"got {described}"
         ) from None
 
 
@@ -40,23 +41,57 @@ def attention_scores(q: Any, k: Any, *, scale: float | None = None) -> NDArray:
     >>> attention_scores([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], scale=1.0)
     array([[1., 0.]])
     """
+    q, k = _check_q_k(q, k)
+    _broadcast_batch(q, k, k)
+    scale = _resolve_scale(scale, q.shape[-1])
+    dtype = np.result_type(q, k)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
+        scores = (q @ np.swapaxes(k, -1, -2)).astype(dtype, copy=False)  # (..., T_q, T_k)
+        scores = scores * dtype.type(scale)  # (..., T_q, T_k)
+    return _finite_scores(scores)
+
+
+def _check_q_k(q: Any, k: Any) -> tuple[NDArray, NDArray]:
+    """Validate queries and keys: numeric, finite, at least 2-D, the same d_k >= 1, T_k >= 1."""
     q = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
     k = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
+    for name, arr in (("q", q), ("k", k)):
+        if np.isinf(arr).any():
+            raise ValueError(
+                f"{name} contains -inf (shape {shape_str(arr.shape)}); q, k and v must be finite: "
+                "use mask to exclude positions, not -inf entries"
+            )
     d_k = q.shape[-1]
+    if d_k == 0:
+        raise ValueError(
+            f"q has shape {shape_str(q.shape)}, expected (..., T_q, d_k) with d_k >= 1"
+        )
     if k.shape[-1] != d_k:
         raise ValueError(
             f"k has shape {shape_str(k.shape)}, expected (..., T_k, {d_k}): "
-            f"its last dimension must equal d_k = {d_k}, the last dimension of q {shape_str(q.shape)}"
+            f"its last dimension must equal d_k = {d_k}, "
+            f"the last dimension of q {shape_str(q.shape)}"
         )
-    _broadcast_batch(q, k, k)
-    scale = _resolve_scale(scale, d_k)
-    return (q @ np.swapaxes(k, -1, -2)) * np.result_type(q, k).type(scale)  # (..., T_q, T_k)
+    if k.shape[-2] == 0:
+        raise ValueError(
+            f"k has shape {shape_str(k.shape)}, expected (..., T_k, {d_k}) with T_k >= 1: "
+            "there must be at least one key to attend to"
+        )
+    return q, k
+
+
+def _finite_scores(scores: NDArray) -> NDArray:
+    """Finite inputs can still overflow in low precision (float16 above 65504): say so clearly."""
+    if not np.isfinite(scores).all():
+        raise ValueError(
+            f"the scores Q Kᵀ · scale overflowed to inf in {scores.dtype} "
+            f"(shape {shape_str(scores.shape)}); use a wider dtype or smaller inputs"
+        )
+    return scores
 
 
 def _resolve_scale(scale: float | None, d_k: int) -> float:
     if scale is None:
-        if d_k == 0:
-            raise ValueError("d_k (the last dimension of q and k) must be >= 1; got 0")
         return 1.0 / math.sqrt(d_k)
     if isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
         raise TypeError(f"scale must be a number or None; got {type(scale).__name__}")
@@ -79,9 +114,10 @@ def scaled_dot_product_attention(
     v : array_like, shape ``(..., T_k, d_v)``
         Values (值): "what do I hand over when matched?"
     mask : array_like of bool, broadcastable to ``(..., T_q, T_k)``, optional
-        ``True`` = may attend (PyTorch's polarity). Masked scores become ``-inf`` before the softmax, so
-        masked positions get weight exactly 0. A query whose row is fully masked gets all-zero weights
-        and a zero output, as ``torch.nn.functional.scaled_dot_product_attention`` gives.
+        ``True`` = may attend (PyTorch's polarity). Masked scores become ``-inf`` before the
+        softmax, so masked positions get weight exactly 0. A query whose row is fully masked gets
+        all-zero weights and a zero output, as ``torch.nn.functional.scaled_dot_product_attention``
+        gives.
     scale : float, optional
         Multiplies the scores. Default ``1 / sqrt(d_k)``.
 
@@ -90,31 +126,28 @@ def scaled_dot_product_attention(
     output : ndarray, shape ``(..., T_q, d_v)``
     weights : ndarray, shape ``(..., T_q, T_k)``; each unmasked row sums to 1.
 
-    The leading (batch) dimensions of ``q``, ``k``, ``v`` and ``mask`` broadcast like numpy's matmul, but
-    the mask may not enlarge the result: a mask that would broadcast the scores to a bigger shape is an
-    error, not a silent broadcast.
+    The leading (batch) dimensions of ``q``, ``k``, ``v`` and ``mask`` broadcast like numpy's
+    matmul, but the mask may not enlarge the result: a mask that would broadcast the scores to a
+    bigger shape is an error, not a silent broadcast.
 
     Examples
     --------
     Two keys; the query matches the first one, so the output leans towards the first value:
 
-    >>> out, w = scaled_dot_product_attention([[2.0, 0.0]], [[2.0, 0.0], [0.0, 2.0]], [[1.0], [0.0]])
+    >>> q = [[2.0, 0.0]]  # (T_q=1, d_k=2)
+    >>> k = [[2.0, 0.0], [0.0, 2.0]]  # (T_k=2, d_k=2)
+    >>> v = [[1.0], [0.0]]  # (T_k=2, d_v=1)
+    >>> out, w = scaled_dot_product_attention(q, k, v)
     >>> w.round(3)
     array([[0.944, 0.056]])
     >>> out.round(3)
     array([[0.944]])
     """
-    q = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
-    k = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
+    q, k = _check_q_k(q, k)
     v = as_float_array(v, "v", min_ndim=2, expected="(..., T_k, d_v)")
-    if np.isinf(q).any() or np.isinf(k).any() or np.isinf(v).any():
-        raise ValueError("q, k and v must be finite; use mask to exclude positions, not -inf entries")
+    if np.isinf(v).any():
+        raise ValueError(f"v contains -inf (shape {shape_str(v.shape)}); v must be finite")
     d_k = q.shape[-1]
-    if k.shape[-1] != d_k:
-        raise ValueError(
-            f"k has shape {shape_str(k.shape)}, expected (..., T_k, {d_k}): "
-            f"its last dimension must equal d_k = {d_k}, the last dimension of q {shape_str(q.shape)}"
-        )
     t_k = k.shape[-2]
     if v.shape[-2] != t_k:
         raise ValueError(
@@ -125,7 +158,10 @@ def scaled_dot_product_attention(
     scale = _resolve_scale(scale, d_k)
 
     dtype = np.result_type(q, k, v)
-    scores = (q @ np.swapaxes(k, -1, -2)).astype(dtype) * dtype.type(scale)  # (..., T_q, T_k)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
+        scores = (q @ np.swapaxes(k, -1, -2)).astype(dtype, copy=False)  # (..., T_q, T_k)
+        scores = scores * dtype.type(scale)  # (..., T_q, T_k)
+    scores = _finite_scores(scores)
     if mask is not None:
         mask = as_bool_array(mask, "mask")
         expected = (*batch, q.shape[-2], t_k)

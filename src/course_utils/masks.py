@@ -23,17 +23,19 @@ def _check_length(value: object, name: str) -> int:
 def causal_mask(
     t_q: int, t_k: int | None = None, *, align: Literal["top_left", "bottom_right"] = "top_left"
 ) -> NDArray[np.bool_]:
-    """Lower-triangular mask of shape ``(t_q, t_k)``: query ``i`` may attend to key ``j`` iff ``j <= i``.
+    """Lower-triangular mask ``(t_q, t_k)``: query ``i`` may attend to key ``j`` iff ``j <= i``.
 
-    The seed's 看书真好 table is ``causal_mask(4)``: each token sees itself and the tokens before it.
+    The seed's 看书真好 table is ``causal_mask(4)``: each token sees itself and the tokens before
+    it.
 
     When ``t_k != t_q`` the diagonal has to be anchored somewhere:
 
-    - ``align="top_left"`` (default, what ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``
-      does): query ``i`` sees keys ``0..i``. Query 0 is aligned with key 0.
-    - ``align="bottom_right"`` (what a KV cache needs, and PyTorch's ``causal_lower_right``): the *last*
-      query is aligned with the *last* key, so query ``i`` sees keys ``0..i + (t_k - t_q)``. With 3 cached
-      tokens and 2 new queries, the first new query sees 4 keys.
+    - ``align="top_left"`` (default, what
+      ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)`` does): query ``i`` sees
+      keys ``0..i``. Query 0 is aligned with key 0.
+    - ``align="bottom_right"`` (what a KV cache needs, and PyTorch's ``causal_lower_right``): the
+      *last* query is aligned with the *last* key, so query ``i`` sees keys ``0..i + (t_k - t_q)``.
+      With 3 cached tokens and 2 new queries, the first new query sees 4 keys.
 
     Examples
     --------

@@ -1,8 +1,9 @@
 """A numerically stable softmax (seed §步骤 3: 归一化).
 
-``softmax(x)_i = exp(x_i) / sum_j exp(x_j)``. Computed naively, ``exp(1000)`` overflows to ``inf`` and the
-result is ``nan``. Subtracting the row maximum first changes nothing mathematically (softmax is invariant to
-adding a constant to every entry) but keeps every exponent ``<= 0``, so nothing overflows.
+``softmax(x)_i = exp(x_i) / sum_j exp(x_j)``. Computed naively, ``exp(1000)`` overflows to ``inf``
+and the result is ``nan``. Subtracting the row maximum first changes nothing mathematically (softmax
+is invariant to adding a constant to every entry) but keeps every exponent ``<= 0``, so nothing
+overflows.
 """
 
 from __future__ import annotations
@@ -23,19 +24,20 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
     Parameters
     ----------
     x : array_like
-        Real scores (logits). ``-inf`` entries get weight exactly 0 (that is how masks work). NaN and
-        ``+inf`` are rejected.
+        Real scores (logits). ``-inf`` entries get weight exactly 0 (that is how masks work). NaN
+        and ``+inf`` are rejected.
     axis : int
         The axis that is normalised (sums to 1). Default: the last one.
     temperature : float
-        ``softmax(x / T)``. ``T -> 0`` approaches a one-hot argmax, ``T -> inf`` the uniform distribution.
+        ``softmax(x / T)``. ``T -> 0`` approaches a one-hot argmax, ``T -> inf`` the uniform
+        distribution.
 
     Returns
     -------
     ndarray
-        Same shape as ``x``, same float dtype (integers become float64). A slice that is entirely ``-inf``
-        (nothing may be attended to) gets all-zero weights rather than NaN, the convention PyTorch's
-        ``scaled_dot_product_attention`` also uses for fully masked rows.
+        Same shape as ``x``, same float dtype (integers become float64). A slice that is entirely
+        ``-inf`` (nothing may be attended to) gets all-zero weights rather than NaN, the convention
+        PyTorch's ``scaled_dot_product_attention`` also uses for fully masked rows.
 
     Examples
     --------
@@ -52,12 +54,21 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
         raise ValueError("x must have at least 1 dimension; got a scalar (shape ())")
     if not -scores.ndim <= axis < scores.ndim:
         raise ValueError(f"axis {axis} is out of range for x with {scores.ndim} dimensions")
-    z = scores / scores.dtype.type(temperature)  # same shape as x
-    row_max = np.max(z, axis=axis, keepdims=True)  # (..., 1, ...) along axis
-    # A row that is all -inf has max -inf; subtracting it would give nan. Shift such rows by 0 instead:
+    # float16 is computed in float32 (as PyTorch accumulates it) and rounded back at the end.
+    work = scores.astype(np.promote_types(scores.dtype, np.float32), copy=False)
+    t = work.dtype.type(temperature)
+    if t == 0 or not np.isfinite(t):  # e.g. T = 1e-50 is 0 in float32: divide in float64 instead
+        work = work.astype(np.float64)
+        t = np.float64(temperature)
+    # Subtract the maximum *before* dividing by the temperature: softmax((x - max x) / T) equals
+    # softmax(x / T) because T > 0, and x / T alone could overflow to inf for a small T.
+    row_max = np.max(work, axis=axis, keepdims=True)  # (..., 1, ...) along axis
+    # A row that is all -inf has max -inf; subtracting it would give nan. Shift such rows by 0:
     # exp(-inf) = 0 everywhere, the sum is 0, and the row ends up all zeros below.
     row_max = np.where(np.isfinite(row_max), row_max, 0)
-    exps = np.exp(z - row_max)  # every exponent <= 0, so exps in [0, 1]
+    with np.errstate(over="ignore"):  # x - max may round to -inf (e.g. -3e38 - 3e38): exp gives 0
+        shifted = (work - row_max) / t  # same shape as x, all <= 0
+    exps = np.exp(shifted)  # every exponent <= 0, so exps in [0, 1]; the maximum gives exactly 1
     total = np.sum(exps, axis=axis, keepdims=True)  # >= 1 unless the row was all -inf
     safe_total = np.where(total > 0, total, 1)
     return (exps / safe_total).astype(scores.dtype, copy=False)

@@ -1,0 +1,183 @@
+"""Measure the live widgets on the built site: key-press-to-redraw latency, state size, page weight.
+
+Usage: python benchmarks/widget_latency.py [--site _build/html] [--presses 40] [--json out.json]
+
+* Latency: for every control of every course widget on every page (and on the test page that the
+  browser tests build), press ArrowRight/ArrowLeft (ArrowDown/ArrowUp for selects) alternately in
+  Chromium. In the page, ``performance.now()`` is read at the keydown (capture listener on the
+  document), after the synchronous DOM update (first MutationObserver callback), and at the next
+  ``requestAnimationFrame`` (the frame that paints the new drawing). Reported: median and p90 of
+  "key -> DOM updated" and "key -> next frame".
+* State size per widget: JSON bytes of each anywidget model in the page's widget state, with and
+  without its code (``_esm``/``_css``).
+* Page weight: bytes of every same-origin response the page loads, raw and gzip-compressed
+  (level 6), i.e. what a server with gzip on would send.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
+from site_server import XSS_PAGE, block_outside, launch, serve, site_dir, site_pages, xss_page_html
+
+INSTRUMENT = """
+window.__lat = [];
+window.__t0 = null;
+document.addEventListener('keydown', () => { window.__t0 = performance.now(); }, true);
+new MutationObserver(() => {
+  if (window.__t0 === null) return;
+  const t0 = window.__t0;
+  const t1 = performance.now();
+  window.__t0 = null;
+  requestAnimationFrame(() => { window.__lat.push([t1 - t0, performance.now() - t0]); });
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+"""
+
+STATE_SIZES = """
+() => {
+  const s = document.querySelector('script[type="application/vnd.jupyter.widget-state+json"]');
+  if (!s) return []; const state = JSON.parse(s.textContent).state;
+  return Object.values(state).filter((m) => m.model_module === 'anywidget').map((m) => {
+    const data = Object.assign({}, m.state); const full = JSON.stringify(m.state).length;
+    delete data._esm; delete data._css; return {widget: m.state._anywidget_id, full, data:
+    JSON.stringify(data).length};
+  });
+}
+"""
+
+
+def pctl(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def measure_page(browser: Any, base: str, rel: str, presses: int) -> dict[str, Any]:
+    blocked: list[str] = []
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    block_outside(context, (base,), blocked)
+    bodies: dict[str, int] = {}
+    gz: dict[str, int] = {}
+    page = context.new_page()
+
+    def on_response(resp: Any) -> None:
+        if resp.url.startswith(base) and resp.status < 300:
+            try:
+                body = resp.body()
+            except Exception:  # redirects and aborted loads have no body
+                return
+            bodies[resp.url] = len(body)
+            gz[resp.url] = len(gzip.compress(body, 6))
+
+    page.on("response", on_response)
+    page.add_init_script(INSTRUMENT)
+    page.goto(base + rel, wait_until="load")
+    page.wait_for_timeout(300)
+    n_views = page.evaluate(
+        "() => document.querySelectorAll("
+        "'script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
+    )
+    if n_views:
+        page.wait_for_function(
+            f"() => document.querySelectorAll('.cu-widget').length >= {n_views}"
+            " || document.querySelectorAll('.widget-subarea > *').length >= " + str(n_views),
+            timeout=30_000,
+        )
+    page.wait_for_load_state("networkidle")
+    result: dict[str, Any] = {
+        "page": rel,
+        "bytes": sum(bodies.values()),
+        "gzip_bytes": sum(gz.values()),
+        "requests": len(bodies),
+        "blocked": blocked,
+        "state": page.evaluate(STATE_SIZES),
+        "controls": [],
+    }
+    controls = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.cu-widget input[type=range], "
+        ".cu-widget select')).map((c) => [c.id, c.tagName.toLowerCase(), "
+        "c.closest('.cu-widget').className])"
+    )
+    for control_id, tag, cls in controls:
+        page.focus(f"#{control_id}")
+        keys = ("ArrowDown", "ArrowUp") if tag == "select" else ("ArrowRight", "ArrowLeft")
+        page.evaluate("() => { window.__lat = []; }")
+        for i in range(presses):
+            page.keyboard.press(keys[i % 2])
+            page.wait_for_function(f"() => window.__lat.length >= {i + 1}", timeout=5_000)
+        lat = page.evaluate("() => window.__lat")
+        result["controls"].append(
+            {
+                "widget": cls.replace("cu-widget", "").strip(),
+                "control": tag,
+                "n": len(lat),
+                "dom_median_ms": statistics.median(x[0] for x in lat),
+                "frame_median_ms": statistics.median(x[1] for x in lat),
+                "frame_p90_ms": pctl([x[1] for x in lat], 0.9),
+            }
+        )
+    context.close()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site", type=Path, default=site_dir())
+    parser.add_argument("--presses", type=int, default=40)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    pages = site_pages(args.site)
+    results = []
+    start = time.perf_counter()
+    extra = {f"/{XSS_PAGE}": xss_page_html().encode()}
+    with serve(args.site, extra=extra) as base, sync_playwright() as p:
+        browser = launch(p)
+        for rel in [*pages, XSS_PAGE]:
+            results.append(measure_page(browser, base, rel, args.presses))
+        browser.close()
+    elapsed = time.perf_counter() - start
+
+    print(f"site: {args.site}  ({len(pages)} pages + test page; {elapsed:.1f} s)")
+    print("\nkey press -> redraw (Chromium headless, median over presses)")
+    print(
+        f"{'page':42} {'widget':24} {'control':8} {'n':>3} {'DOM ms':>7} {'frame ms':>9} {'p90':>6}"
+    )
+    all_frames = []
+    for r in results:
+        for c in r["controls"]:
+            all_frames.append(c["frame_median_ms"])
+            print(
+                f"{r['page'][:42]:42} {c['widget'][:24]:24} {c['control']:8} {c['n']:>3} "
+                f"{c['dom_median_ms']:7.2f} {c['frame_median_ms']:9.2f} {c['frame_p90_ms']:6.2f}"
+            )
+    if all_frames:
+        print(f"median over controls of the frame medians: {statistics.median(all_frames):.2f} ms")
+    print("\nwidget state per widget (JSON bytes)")
+    for r in results:
+        for s in r["state"]:
+            print(
+                f"{r['page'][:42]:42} {s['widget']:45} data {s['data']:>7} with code {s['full']:>7}"
+            )
+    print("\npage weight (page + everything it loads, same origin)")
+    print(f"{'page':42} {'requests':>8} {'raw KB':>9} {'gzip KB':>9}")
+    for r in results:
+        print(
+            f"{r['page'][:42]:42} {r['requests']:>8} {r['bytes'] / 1024:9.1f} "
+            f"{r['gzip_bytes'] / 1024:9.1f}" + (f"  BLOCKED {r['blocked']}" if r["blocked"] else "")
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""Refresh the vendored JavaScript the website serves itself (no CDN): `make vendor`.
+
+Writes ``src/course_utils/sphinx_ext/static/course_vendor/`` from pinned sources:
+
+* ``require/require.js``: npm ``requirejs`` (MIT);
+* ``html-manager/embed-amd.js``: npm ``@jupyter-widgets/html-manager`` (BSD-3-Clause) and its
+  Font Awesome fonts (woff2/woff; SIL OFL 1.1);
+* ``anywidget/index.js``: copied from the INSTALLED anywidget wheel
+  (``anywidget/nbextension/index.js``, MIT), so the front-end always matches the Python package
+  that wrote the widget state;
+* ``mathjax/``: npm ``mathjax`` 3 (Apache-2.0): ``tex-mml-chtml.js``, the CHTML woff fonts, the TeX
+  extensions it may autoload, ``ui/`` and ``a11y/`` (the speech-rule maps ``sre/`` are left out:
+  3.9 MB, only loaded if a reader turns speech on in the MathJax menu).
+
+Each folder gets the package's licence text; ``VERSIONS.json`` records versions, sources and sha256
+of every file. The only change made to upstream files: ``//# sourceMappingURL=`` comments are
+removed (the maps are not shipped, so DevTools would otherwise request missing files).
+
+Needs ``npm`` (only ``npm pack``: downloads the tarball, runs no package scripts).
+Usage: python scripts/vendor_static.py [--check]   (--check: verify hashes, download nothing)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import anywidget
+
+ROOT = Path(__file__).resolve().parents[1]
+DEST = ROOT / "src" / "course_utils" / "sphinx_ext" / "static" / "course_vendor"
+
+PINS = {
+    "requirejs": "2.3.7",
+    "@jupyter-widgets/html-manager": "1.0.15",
+    "mathjax": "3.2.2",
+}
+
+MIT = """MIT License
+
+{copyright}
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
+associated documentation files (the "Software"), to deal in the Software without restriction,
+including without limitation the rights to use, copy, modify, merge, publish, distribute,
+sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or
+substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
+NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
+OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+"""
+
+BSD3 = """BSD 3-Clause License
+
+Copyright (c) 2015 Project Jupyter Contributors
+All rights reserved.
+
+Redistribution and use in source and binary forms, with or without modification, are permitted
+provided that the following conditions are met:
+
+1. Redistributions of source code must retain the above copyright notice, this list of conditions
+   and the following disclaimer.
+2. Redistributions in binary form must reproduce the above copyright notice, this list of
+   conditions and the following disclaimer in the documentation and/or other materials provided
+   with the distribution.
+3. Neither the name of the copyright holder nor the names of its contributors may be used to
+   endorse or promote products derived from this software without specific prior written
+   permission.
+
+THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS "AS IS" AND ANY EXPRESS OR
+IMPLIED WARRANTIES, INCLUDING, BUT NOT LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY AND
+FITNESS FOR A PARTICULAR PURPOSE ARE DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT HOLDER OR
+CONTRIBUTORS BE LIABLE FOR ANY DIRECT, INDIRECT, INCIDENTAL, SPECIAL, EXEMPLARY, OR CONSEQUENTIAL
+DAMAGES (INCLUDING, BUT NOT LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR SERVICES; LOSS OF USE,
+DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER CAUSED AND ON ANY THEORY OF LIABILITY, WHETHER
+IN CONTRACT, STRICT LIABILITY, OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT
+OF THE USE OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
+"""
+
+FONT_NOTE = """
+The Font Awesome 4 fonts (*.woff2, *.woff) bundled by @jupyter-widgets/html-manager are licensed
+under the SIL Open Font License 1.1 (https://openfontlicense.org/); Font Awesome by Dave Gandy.
+Third-party notices of the JavaScript bundle: embed.js.LICENSE.txt (shipped by the npm package).
+"""
+
+SOURCE_MAP = re.compile(rb"^//# sourceMappingURL=.*$", re.MULTILINE)
+
+
+def npm_pack(spec: str, workdir: Path) -> Path:
+    """Download ``spec`` with ``npm pack`` (runs no install scripts), unpack it, return package/."""
+    out = subprocess.run(
+        ["npm", "pack", spec, "--silent", "--pack-destination", str(workdir)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=workdir,
+    )
+    tgz = workdir / out.stdout.strip().splitlines()[-1]
+    target = workdir / tgz.stem
+    with tarfile.open(tgz) as tar:
+        tar.extractall(target, filter="data")
+    return target / "package"
+
+
+def copy(src: Path, dst: Path, *, strip_maps: bool = False) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    data = src.read_bytes()
+    if strip_maps and src.suffix == ".js":
+        data = SOURCE_MAP.sub(b"", data)
+    dst.write_bytes(data)
+
+
+def vendor(workdir: Path) -> dict[str, object]:
+    if DEST.exists():
+        shutil.rmtree(DEST)
+    versions: dict[str, object] = {}
+
+    # require.js
+    pkg = npm_pack(f"requirejs@{PINS['requirejs']}", workdir)
+    copy(pkg / "require.js", DEST / "require" / "require.js")
+    (DEST / "require" / "LICENSE").write_text(
+        MIT.format(
+            copyright="Copyright jQuery Foundation and other contributors, https://jquery.org/"
+        )
+    )
+    versions["requirejs"] = {"version": PINS["requirejs"], "source": "npm", "license": "MIT"}
+
+    # html-manager
+    name = "@jupyter-widgets/html-manager"
+    pkg = npm_pack(f"{name}@{PINS[name]}", workdir)
+    dist = pkg / "dist"
+    copy(dist / "embed-amd.js", DEST / "html-manager" / "embed-amd.js", strip_maps=True)
+    for font in sorted([*dist.glob("*.woff2"), *dist.glob("*.woff")]):
+        copy(font, DEST / "html-manager" / font.name)
+    copy(dist / "embed.js.LICENSE.txt", DEST / "html-manager" / "embed.js.LICENSE.txt")
+    (DEST / "html-manager" / "LICENSE").write_text(BSD3 + "\n" + FONT_NOTE)
+    versions[name] = {"version": PINS[name], "source": "npm", "license": "BSD-3-Clause"}
+
+    # anywidget front-end from the installed wheel
+    wheel_js = Path(anywidget.__file__).parent / "nbextension" / "index.js"
+    copy(wheel_js, DEST / "anywidget" / "index.js", strip_maps=True)
+    dist_info = metadata.distribution("anywidget")
+    licence = next(
+        (f for f in dist_info.files or [] if f.name.startswith("LICENSE")),
+        None,
+    )
+    if licence is None:
+        raise SystemExit("anywidget's wheel has no LICENSE file; cannot vendor it without one")
+    copy(Path(dist_info.locate_file(licence)), DEST / "anywidget" / "LICENSE")
+    versions["anywidget"] = {
+        "version": dist_info.version,
+        "source": "installed wheel: anywidget/nbextension/index.js",
+        "license": "MIT",
+    }
+
+    # MathJax 3
+    pkg = npm_pack(f"mathjax@{PINS['mathjax']}", workdir)
+    es5 = pkg / "es5"
+    copy(es5 / "tex-mml-chtml.js", DEST / "mathjax" / "tex-mml-chtml.js", strip_maps=True)
+    for sub in ["input/tex/extensions", "output/chtml/fonts/woff-v2", "ui", "a11y"]:
+        for f in sorted((es5 / sub).rglob("*")):
+            if f.is_file():
+                copy(f, DEST / "mathjax" / f.relative_to(es5), strip_maps=True)
+    copy(pkg / "LICENSE", DEST / "mathjax" / "LICENSE")
+    versions["mathjax"] = {
+        "version": PINS["mathjax"],
+        "source": "npm (es5/)",
+        "license": "Apache-2.0",
+    }
+    return versions
+
+
+def file_hashes() -> dict[str, str]:
+    return {
+        p.relative_to(DEST).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(DEST.rglob("*"))
+        if p.is_file() and p.name != "VERSIONS.json"
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="verify VERSIONS.json hashes only")
+    args = parser.parse_args(argv)
+    manifest_path = DEST / "VERSIONS.json"
+    if args.check:
+        manifest = json.loads(manifest_path.read_text())
+        bad = [k for k, v in file_hashes().items() if manifest["files"].get(k) != v]
+        missing = sorted(set(manifest["files"]) - set(file_hashes()))
+        installed = metadata.version("anywidget")
+        if manifest["packages"]["anywidget"]["version"] != installed:
+            print(
+                f"anywidget front-end is {manifest['packages']['anywidget']['version']}, "
+                f"installed wheel is {installed}: run make vendor"
+            )
+            return 1
+        if bad or missing:
+            print(f"changed: {bad}\nmissing: {missing}")
+            return 1
+        print(f"ok: {len(manifest['files'])} vendored files match VERSIONS.json")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="vendor-") as tmp:
+        versions = vendor(Path(tmp))
+    manifest = {
+        "note": "Written by scripts/vendor_static.py; do not edit. sourceMappingURL lines removed.",
+        "packages": versions,
+        "files": file_hashes(),
+    }
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    total = sum(p.stat().st_size for p in DEST.rglob("*") if p.is_file())
+    print(
+        f"vendored {len(manifest['files'])} files, {total / 1e6:.1f} MB "
+        f"into {DEST.relative_to(ROOT)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""Checkers for the exercises of chapter 2, "Scaling by √d_k".
+
+Each checker takes the learner's answer (functions or a number), runs it on its own seeded cases,
+compares with ``course_utils`` (or a simulation) and returns a :class:`Feedback`. A checker never
+raises on a wrong answer: the starter code (``...``) and a function that crashes both give feedback.
+
+- :func:`check_score_variance`: ``score_var(d_k, sigma_q, sigma_k)`` and
+  ``unit_scale(d_k, sigma_q, sigma_k)``;
+- :func:`check_jacobian`: ``jacobian(p)``, the softmax Jacobian ``diag(p) - p pᵀ``;
+- :func:`check_saturation_threshold`: the smallest ``d_k`` at which the unscaled softmax's mean
+  largest weight exceeds 0.9.
+
+>>> import math
+>>> bool(check_score_variance(lambda d, a, b: d * a**2 * b**2,
+...                           lambda d, a, b: 1 / (a * b * math.sqrt(d))))
+True
+>>> print(check_jacobian(lambda p: ...))
+❌ softmax Jacobian: not yet right
+  - your function returned Ellipsis
+  💡 replace the `...` with your code, and make sure the function ends with `return`
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..saturation import softmax_jacobian
+from ..scaling import sample_scores, saturation_sweep
+from ..softmax import softmax
+from ._feedback import Feedback
+
+__all__ = ["check_jacobian", "check_saturation_threshold", "check_score_variance"]
+
+_SEED = 2017
+_STARTER_HINT = "replace the `...` with your code, and make sure the function ends with `return`"
+SATURATION_GRID = tuple(2**i for i in range(11))
+
+
+def _not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
+    if answer is Ellipsis or answer is None:
+        return Feedback(
+            False, title, (f"{name} is still {answer!r}",), (f"define the function `{name}` first",)
+        )
+    if not callable(answer):
+        return Feedback(
+            False,
+            title,
+            (f"expected the function {name} itself; got a {type(answer).__name__}",),
+            (f"pass the function itself, without parentheses: `{name}`, not `{name}(...)`",),
+        )
+    return None
+
+
+def _call(title: str, fn: Callable[..., Any], args: tuple[Any, ...], described: str) -> Any:
+    """Call the learner's function; return its result or a Feedback describing the failure."""
+    try:
+        result = fn(*args)
+    except Exception as err:  # the learner's code may raise anything
+        return Feedback(
+            False,
+            title,
+            (f"calling it on {described} raised {type(err).__name__}: {err}",),
+            ("run your function on a small example to see where it fails",),
+        )
+    if result is None or result is Ellipsis:
+        return Feedback(False, title, (f"your function returned {result!r}",), (_STARTER_HINT,))
+    return result
+
+
+def _as_number(title: str, result: Any, described: str) -> float | Feedback:
+    try:
+        value = float(np.asarray(result, dtype=np.float64))
+    except (TypeError, ValueError):
+        return Feedback(
+            False, title, (f"on {described}: expected one number; got {type(result).__name__}",)
+        )
+    return value
+
+
+# --- exercise 2.1 ---------------------------------------------------------------------------------
+
+_VAR_CASES = ((1, 1.0, 1.0), (64, 1.0, 1.0), (16, 2.0, 1.0), (100, 0.5, 3.0), (512, 0.1, 0.2))
+
+
+def _simulated_variance(d_k: int, sigma_q: float, sigma_k: float, n: int = 20_000) -> float:
+    rng = np.random.default_rng([_SEED, d_k])
+    raw = sample_scores(d_k, 1, n, rng)  # (n, 1), unit-variance entries
+    return float((raw * sigma_q * sigma_k).var(ddof=1))  # scaling q and k scales each product
+
+
+def check_score_variance(
+    score_var: Callable[[int, float, float], Any], unit_scale: Callable[[int, float, float], Any]
+) -> Feedback:
+    """Check ``Var(q·k) = d_k σ_q² σ_k²`` and the unit-variance factor ``1 / (σ_q σ_k √d_k)``.
+
+    Each answer must match the exact formula to 1e-9 relative error; the message also shows a
+    simulated variance (20,000 samples), the independent evidence behind the formula.
+    """
+    title = "score variance"
+    for fn, name in ((score_var, "score_var"), (unit_scale, "unit_scale")):
+        early = _not_a_function(title, fn, name)
+        if early is not None:
+            return early
+    for d_k, s_q, s_k in _VAR_CASES:
+        described = f"d_k = {d_k}, sigma_q = {s_q:g}, sigma_k = {s_k:g}"
+        result = _call(title, score_var, (d_k, s_q, s_k), described)
+        if isinstance(result, Feedback):
+            return result
+        got = _as_number(title, result, described)
+        if isinstance(got, Feedback):
+            return got
+        expected = d_k * s_q**2 * s_k**2
+        simulated = _simulated_variance(d_k, s_q, s_k)
+        if not math.isclose(got, expected, rel_tol=1e-9):
+            hints = []
+            if math.isclose(got, d_k * s_q * s_k, rel_tol=1e-9):
+                hints.append("variances are squares of standard deviations: use sigma**2")
+            elif math.isclose(got, d_k, rel_tol=1e-9):
+                hints.append("with sigma != 1 each product q_i k_i has variance sigma_q² sigma_k²")
+            elif math.isclose(got, math.sqrt(d_k) * s_q**2 * s_k**2, rel_tol=1e-9):
+                hints.append("the variances of the d_k terms add up: d_k, not √d_k")
+            return Feedback(
+                False,
+                title,
+                (
+                    f"score_var on {described}: got {got:.6g}, expected {expected:.6g} "
+                    f"(a simulation of 20,000 pairs measures {simulated:.4g})",
+                ),
+                tuple(hints),
+            )
+        result = _call(title, unit_scale, (d_k, s_q, s_k), described)
+        if isinstance(result, Feedback):
+            return result
+        c = _as_number(title, result, described)
+        if isinstance(c, Feedback):
+            return c
+        want = 1.0 / (s_q * s_k * math.sqrt(d_k))
+        if not math.isclose(c, want, rel_tol=1e-9):
+            hints = []
+            if math.isclose(c, 1.0 / expected, rel_tol=1e-9):
+                hints.append("scaling by c scales the variance by c², so c = 1/√Var, not 1/Var")
+            elif math.isclose(c, 1.0 / math.sqrt(d_k), rel_tol=1e-9):
+                hints.append("1/√d_k is right only for unit variances; include sigma_q and sigma_k")
+            return Feedback(
+                False,
+                title,
+                (
+                    f"unit_scale on {described}: got {c:.6g}, expected {want:.6g}; with your "
+                    f"factor the variance would be {c * c * expected:.4g}, not 1",
+                ),
+                tuple(hints),
+            )
+    return Feedback(
+        True,
+        title,
+        (
+            f"both functions are right on all {len(_VAR_CASES)} cases, and agree with simulations "
+            "of 20,000 random pairs each",
+        ),
+    )
+
+
+# --- exercise 2.2 ---------------------------------------------------------------------------------
+
+
+def _jacobian_cases() -> list[tuple[np.ndarray, str]]:
+    rng = np.random.default_rng(_SEED + 1)
+    return [
+        (softmax(np.array([1.0, 2.0, 3.0])), "p = softmax([1, 2, 3])"),
+        (np.array([0.25, 0.25, 0.25, 0.25]), "a uniform row of 4"),
+        (np.array([1.0, 0.0, 0.0]), "a one-hot row (1, 0, 0)"),
+        (softmax(rng.normal(scale=3.0, size=7)), "a random row of 7 weights"),
+    ]
+
+
+def check_jacobian(jacobian: Callable[[Any], Any]) -> Feedback:
+    """Check ``jacobian(p) = diag(p) - p pᵀ`` against ``course_utils.saturation.softmax_jacobian``
+    (itself tested against ``torch.autograd``).
+
+    >>> bool(check_jacobian(lambda p: np.diag(p) - np.outer(p, p)))
+    True
+    >>> print(check_jacobian(lambda p: np.diag(p) - p @ p))
+    ❌ softmax Jacobian: not yet right
+      - on p = softmax([1, 2, 3]): entry [0, 0] is -0.421, expected 0.0819
+      💡 p @ p is a number (the sum of p_j²); the outer product p pᵀ is np.outer(p, p)
+    """
+    title = "softmax Jacobian"
+    early = _not_a_function(title, jacobian, "jacobian")
+    if early is not None:
+        return early
+    for p, described in _jacobian_cases():
+        result = _call(title, jacobian, (p.copy(),), described)
+        if isinstance(result, Feedback):
+            return result
+        try:
+            got = np.asarray(result, dtype=np.float64)
+        except (TypeError, ValueError):
+            return Feedback(
+                False, title, (f"on {described}: expected a matrix; got {type(result).__name__}",)
+            )
+        expected = softmax_jacobian(p)  # (T_k, T_k)
+        if got.shape != expected.shape:
+            return Feedback(
+                False,
+                title,
+                (f"on {described}: got shape {got.shape}, expected {expected.shape} (T_k, T_k)",),
+                ("J has one row and one column per weight",),
+            )
+        if not np.allclose(got, expected, rtol=1e-7, atol=1e-10):
+            i, j = np.argwhere(~np.isclose(got, expected, rtol=1e-7, atol=1e-10))[0]
+            hints = []
+            if np.allclose(got, np.diag(p) - p @ p):
+                hints.append(
+                    "p @ p is a number (the sum of p_j²); the outer product p pᵀ is np.outer(p, p)"
+                )
+            elif np.allclose(got, -expected):
+                hints.append("the sign is flipped: J = diag(p) - p pᵀ")
+            elif np.allclose(got, np.diag(p)):
+                hints.append("the off-diagonal terms -p_i p_j are missing")
+            return Feedback(
+                False,
+                title,
+                (
+                    f"on {described}: entry [{i}, {j}] is {got[i, j]:.3g}, "
+                    f"expected {expected[i, j]:.3g}",
+                ),
+                tuple(hints),
+            )
+    return Feedback(True, title, ("J = diag(p) - p pᵀ on all 4 rows, including a one-hot row",))
+
+
+# --- exercise 2.3 ---------------------------------------------------------------------------------
+
+
+def saturation_threshold(threshold: float = 0.9) -> int:
+    """The smallest ``d_k`` of ``SATURATION_GRID`` whose unscaled mean largest weight > threshold.
+
+    Uses ``saturation_sweep(SATURATION_GRID, t_k=8, n_rows=500, rng=np.random.default_rng(0))``.
+    """
+    sweep = saturation_sweep(SATURATION_GRID, t_k=8, n_rows=500, rng=np.random.default_rng(0))
+    above = sweep.unscaled["max_weight"] > threshold  # (11,)
+    if not above.any():  # pragma: no cover - the sweep always saturates at d_k = 1024
+        raise RuntimeError("no d_k on the grid exceeds the threshold")
+    return int(sweep.d_ks[np.argmax(above)])
+
+
+def check_saturation_threshold(answer: Any) -> Feedback:
+    """Check the smallest ``d_k`` (on 1, 2, 4, ..., 1024) where the raw softmax's mean largest
+    weight exceeds 0.9, with ``t_k=8, n_rows=500, rng=np.random.default_rng(0)``.
+
+    >>> print(check_saturation_threshold(1024))
+    ❌ saturation threshold: not yet right
+      - 1024 is on the grid and saturated, but a smaller d_k already exceeds 0.9
+      💡 look for the first d_k whose value is above 0.9, e.g. with np.argmax(values > 0.9)
+    """
+    title = "saturation threshold"
+    if answer is Ellipsis or answer is None:
+        return Feedback(
+            False, title, (f"answer is still {answer!r}",), ("replace the `...` with your answer",)
+        )
+    if isinstance(answer, bool) or not isinstance(answer, int | np.integer):
+        return Feedback(
+            False,
+            title,
+            (f"answer must be an int (a d_k); got {type(answer).__name__} {answer!r}",),
+            ("convert with int(...)",),
+        )
+    expected = saturation_threshold()
+    if int(answer) == expected:
+        return Feedback(
+            True, title, (f"d_k = {expected}: the first d_k whose mean largest weight exceeds 0.9",)
+        )
+    if int(answer) not in SATURATION_GRID:
+        return Feedback(
+            False,
+            title,
+            (f"{answer} is not on the grid 1, 2, 4, ..., 1024",),
+            ("use d_ks = [2**i for i in range(11)]",),
+        )
+    if int(answer) > expected:
+        return Feedback(
+            False,
+            title,
+            (f"{answer} is on the grid and saturated, but a smaller d_k already exceeds 0.9",),
+            ("look for the first d_k whose value is above 0.9, e.g. with np.argmax(values > 0.9)",),
+        )
+    return Feedback(
+        False,
+        title,
+        (f"at d_k = {answer} the mean largest weight is still at most 0.9",),
+        ("did you read the scaled column? the exercise asks about the raw (unscaled) softmax",),
+    )

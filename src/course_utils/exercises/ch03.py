@@ -1,0 +1,244 @@
+"""Checkers for the exercises of chapter 3, "Softmax and the weighted sum".
+
+Each checker runs the learner's answer on its own seeded cases, compares with ``course_utils`` and
+returns a :class:`Feedback`; it never raises on a wrong answer, so the notebook runs top to bottom
+with the starter code (``...``).
+
+- :func:`check_stable_softmax`: ``stable_softmax(x)`` along the last axis, including rows of
+  ``±1e4`` in float32 and ``-inf`` (masked) entries;
+- :func:`check_temperature_limits`: the weights of a row of scores as ``T -> 0`` and ``T -> inf``;
+- :func:`check_attention`: ``attention(Q, K, V, mask=None)``, the four steps, with a causal mask.
+
+>>> def stable_softmax(x):
+...     z = np.asarray(x, dtype=float)
+...     e = np.exp(z - z.max(axis=-1, keepdims=True))
+...     return e / e.sum(axis=-1, keepdims=True)
+>>> bool(check_stable_softmax(stable_softmax))
+True
+>>> print(check_stable_softmax(lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)))
+❌ stable softmax: not yet right
+  - on a float32 row with scores of ±1e4: softmax contains NaN, first at entry [0]
+  💡 exp overflowed (inf / inf = nan): subtract the maximum of each row before exp
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..data import by_hand_example, reading_example
+from ..masks import causal_mask
+from ..softmax import softmax
+from ._checks import check_array, check_attention_output, check_softmax
+from ._feedback import Feedback
+
+__all__ = [
+    "TEMPERATURE_SCORES",
+    "check_attention",
+    "check_stable_softmax",
+    "check_temperature_limits",
+]
+
+_SEED = 2017
+_STARTER_HINT = "replace the `...` with your code, and make sure the function ends with `return`"
+#: The row of scores of exercise 3.2 (two tied maxima on purpose).
+TEMPERATURE_SCORES = (2.0, 3.0, 3.0, -1.0)
+
+
+def _not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
+    if answer is Ellipsis or answer is None:
+        return Feedback(
+            False, title, (f"{name} is still {answer!r}",), (f"define the function `{name}` first",)
+        )
+    if not callable(answer):
+        return Feedback(
+            False,
+            title,
+            (f"expected the function {name} itself; got a {type(answer).__name__}",),
+            (f"pass the function itself, without parentheses: `{name}`, not `{name}(...)`",),
+        )
+    return None
+
+
+def _call(title: str, fn: Callable[..., Any], args: tuple[Any, ...], described: str) -> Any:
+    """Call the learner's function; return its result, or a Feedback if it failed or gave None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # overflow shows up as NaN below
+            with np.errstate(all="ignore"):
+                result = fn(*args)
+    except Exception as err:  # the learner's code may raise anything
+        return Feedback(
+            False,
+            title,
+            (f"calling it on {described} raised {type(err).__name__}: {err}",),
+            ("run your function on a small example to see where it fails",),
+        )
+    if result is None or result is Ellipsis:
+        return Feedback(False, title, (f"your function returned {result!r}",), (_STARTER_HINT,))
+    return result
+
+
+def _with_context(fb: Feedback, title: str, described: str) -> Feedback:
+    messages = tuple(f"on {described}: {m}" for m in fb.messages[:1]) + fb.messages[1:]
+    return Feedback(fb.passed, title, messages, fb.hints)
+
+
+# --- exercise 3.1 ---------------------------------------------------------------------------------
+
+
+def _softmax_cases() -> list[tuple[np.ndarray, str]]:
+    rng = np.random.default_rng(_SEED)
+    return [
+        (np.array([1.0, 2.0, 3.0]), "the row [1, 2, 3]"),
+        (np.array([1e4, -1e4, 0.0], dtype=np.float32), "a float32 row with scores of ±1e4"),
+        (np.array([1000.0, 1001.0, 1002.0]), "the row [1000, 1001, 1002]"),
+        (np.array([0.5, -np.inf, 1.5, -np.inf]), "a row with two masked (-inf) entries"),
+        (rng.normal(scale=3.0, size=(3, 5)), "a (3, 5) matrix: softmax of each row"),
+    ]
+
+
+def check_stable_softmax(stable_softmax: Callable[[Any], Any]) -> Feedback:
+    """Check ``stable_softmax(x)``: softmax along the last axis that never overflows.
+
+    Compared with :func:`course_utils.softmax.softmax` (tested against ``torch.softmax``).
+    """
+    title = "stable softmax"
+    early = _not_a_function(title, stable_softmax, "stable_softmax")
+    if early is not None:
+        return early
+    cases = _softmax_cases()
+    for x, described in cases:
+        result = _call(title, stable_softmax, (x.copy(),), described)
+        if isinstance(result, Feedback):
+            return result
+        fb = check_softmax(result, x, axis=-1, rtol=1e-4 if x.dtype == np.float32 else 1e-6)
+        if not fb:
+            fb = _with_context(fb, title, described)
+            got = np.asarray(result, dtype=np.float64)
+            sums = got.sum(axis=-1) if got.shape == x.shape else None
+            if (
+                not fb.hints
+                and sums is not None
+                and np.isfinite(sums).all()
+                and not np.allclose(sums, 1.0, atol=1e-4)
+            ):
+                hint = "each row must sum to 1: divide the exponentials by their sum"
+                fb = Feedback(False, title, fb.messages, (hint,))
+            return fb
+    return Feedback(
+        True,
+        title,
+        (f"right on all {len(cases)} cases, including ±1e4 in float32 and masked -inf entries",),
+    )
+
+
+# --- exercise 3.2 ---------------------------------------------------------------------------------
+
+
+def check_temperature_limits(t_to_zero: Any, t_to_infinity: Any) -> Feedback:
+    """Check the limits of ``softmax(s / T)`` for ``s = TEMPERATURE_SCORES`` as ``T -> 0`` and
+    ``T -> inf``, compared with ``course_utils.softmax.softmax`` at ``T = 1e-3`` and ``T = 1e6``.
+
+    >>> bool(check_temperature_limits([0, 0.5, 0.5, 0], [0.25, 0.25, 0.25, 0.25]))
+    True
+    >>> print(check_temperature_limits([0, 1, 0, 0], [0.25] * 4))
+    ❌ temperature limits: not yet right
+      - T -> 0: entry [1] is 1, expected 0.5
+      - T -> 0: 2 of 4 entries differ
+      💡 two scores tie for the maximum: as T -> 0 they share the weight equally
+    """
+    title = "temperature limits"
+    s = np.array(TEMPERATURE_SCORES)  # (4,)
+    feedbacks = []
+    for answer, temperature, label in (
+        (t_to_zero, 1e-3, "T -> 0"),
+        (t_to_infinity, 1e6, "T -> inf"),
+    ):
+        if answer is Ellipsis or answer is None:
+            return Feedback(
+                False,
+                title,
+                (f"{label}: the answer is still {answer!r}",),
+                ("replace the `...` with a list of 4 weights",),
+            )
+        expected = softmax(s, temperature=temperature)  # (4,)
+        fb = check_array(label, answer, expected, rtol=0, atol=1e-3)
+        feedbacks.append(fb)
+    if all(feedbacks):
+        return Feedback(
+            True,
+            title,
+            (
+                "T -> 0 gives the argmax, shared between the two tied maxima; "
+                "T -> inf gives the uniform distribution",
+            ),
+        )
+    messages = tuple(f"{fb.title}: {m}" for fb in feedbacks if not fb for m in fb.messages)
+    hints = []
+    zero = np.asarray(t_to_zero, dtype=np.float64) if np.ndim(t_to_zero) == 1 else None
+    if not feedbacks[0] and zero is not None and zero.shape == (4,) and np.isclose(zero.max(), 1):
+        hints.append("two scores tie for the maximum: as T -> 0 they share the weight equally")
+    if not feedbacks[1]:
+        hints.append("as T grows, every s_j / T goes to 0, and softmax of zeros is uniform")
+    return Feedback(False, title, messages, tuple(hints))
+
+
+# --- exercise 3.3 ---------------------------------------------------------------------------------
+
+
+def _attention_cases() -> list[tuple[np.ndarray, np.ndarray, np.ndarray, Any, str]]:
+    rng = np.random.default_rng(_SEED + 1)
+    bh = by_hand_example()
+    rd = reading_example()
+    return [
+        (bh.Q, bh.K, bh.V, None, "'the cat sat down' (no mask)"),
+        (
+            rng.normal(size=(2, 4)),
+            rng.normal(size=(5, 4)),
+            rng.normal(size=(5, 3)),
+            None,
+            "random Q (2, 4), K (5, 4), V (5, 3): T_q != T_k",
+        ),
+        (rd.Q, rd.K, rd.V, causal_mask(rd.T), "看书真好 with causal_mask(4)"),
+    ]
+
+
+def check_attention(attention: Callable[..., Any]) -> Feedback:
+    """Check ``attention(Q, K, V, mask=None)`` -> output ``(T_q, d_v)``, the four steps.
+
+    Compared with :func:`course_utils.attention.scaled_dot_product_attention` (itself tested against
+    ``torch.nn.functional.scaled_dot_product_attention``); typical mistakes get a hint.
+
+    >>> from course_utils.attention import scaled_dot_product_attention as sdpa
+    >>> bool(check_attention(lambda Q, K, V, mask=None: sdpa(Q, K, V, mask)[0]))
+    True
+    """
+    title = "attention"
+    early = _not_a_function(title, attention, "attention")
+    if early is not None:
+        return early
+    cases = _attention_cases()
+    for q, k, v, mask, described in cases:
+        args = (
+            (q.copy(), k.copy(), v.copy()) if mask is None else (q.copy(), k.copy(), v.copy(), mask)
+        )
+        result = _call(title, attention, args, described)
+        if isinstance(result, Feedback):
+            return result
+        if isinstance(result, tuple):
+            return Feedback(
+                False,
+                title,
+                (f"on {described}: your function returned a tuple of {len(result)} items",),
+                ("return only the output, weights @ V, shape (T_q, d_v)",),
+            )
+        fb = check_attention_output(result, q, k, v, mask, name="output", rtol=1e-6, atol=1e-9)
+        if not fb:
+            return _with_context(fb, title, described)
+    return Feedback(
+        True, title, (f"right on all {len(cases)} cases, including T_q != T_k and a causal mask",)
+    )

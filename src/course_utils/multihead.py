@@ -1,0 +1,294 @@
+"""Multi-head attention (多头注意力) in PyTorch: the seed's ``MultiHeadAttention``, made complete.
+
+MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W_O
+head_i = Attention(Q W_Q_i, K W_K_i, V W_V_i)
+
+Vaswani et al. (2017), "Attention Is All You Need", section 3.2.2. The ``h`` per-head
+projections ``W_Q_i`` of shape ``(d_model, d_k)`` are stored side by side as one
+``(d_model, n_heads * d_k)`` linear layer, so one matrix product computes the queries of every
+head; splitting the last dimension into ``(n_heads, d_k)`` then separates them.
+
+Two paths compute the same thing and are tested equal:
+
+- the **readable path** (``return_weights=True``, or ``fast=False``) writes out the four steps of
+  chapters 1-3 (scores, scaling, softmax, weighted sum) and keeps the weights
+  ``(B, n_heads, T_q, T_k)``;
+- the **fast path** (default when no weights are asked for) hands the same projected tensors to
+  ``torch.nn.functional.scaled_dot_product_attention``, which never materialises the weights.
+
+Masks are boolean with ``True`` = may attend (the polarity of ``scaled_dot_product_attention``).
+``torch.nn.MultiheadAttention`` uses the *opposite* polarity for its boolean ``attn_mask`` and
+``key_padding_mask`` (``True`` = not allowed): :meth:`MultiHeadAttention.from_torch` copies
+weights, not masks, so invert a mask (``~mask``) when you hand it to PyTorch's module.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ._validation import shape_str
+
+__all__ = ["MultiHeadAttention", "attention_weights"]
+
+
+def _check_tensor(x: object, name: str, expected: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor of shape {expected}; got {type(x).__name__}"
+        )
+    if not x.is_floating_point():
+        raise TypeError(
+            f"{name} must be a floating-point tensor of shape {expected}; "
+            f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
+        )
+    if x.dim() != 3:
+        raise ValueError(
+            f"{name} must have 3 dimensions {expected}; got shape {shape_str(tuple(x.shape))}"
+        )
+    return x
+
+
+def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Steps 1-3 for every head at once: ``softmax(q kᵀ / √d_k)`` with masked keys set to weight 0.
+
+    ``q`` is ``(..., T_q, d_k)``, ``k`` is ``(..., T_k, d_k)``, ``mask`` (bool, ``True`` = may
+    attend) broadcasts to ``(..., T_q, T_k)``. A query whose keys are all masked gets all-zero
+    weights, the convention of ``torch.nn.functional.scaled_dot_product_attention`` and of
+    ``course_utils.softmax``.
+
+    >>> q = torch.tensor([[2.0, 0.0]])
+    >>> k = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
+    >>> attention_weights(q, k).round(decimals=3)
+    tensor([[0.9440, 0.0560]])
+    """
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    if mask is None:
+        return torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
+    scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k); masked -> -inf
+    weights = torch.softmax(scores, dim=-1)  # (..., T_q, T_k); fully masked rows are NaN here
+    return weights.masked_fill(~mask, 0.0)  # (..., T_q, T_k); masked -> exactly 0, NaN rows -> 0
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with ``n_heads`` heads of width ``d_k = d_model // n_heads``.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the token vectors going in and out (768 in BERT-base and GPT-2).
+    n_heads : int
+        Number of heads ``h``; must divide ``d_model``.
+    bias : bool
+        Whether the four projections ``W_Q, W_K, W_V, W_O`` have a bias (PyTorch's default: yes).
+
+    The parameter count, ``4 d_model² (+ 4 d_model)``, does not depend on ``n_heads``: eight
+    heads of 64 cost exactly what one head of 512 costs.
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> mha = MultiHeadAttention(d_model=8, n_heads=2)
+    >>> x = torch.randn(1, 3, 8)                       # (B, T, d_model)
+    >>> out, w = mha(x, x, x, return_weights=True)
+    >>> tuple(out.shape), tuple(w.shape)               # (B, T_q, d_model), (B, n_heads, T_q, T_k)
+    ((1, 3, 8), (1, 2, 3, 3))
+    >>> torch.allclose(w.sum(dim=-1), torch.ones(1, 2, 3))  # every row of every head sums to 1
+    True
+    """
+
+    def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
+        super().__init__()
+        for name, value in (("d_model", d_model), ("n_heads", n_heads)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int; got {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1; got {value}")
+        if d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by n_heads so that every head gets "
+                f"d_k = d_model / n_heads dimensions; got d_model = {d_model}, n_heads = {n_heads} "
+                f"(d_model / n_heads = {d_model / n_heads:g})"
+            )
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads  # width of one head
+        # Each projection holds the per-head matrices side by side: (d_model, n_heads * d_k).
+        self.W_Q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_K = nn.Linear(d_model, d_model, bias=bias)
+        self.W_V = nn.Linear(d_model, d_model, bias=bias)
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}"
+
+    # -- the two reshapes that turn one wide projection into n_heads narrow ones, and back --
+    def split_heads(self, x: Tensor) -> Tensor:
+        """``(B, T, d_model)`` -> ``(B, n_heads, T, d_k)``; head ``i`` gets columns
+        ``i*d_k`` to ``(i+1)*d_k``."""
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, n_heads, T, d_k)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """``(B, n_heads, T, d_k)`` -> ``(B, T, d_model)``: Concat(head_1, ..., head_h)."""
+        B, _, T, _ = x.shape
+        return x.transpose(1, 2).contiguous().view(B, T, self.d_model)  # (B, T, d_model)
+
+    def _check_inputs(
+        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
+    ) -> Tensor | None:
+        _check_tensor(query, "query", "(B, T_q, d_model)")
+        _check_tensor(key, "key", "(B, T_k, d_model)")
+        _check_tensor(value, "value", "(B, T_k, d_model)")
+        for name, x, expected in (
+            ("query", query, "(B, T_q, d_model)"),
+            ("key", key, "(B, T_k, d_model)"),
+            ("value", value, "(B, T_k, d_model)"),
+        ):
+            if x.dtype != self.W_Q.weight.dtype:
+                raise TypeError(
+                    f"{name} has dtype {x.dtype}, expected {self.W_Q.weight.dtype} (the "
+                    f"dtype of the module's weights; convert one of them with .to(...)); shape "
+                    f"{shape_str(tuple(x.shape))}"
+                )
+            if x.size(-1) != self.d_model:
+                raise ValueError(
+                    f"{name} has shape {shape_str(tuple(x.shape))}, expected {expected} with "
+                    f"d_model = {self.d_model}: its last dimension must equal d_model"
+                )
+        B, T_q, T_k = query.size(0), query.size(1), key.size(1)
+        if key.size(0) != B or value.size(0) != B:
+            raise ValueError(
+                f"query, key and value must have the same batch size B; got query "
+                f"{shape_str(tuple(query.shape))}, key {shape_str(tuple(key.shape))}, "
+                f"value {shape_str(tuple(value.shape))}"
+            )
+        if value.size(1) != T_k:
+            raise ValueError(
+                f"value has shape {shape_str(tuple(value.shape))}, expected ({B}, {T_k}, "
+                f"{self.d_model}): value needs one row per key, and key has T_k = {T_k}"
+            )
+        if mask is None:
+            return None
+        expected = (B, self.n_heads, T_q, T_k)
+        described = "(T_q, T_k), (B, T_q, T_k) or (B, n_heads, T_q, T_k), any of them may be 1"
+        if not isinstance(mask, Tensor):
+            raise TypeError(
+                f"mask must be a boolean torch.Tensor (True = may attend) of shape {described}; "
+                f"got {type(mask).__name__}"
+            )
+        if mask.dtype != torch.bool:
+            raise TypeError(
+                f"mask must be a boolean tensor (True = may attend); got dtype {mask.dtype} with "
+                f"shape {shape_str(tuple(mask.shape))}"
+            )
+        # Rank decides the meaning: (T_q, T_k), (B, T_q, T_k) or (B, n_heads, T_q, T_k).
+        by_rank = {2: expected[2:], 3: (B, T_q, T_k), 4: expected}
+        want = by_rank.get(mask.dim())
+        if want is None or any(m not in (1, e) for m, e in zip(mask.shape, want, strict=True)):
+            raise ValueError(
+                f"mask has shape {shape_str(tuple(mask.shape))}, expected {described}, here "
+                f"{shape_str(expected[2:])}, {shape_str((B, T_q, T_k))} or {shape_str(expected)}"
+            )
+        if mask.dim() == 2:
+            mask = mask[None, None]  # (1, 1, T_q, T_k)
+        elif mask.dim() == 3:
+            mask = mask[:, None]  # (B, 1, T_q, T_k)
+        return mask  # (B or 1, n_heads or 1, T_q or 1, T_k or 1)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        return_weights: bool = False,
+        *,
+        fast: bool | None = None,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Attend from ``query`` ``(B, T_q, d_model)`` to ``key``/``value`` ``(B, T_k, d_model)``.
+
+        ``mask`` is boolean, ``True`` = may attend, of shape ``(T_q, T_k)``, ``(B, T_q, T_k)`` or
+        ``(B, n_heads, T_q, T_k)`` (any of these dimensions may be 1; for a key-padding mask of
+        shape ``(B, T_k)`` pass ``mask[:, None, :]``). Returns the output ``(B, T_q, d_model)``,
+        or ``(output, weights)`` with weights ``(B, n_heads, T_q, T_k)`` when ``return_weights``
+        is true.
+        ``fast`` chooses the path: by default the fast one when no weights are asked for.
+        """
+        mask = self._check_inputs(query, key, value, mask)
+        if fast is None:
+            fast = not return_weights
+        if fast and return_weights:
+            raise ValueError(
+                "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
+            )
+
+        # 1. Project, then split the d_model columns into n_heads heads of d_k.
+        q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
+        k = self.split_heads(self.W_K(key))  # (B, n_heads, T_k, d_k)
+        v = self.split_heads(self.W_V(value))  # (B, n_heads, T_k, d_k)
+
+        # 2. Scaled dot-product attention in every head at once.
+        if fast:
+            context = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask
+            )  # (B, n_heads, T_q, d_k)
+            weights = None
+        else:
+            weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k)
+            context = weights @ v  # (B, n_heads, T_q, d_k)
+
+        # 3. Concatenate the heads; 4. mix them with W_O.
+        output = self.W_O(self.merge_heads(context))  # (B, T_q, d_model)
+        if return_weights:
+            return output, weights
+        return output
+
+    @classmethod
+    def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
+        """A copy, with the same weights and dtype, of a ``torch.nn.MultiheadAttention``.
+
+        PyTorch stores ``W_Q, W_K, W_V`` stacked in ``in_proj_weight`` ``(3 d_model, d_model)`` and
+        ``W_O`` in ``out_proj``. Only the plain configuration is supported: ``batch_first=True``,
+        ``kdim = vdim = embed_dim``, no ``bias_k``/``bias_v``, ``add_zero_attn=False``. Our layer
+        has no dropout, so compare with PyTorch's in ``eval()`` mode (or with ``dropout=0``).
+
+        >>> _ = torch.manual_seed(0)
+        >>> ref = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        >>> ours = MultiHeadAttention.from_torch(ref)
+        >>> x = torch.randn(1, 3, 8)
+        >>> torch.allclose(ours(x, x, x), ref(x, x, x, need_weights=False)[0], atol=1e-6)
+        True
+        """
+        if not isinstance(m, nn.MultiheadAttention):
+            raise TypeError(f"m must be a torch.nn.MultiheadAttention; got {type(m).__name__}")
+        if not m.batch_first:
+            raise ValueError("m must be built with batch_first=True; got batch_first=False")
+        if not m._qkv_same_embed_dim or m.in_proj_weight is None:
+            raise ValueError("m must have kdim = vdim = embed_dim (one stacked in_proj_weight)")
+        if m.bias_k is not None or m.add_zero_attn:
+            raise ValueError("m must not use add_bias_kv or add_zero_attn")
+        has_bias = m.in_proj_bias is not None
+        if has_bias != (m.out_proj.bias is not None):
+            raise ValueError("m must have biases on all projections or on none")
+        weight = m.in_proj_weight.detach()
+        ours = cls(m.embed_dim, m.num_heads, bias=has_bias).to(
+            dtype=weight.dtype, device=weight.device
+        )
+        W_Q, W_K, W_V = weight.chunk(3, dim=0)  # each (d_model, d_model)
+        with torch.no_grad():
+            ours.W_Q.weight.copy_(W_Q)
+            ours.W_K.weight.copy_(W_K)
+            ours.W_V.weight.copy_(W_V)
+            ours.W_O.weight.copy_(m.out_proj.weight)
+            if has_bias:
+                b_Q, b_K, b_V = m.in_proj_bias.detach().chunk(3)  # each (d_model,)
+                ours.W_Q.bias.copy_(b_Q)
+                ours.W_K.bias.copy_(b_K)
+                ours.W_V.bias.copy_(b_V)
+                ours.W_O.bias.copy_(m.out_proj.bias)
+        return ours

@@ -1,0 +1,309 @@
+"""Static figures: attention heatmaps with token labels (Chinese included) and 2-D query/key arrows.
+
+Every function draws on the ``ax`` it is given (or a new ``plt.subplots()`` figure) and returns the
+Axes. Nothing changes ``matplotlib.rcParams``; Chinese labels get the fallback font family from
+:mod:`course_utils.fonts` explicitly, so there are no "Glyph missing" warnings and no empty boxes.
+Colour maps default to ``viridis`` (perceptually uniform and colour-blind safe); arrows use the
+Okabe–Ito palette.
+
+Alt text and captions in the book (the recipe)
+-----------------------------------------------
+myst-nb (1.4) reads per-cell options from the cell metadata key ``mystnb``: ``image`` options go
+onto every image output of the cell (``alt``, ``width``, ``classes``, ...) and ``figure`` wraps the
+output in a numbered figure (``caption``, ``name``). In the notebook JSON (JupyterLab: Property
+Inspector → Cell Metadata), for the cell that draws the figure::
+
+    "metadata": {
+      "mystnb": {
+        "image": {"alt": "Heatmap of attention weights, 8 by 8: 看书 attends most to 小明 ..."},
+        "figure": {"caption": "Attention weights for the seed's sentence.",
+                   "name": "fig-bank-weights"}
+      }
+    }
+
+The ``alt`` becomes the ``alt`` attribute of the ``<img>`` in the HTML (myst-nb's ``render_image``
+copies it onto the docutils image node; ``tests/test_plotting.py`` checks this with a real build);
+``name`` lets the text refer to the figure with ``{numref}`fig-bank-weights```.
+:func:`describe_attention` writes a factual alt text from the weights (which token each query
+attends to most); print it once while writing the chapter, and paste it into the metadata (the
+metadata is static, so re-check it if the numbers change; a test can compare the two). End the
+plotting line with ``;`` (or call ``plt.show()``) so the cell does not also print ``<Axes: ...>``.
+
+>>> import matplotlib
+>>> matplotlib.use("Agg")
+>>> import matplotlib.pyplot as plt
+>>> from course_utils.data import bank_example
+>>> ex = bank_example()
+>>> _, weights = ex.attention()
+>>> ax = plot_attention(weights, ex.tokens, title="小明在银行边的长椅上看书")
+>>> [label.get_text() for label in ax.get_yticklabels()][:3]
+['小明', '在', '银行']
+>>> plt.close(ax.figure)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from ._validation import as_float_array, shape_str
+from .data import OKABE_ITO
+from .fonts import cjk_font_family
+
+__all__ = [
+    "describe_attention",
+    "plot_attention",
+    "plot_query_and_keys",
+    "plot_vectors",
+    "token_font_kwargs",
+]
+
+_ARROW_COLORS = [OKABE_ITO[n] for n in ("blue", "vermillion", "bluish green", "reddish purple")] + [
+    OKABE_ITO[n] for n in ("orange", "sky blue", "yellow")
+]
+
+
+def token_font_kwargs() -> dict[str, Any]:
+    """Keyword arguments that make a matplotlib text call render Chinese and Latin characters.
+
+    >>> token_font_kwargs()["fontfamily"]
+    ['DejaVu Sans', 'Noto Sans CJK SC']
+    """
+    return {"fontfamily": cjk_font_family()}
+
+
+def _new_axes(figsize: tuple[float, float]) -> Axes:
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def _check_tokens(tokens: Sequence[str], name: str, expected: int, axis_name: str) -> list[str]:
+    if isinstance(tokens, str):
+        raise TypeError(f"{name} must be a sequence of tokens, not one string; got {tokens!r}")
+    labels = [str(t) for t in tokens]
+    if len(labels) != expected:
+        raise ValueError(
+            f"{name} has {len(labels)} tokens, expected {expected} ({axis_name} of weights)"
+        )
+    return labels
+
+
+def plot_attention(
+    weights: Any,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str] | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    annotate: bool = True,
+    cmap: str = "viridis",
+    decimals: int = 2,
+    vmin: float | None = 0.0,
+    vmax: float | None = 1.0,
+    colorbar: bool = True,
+    xlabel: str = "key (键)",
+    ylabel: str = "query (查询)",
+) -> Axes:
+    """Heatmap of a ``(T_q, T_k)`` weight (or score) matrix with token labels; returns the Axes.
+
+    Rows are queries, columns are keys, as in the formulas: row ``i`` is where token ``i`` looks.
+    ``key_tokens`` defaults to ``query_tokens`` (self-attention). With ``annotate`` each cell shows
+    its value rounded to ``decimals``, in black on light cells and white on dark ones. For raw
+    scores (not in [0, 1]) pass ``vmin=None, vmax=None``.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> ax = plot_attention([[0.75, 0.25], [0.5, 0.5]], ["看", "书"])
+    >>> [t.get_text() for t in ax.texts]
+    ['0.75', '0.25', '0.50', '0.50']
+    >>> plt.close(ax.figure)
+    """
+    w = as_float_array(weights, "weights")
+    if w.ndim != 2:
+        raise ValueError(f"weights has shape {shape_str(w.shape)}, expected (T_q, T_k)")
+    if np.isinf(w).any():
+        raise ValueError("weights contains inf; plot finite numbers (replace -inf scores first)")
+    t_q, t_k = w.shape
+    rows = _check_tokens(query_tokens, "query_tokens", t_q, "rows")
+    cols = _check_tokens(
+        query_tokens if key_tokens is None else key_tokens, "key_tokens", t_k, "columns"
+    )
+    if ax is None:
+        ax = _new_axes((max(3.0, 0.6 * t_k + 1.8), max(2.5, 0.5 * t_q + 1.2)))
+    font = token_font_kwargs()
+
+    image = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")  # (T_q, T_k)
+    ax.set_xticks(np.arange(t_k))
+    ax.set_yticks(np.arange(t_q))
+    ax.set_xticklabels(cols, **font)
+    ax.set_yticklabels(rows, **font)
+    ax.tick_params(axis="x", top=True, bottom=False, labeltop=True, labelbottom=False)
+    ax.set_xlabel(xlabel, **font)
+    ax.xaxis.set_label_position("top")
+    ax.set_ylabel(ylabel, **font)
+    if title is not None:
+        ax.set_title(title, pad=12, **font)
+    if annotate:
+        norm = image.norm
+        colormap = image.get_cmap()
+        for i in range(t_q):
+            for j in range(t_k):
+                r, g, b, _ = colormap(norm(w[i, j]))
+                luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+                ax.text(
+                    j,
+                    i,
+                    f"{w[i, j]:.{decimals}f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="black" if luminance > 0.5 else "white",
+                )
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def describe_attention(
+    weights: Any,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str] | None = None,
+    *,
+    decimals: int = 2,
+) -> str:
+    """A factual alt text for an attention heatmap: its size and each query's strongest key.
+
+    >>> text = describe_attention([[0.75, 0.25], [0.5, 0.5]], ["看", "书"])
+    >>> for sentence in text.split(". "):
+    ...     print(sentence)
+    Heatmap of attention weights, 2 queries (rows) by 2 keys (columns)
+    Strongest key per query: 看 → 看 (0.75); 书 → 看 (0.50).
+    """
+    w = as_float_array(weights, "weights")
+    if w.ndim != 2:
+        raise ValueError(f"weights has shape {shape_str(w.shape)}, expected (T_q, T_k)")
+    t_q, t_k = w.shape
+    rows = _check_tokens(query_tokens, "query_tokens", t_q, "rows")
+    cols = _check_tokens(
+        query_tokens if key_tokens is None else key_tokens, "key_tokens", t_k, "columns"
+    )
+    parts = []
+    for i in range(t_q):
+        j = int(np.argmax(w[i]))  # first maximum on ties
+        parts.append(f"{rows[i]} → {cols[j]} ({w[i, j]:.{decimals}f})")
+    return (
+        f"Heatmap of attention weights, {t_q} queries (rows) by {t_k} keys (columns). "
+        f"Strongest key per query: {'; '.join(parts)}."
+    )
+
+
+def plot_vectors(
+    vectors: Any,
+    labels: Sequence[str],
+    *,
+    ax: Axes | None = None,
+    colors: Sequence[Any] | None = None,
+    title: str | None = None,
+    origin: Sequence[float] = (0.0, 0.0),
+    linestyle: str = "-",
+) -> Axes:
+    """Draw 2-D vectors ``(n, 2)`` as labelled arrows from ``origin``; returns the Axes.
+
+    The axes get equal aspect and a grid, and the limits include every arrow and the origin.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> ax = plot_vectors([[1, 0], [0, 2]], ["k₁", "k₂"])
+    >>> [t.get_text() for t in ax.texts if t.get_text()]  # arrows are empty annotations
+    ['k₁', 'k₂']
+    >>> plt.close(ax.figure)
+    """
+    vecs = as_float_array(vectors, "vectors")
+    if vecs.ndim != 2 or vecs.shape[1] != 2:
+        raise ValueError(f"vectors has shape {shape_str(vecs.shape)}, expected (n, 2)")
+    if np.isinf(vecs).any():
+        raise ValueError("vectors contains inf")
+    n = vecs.shape[0]
+    names = _check_tokens(labels, "labels", n, "rows")
+    if colors is not None and len(colors) != n:
+        raise ValueError(f"colors has {len(colors)} entries, expected {n}")
+    if ax is None:
+        ax = _new_axes((4.0, 4.0))
+    font = token_font_kwargs()
+    x0, y0 = float(origin[0]), float(origin[1])
+    for i in range(n):
+        color = colors[i] if colors is not None else _ARROW_COLORS[i % len(_ARROW_COLORS)]
+        dx, dy = vecs[i]
+        ax.annotate(
+            "",
+            xy=(x0 + dx, y0 + dy),
+            xytext=(x0, y0),
+            arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2, "linestyle": linestyle},
+        )
+        norm = float(np.hypot(dx, dy)) or 1.0
+        ax.text(
+            x0 + dx + 0.12 * dx / norm,
+            y0 + dy + 0.12 * dy / norm,
+            names[i],
+            color=color,
+            ha="center",
+            va="center",
+            **font,
+        )
+    tips = vecs + np.array([x0, y0])  # (n, 2)
+    extent = float(np.abs(np.vstack([tips, [[x0, y0]]])).max()) * 1.25 or 1.0
+    lim = max(extent, *np.abs(ax.get_xlim()), *np.abs(ax.get_ylim()))  # never shrink earlier arrows
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_aspect("equal")
+    ax.grid(True, alpha=0.3)
+    ax.axhline(0, color="0.6", lw=0.8)
+    ax.axvline(0, color="0.6", lw=0.8)
+    if title is not None:
+        ax.set_title(title, **font)
+    return ax
+
+
+def plot_query_and_keys(
+    query: Any,
+    keys: Any,
+    key_labels: Sequence[str],
+    *,
+    query_label: str = "q",
+    weights: Any = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    decimals: int = 2,
+) -> Axes:
+    """A 2-D query (black, dashed) and its keys as arrows; ``weights`` are shown in the key labels.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> ax = plot_query_and_keys([1, 1], [[1, 0], [0, 1]], ["k₁", "k₂"], weights=[0.5, 0.5])
+    >>> sorted(t.get_text() for t in ax.texts if t.get_text())
+    ['k₁ (0.50)', 'k₂ (0.50)', 'q']
+    >>> plt.close(ax.figure)
+    """
+    q = as_float_array(query, "query")
+    if q.shape != (2,):
+        raise ValueError(f"query has shape {shape_str(q.shape)}, expected (2,)")
+    k = as_float_array(keys, "keys")
+    if k.ndim != 2 or k.shape[1] != 2:
+        raise ValueError(f"keys has shape {shape_str(k.shape)}, expected (T_k, 2)")
+    labels = _check_tokens(key_labels, "key_labels", k.shape[0], "rows of keys")
+    if weights is not None:
+        w = as_float_array(weights, "weights")
+        if w.shape != (k.shape[0],):
+            raise ValueError(f"weights has shape {shape_str(w.shape)}, expected ({k.shape[0]},)")
+        labels = [f"{name} ({w[i]:.{decimals}f})" for i, name in enumerate(labels)]
+    ax = plot_vectors(k, labels, ax=ax, title=title)
+    plot_vectors(q[None, :], [query_label], ax=ax, colors=["black"], linestyle="--")
+    return ax

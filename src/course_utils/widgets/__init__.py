@@ -1,0 +1,23 @@
+"""Live widgets of the course: anywidget classes, "Python computes, JavaScript draws".
+
+Each widget precomputes its frames in Python with ``course_utils`` maths; its ES module only draws
+and switches frames, so the widgets stay live on the static website and are backed by Python in
+JupyterLab.
+See ``_base.py`` for the shared base and the rules (text only via ``textContent``).
+"""
+
+from ._base import CourseWidget
+from .four_steps import FourSteps
+from .query_key_plane import QueryKeyPlane
+from .scaling_explorer import ScalingExplorer
+from .sentence_attention import SentenceAttention
+from .temperature_mix import TemperatureMix
+
+__all__ = [
+    "CourseWidget",
+    "FourSteps",
+    "QueryKeyPlane",
+    "ScalingExplorer",
+    "SentenceAttention",
+    "TemperatureMix",
+]

@@ -1,0 +1,227 @@
+"""The shared base of the course widgets: "Python computes, JavaScript draws".
+
+A course widget is an :class:`anywidget.AnyWidget` subclass that
+
+* holds its **inputs** (tokens, vectors, grids) and its **precomputed frames** as synced traits;
+* recomputes the frames in Python (with ``course_utils`` maths) whenever an input changes;
+* ships one ES module ``<name>.js`` and one stylesheet ``<name>.css`` next to ``<name>.py``; the
+  JavaScript only *looks frames up* when a control moves, so the widget stays live on the static
+  site with no kernel, and with a kernel Python sees every move (``model.set`` +
+  ``model.save_changes``).
+
+How the JavaScript is assembled
+-------------------------------
+anywidget loads a widget's ES module from a string (a blob URL), so relative ``import`` between our
+JS files cannot resolve. :class:`CourseWidget` therefore builds ``_esm`` as one string at class
+creation: ``_shared.js`` (the ``CU`` helper namespace: SVG/HTML creation, labelled keyboard sliders
+and selects, viridis/cividis lookup, text-only tokens, packed-array access) followed by the
+widget's own file. The same holds for ``_css`` (``_shared.css`` + ``<name>.css``).
+
+Safety rule
+-----------
+Learner text is rendered with ``textContent``/``setAttribute`` only, never ``innerHTML`` (checked
+by a unit test and by a browser test with ``<img src=x onerror=...>``). Python therefore never
+escapes text: escaping twice would show ``&lt;`` to the learner.
+
+Example
+-------
+>>> import numpy as np
+>>> pack_array(np.array([[0.12345, -0.0], [1.0, 2.5]]), decimals=2)
+{'shape': [2, 2], 'data': [0.12, 0.0, 1.0, 2.5]}
+>>> check_tokens(["the", "cat"], "tokens")
+['the', 'cat']
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anywidget
+import numpy as np
+import traitlets
+from numpy.typing import NDArray
+
+from .._validation import as_float_array, shape_str
+
+__all__ = [
+    "MAX_STATE_BYTES",
+    "CourseWidget",
+    "check_grid_size",
+    "check_tokens",
+    "check_vectors",
+    "pack_array",
+    "unpack_array",
+    "widget_css",
+    "widget_esm",
+]
+
+HERE = Path(__file__).parent
+#: Budget for the JSON size of one widget's data traits (its frames and inputs, not its code).
+MAX_STATE_BYTES = 50_000
+#: Longest token a widget accepts (longer text would not fit in the drawing).
+MAX_TOKEN_CHARS = 40
+
+
+def widget_esm(stem: str) -> str:
+    """The ES module text of widget ``stem``: the shared prelude followed by ``<stem>.js``."""
+    shared = (HERE / "_shared.js").read_text(encoding="utf-8")
+    own = (HERE / f"{stem}.js").read_text(encoding="utf-8")
+    return f"{shared}\n// ---- {stem}.js ----\n{own}"
+
+
+def widget_css(stem: str) -> str:
+    """The stylesheet of widget ``stem``: ``_shared.css`` then ``<stem>.css`` (if present)."""
+    parts = [(HERE / "_shared.css").read_text(encoding="utf-8")]
+    own = HERE / f"{stem}.css"
+    if own.exists():
+        parts.append(own.read_text(encoding="utf-8"))
+    return "\n".join(parts)
+
+
+def pack_array(x: Any, decimals: int = 3) -> dict[str, Any]:
+    """Pack an array as ``{"shape": [...], "data": [...]}`` (row-major, rounded): compact JSON.
+
+    ``-0.0`` becomes ``0.0`` so that equal frames serialise equally. JavaScript reads it with
+    ``CU.at``
+    and ``CU.slice``.
+
+    >>> pack_array([[1, 2, 3]], decimals=0)
+    {'shape': [1, 3], 'data': [1.0, 2.0, 3.0]}
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    if not np.isfinite(arr).all():
+        raise ValueError(f"cannot pack an array with NaN or inf (shape {shape_str(arr.shape)})")
+    rounded = np.round(arr, decimals) + 0.0  # (...) ; + 0.0 turns -0.0 into 0.0
+    return {"shape": [int(s) for s in arr.shape], "data": rounded.ravel().tolist()}
+
+
+def unpack_array(packed: dict[str, Any]) -> NDArray[np.float64]:
+    """Inverse of :func:`pack_array` (up to rounding).
+
+    >>> unpack_array({"shape": [2], "data": [0.5, 1.5]})
+    array([0.5, 1.5])
+    """
+    return np.asarray(packed["data"], dtype=np.float64).reshape(packed["shape"])
+
+
+def check_tokens(tokens: Any, name: str = "tokens", *, min_len: int = 1) -> list[str]:
+    """Validate a sequence of tokens (non-empty strings of at most ``MAX_TOKEN_CHARS`` characters).
+
+    Any text is allowed, including ``<`` and ``&``: widgets show tokens as text, never as HTML.
+
+    >>> check_tokens("cat", "tokens")
+    Traceback (most recent call last):
+    ...
+    TypeError: tokens must be a list of strings, not a single str; got 'cat' (try 'cat'.split())
+    """
+    if isinstance(tokens, str):
+        raise TypeError(
+            f"{name} must be a list of strings, not a single str; got {tokens!r} "
+            f"(try {tokens!r}.split())"
+        )
+    if not isinstance(tokens, Sequence) and not isinstance(tokens, np.ndarray):
+        raise TypeError(f"{name} must be a list of strings; got {type(tokens).__name__}")
+    out = list(tokens)
+    if len(out) < min_len:
+        raise ValueError(f"{name} must have at least {min_len} token(s); got {len(out)}")
+    for i, tok in enumerate(out):
+        if not isinstance(tok, str):
+            raise TypeError(f"{name}[{i}] must be a str; got {type(tok).__name__} {tok!r}")
+        if not tok.strip():
+            raise ValueError(f"{name}[{i}] is empty or only whitespace; got {tok!r}")
+        if len(tok) > MAX_TOKEN_CHARS:
+            raise ValueError(
+                f"{name}[{i}] has {len(tok)} characters; "
+                f"at most {MAX_TOKEN_CHARS} fit in the drawing"
+            )
+    return out
+
+
+def check_vectors(x: Any, name: str, *, rows: int | None = None, dim: int | None = None) -> NDArray:
+    """Validate a 2-D float array of shape ``(rows, dim)``; ``None`` means any size (at least 1).
+
+    >>> check_vectors([[1, 0], [0, 1]], "keys", dim=2).shape
+    (2, 2)
+    >>> check_vectors([[1, 0, 0]], "keys", dim=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: keys must have shape (T, 2); got shape (1, 3)
+    """
+    want = f"({'T' if rows is None else rows}, {'d' if dim is None else dim})"
+    arr = as_float_array(x, name, min_ndim=2, expected=want)
+    if arr.ndim != 2 or (rows is not None and arr.shape[0] != rows) or arr.shape[0] < 1:
+        raise ValueError(f"{name} must have shape {want}; got shape {shape_str(arr.shape)}")
+    if (dim is not None and arr.shape[1] != dim) or arr.shape[1] < 1:
+        raise ValueError(f"{name} must have shape {want}; got shape {shape_str(arr.shape)}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite; got shape {shape_str(arr.shape)} with inf")
+    return arr.astype(np.float64)
+
+
+def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:
+    """Validate the number of grid points of a slider (an int in ``[low, high]``).
+
+    >>> check_grid_size(3.0, "n_angles")
+    Traceback (most recent call last):
+    ...
+    TypeError: n_angles must be an int in [2, 121]; got float 3.0
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise TypeError(f"{name} must be an int in [{low}, {high}]; got {type(n).__name__} {n!r}")
+    if not low <= int(n) <= high:
+        raise ValueError(f"{name} must be an int in [{low}, {high}]; got {n}")
+    return int(n)
+
+
+class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
+    """Base of every course widget.
+
+    Subclasses set ``_widget_file = "<stem>"`` (the ``.js``/``.css`` next to this module), declare
+    their
+    synced traits, and implement :meth:`_recompute`, which fills the frame traits from the inputs.
+    Calling :meth:`_recompute` from an ``@traitlets.observe`` on the inputs keeps Python and
+    drawing in
+    step. :meth:`data_bytes` measures the JSON size of the data traits; :meth:`_recompute` should
+    end
+    with :meth:`_check_budget`.
+    """
+
+    _widget_file: ClassVar[str] = ""
+
+    #: Shown above the drawing (as text). Empty: no caption.
+    title = traitlets.Unicode("").tag(sync=True)
+    #: Accessible description of what the widget shows (read by screen readers; visually hidden).
+    description = traitlets.Unicode("").tag(sync=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        stem = cls.__dict__.get("_widget_file")
+        if stem:
+            cls._esm = widget_esm(stem)
+            cls._css = widget_css(stem)
+        super().__init_subclass__(**kwargs)
+
+    def _recompute(self) -> None:  # pragma: no cover - subclasses implement it
+        raise NotImplementedError
+
+    def data_bytes(self) -> int:
+        """JSON size in bytes of the synced state without the code (``_esm``, ``_css``) and ids."""
+        state = self.get_state()
+        skip = {"_esm", "_css", "_anywidget_id", "layout", "tabbable", "tooltip", "_dom_classes"}
+        data = {k: v for k, v in state.items() if k not in skip and not k.startswith("_model")}
+        data = {k: v for k, v in data.items() if not k.startswith("_view")}
+        return len(json.dumps(data, separators=(",", ":")).encode("utf-8"))
+
+    def state_bytes(self) -> int:
+        """JSON size in bytes of the whole synced state, code included (what a notebook stores)."""
+        return len(json.dumps(self.get_state(), separators=(",", ":")).encode("utf-8"))
+
+    def _check_budget(self) -> None:
+        size = self.data_bytes()
+        if size > MAX_STATE_BYTES:
+            raise ValueError(
+                f"{type(self).__name__} would sync {size} bytes of data, more than the budget of "
+                f"{MAX_STATE_BYTES}; use a coarser grid (fewer slider steps) or fewer tokens"
+            )

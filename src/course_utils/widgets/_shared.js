@@ -1,0 +1,187 @@
+// Shared prelude of every course widget. Python (course_utils.widgets._base) puts this text in front of
+// each widget's own .js file to make the widget's ES module: anywidget loads an ES module from a string
+// (a blob URL), so relative imports between our files would not resolve. Everything lives in one
+// namespace, CU, so a widget file only adds `export default { render }`.
+//
+// Safety rule: learner text (tokens, labels, titles) is only ever set with textContent, createTextNode or
+// setAttribute; never with innerHTML, outerHTML, insertAdjacentHTML or document.write. A unit test checks
+// that no widget file uses those sinks.
+const CU = (() => {
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  let counter = 0;
+
+  /** A page-unique id for label/aria links (several views of one model may share a page). */
+  function uid(prefix) {
+    counter += 1;
+    return `cu-${prefix}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
+  }
+
+  /** Create an SVG element with attributes; append it to parent if given. */
+  function svg(tag, attrs = {}, parent = null) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  /** Create an HTML element; text (if given) is set with textContent, never parsed as HTML. */
+  function html(tag, attrs = {}, parent = null, text = null) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+    if (text !== null && text !== undefined) node.textContent = String(text);
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  /** Set the text of a node safely (SVG <text> or HTML). */
+  function setText(node, text) {
+    node.textContent = String(text);
+  }
+
+  /** Stop JupyterLab (Lumino) from taking the keys of this control. */
+  function suppressShortcuts(node) {
+    node.setAttribute("data-lm-suppress-shortcuts", "true");
+    // Also stop the key event from reaching notebook-level handlers (e.g. Shift+Enter is not ours anyway).
+    node.addEventListener("keydown", (ev) => ev.stopPropagation());
+  }
+
+  /**
+   * A labelled range slider over integer indices 0..n-1 (a grid of precomputed frames).
+   * opts: {label, n, value, format(i) -> text shown and announced, onInput(i)}.
+   * Returns {root, input, set(i)}.
+   */
+  function slider(opts) {
+    const id = uid("slider");
+    const root = html("div", { class: "cu-control cu-slider" });
+    html("label", { for: id }, root, opts.label);
+    const input = html("input", {
+      id,
+      type: "range",
+      min: 0,
+      max: Math.max(0, opts.n - 1),
+      step: 1,
+    }, root);
+    input.value = String(opts.value);
+    suppressShortcuts(input);
+    const out = html("output", { for: id, "aria-hidden": "true" }, root);
+    const show = (i) => {
+      const text = opts.format ? opts.format(i) : String(i);
+      out.textContent = text;
+      input.setAttribute("aria-valuetext", text);
+    };
+    show(opts.value);
+    input.addEventListener("input", () => {
+      const i = Number(input.value);
+      show(i);
+      opts.onInput(i);
+    });
+    return {
+      root,
+      input,
+      set(i) {
+        if (Number(input.value) !== i) input.value = String(i);
+        show(i);
+      },
+    };
+  }
+
+  /**
+   * A labelled native <select> (keyboard-operable by default).
+   * opts: {label, options: [text...], value: index, onChange(i)}. Option text is set with textContent.
+   */
+  function select(opts) {
+    const id = uid("select");
+    const root = html("div", { class: "cu-control cu-select" });
+    html("label", { for: id }, root, opts.label);
+    const sel = html("select", { id }, root);
+    opts.options.forEach((text, i) => html("option", { value: i }, sel, text));
+    sel.value = String(opts.value);
+    suppressShortcuts(sel);
+    sel.addEventListener("change", () => opts.onChange(Number(sel.value)));
+    return {
+      root,
+      input: sel,
+      set(i) {
+        if (Number(sel.value) !== i) sel.value = String(i);
+      },
+      setOptions(options, value) {
+        sel.replaceChildren();
+        options.forEach((text, i) => html("option", { value: i }, sel, text));
+        sel.value = String(value);
+      },
+    };
+  }
+
+  // Colour-blind-safe sequential maps: 9 stops sampled from matplotlib, linearly interpolated.
+  const MAPS = {
+    viridis: ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"],
+    cividis: ["#00224e", "#1a386f", "#434e6c", "#61656f", "#7d7c78", "#9b9476", "#bcae6c", "#dec958", "#fee838"],
+  };
+  const hex = (h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16));
+
+  /** Colour for t in [0, 1] from "viridis" or "cividis" (a lookup for drawing, not maths). */
+  function colour(t, name = "viridis") {
+    const stops = MAPS[name] || MAPS.viridis;
+    const x = Math.min(1, Math.max(0, Number(t) || 0)) * (stops.length - 1);
+    const i = Math.min(stops.length - 2, Math.floor(x));
+    const f = x - i;
+    const a = hex(stops[i]);
+    const b = hex(stops[i + 1]);
+    const c = a.map((ai, j) => Math.round(ai + (b[j] - ai) * f));
+    return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
+  }
+
+  /** Black or white text, whichever reads better on colour(t, name). */
+  function inkOn(t, name = "viridis") {
+    return t > (name === "cividis" ? 0.55 : 0.6) ? "#000" : "#fff";
+  }
+
+  /** Render one token as text: a <span class="cu-token"> whose textContent is the token. */
+  function token(parent, text, attrs = {}) {
+    return html("span", { class: "cu-token", ...attrs }, parent, text);
+  }
+
+  /** Read element idx (array of ints) of a packed array {shape, data} (row-major). */
+  function at(packed, ...idx) {
+    let flat = 0;
+    for (let d = 0; d < packed.shape.length; d++) flat = flat * packed.shape[d] + idx[d];
+    return packed.data[flat];
+  }
+
+  /** The sub-array (as a flat JS array) of a packed array at leading indices idx. */
+  function slice(packed, ...idx) {
+    let flat = 0;
+    let d = 0;
+    for (; d < idx.length; d++) flat = flat * packed.shape[d] + idx[d];
+    let size = 1;
+    for (let e = d; e < packed.shape.length; e++) size *= packed.shape[e];
+    return packed.data.slice(flat * size, (flat + 1) * size);
+  }
+
+  /** Format a number with a fixed number of decimals, with a true minus sign. */
+  function fmt(x, decimals = 2) {
+    return Number(x).toFixed(decimals).replace("-", "\u2212");
+  }
+
+  /**
+   * Standard widget frame: <figure class="cu-widget"> with a caption (title) and an accessible description.
+   * Returns {root, controls, stage, caption}. Cleanup is the caller's job (return it from render).
+   */
+  function frame(el, model, cls) {
+    el.replaceChildren();
+    const root = html("figure", { class: `cu-widget ${cls}` }, el);
+    const title = model.get("title");
+    const captionId = uid("caption");
+    const caption = html("figcaption", { id: captionId, class: "cu-title" }, root, title || "");
+    if (!title) caption.hidden = true;
+    const descId = uid("desc");
+    html("p", { id: descId, class: "cu-description" }, root, model.get("description") || "");
+    root.setAttribute("aria-labelledby", captionId);
+    root.setAttribute("aria-describedby", descId);
+    const controls = html("div", { class: "cu-controls" }, root);
+    const stage = html("div", { class: "cu-stage" }, root);
+    return { root, controls, stage, caption };
+  }
+
+  return { svg, html, setText, uid, slider, select, colour, inkOn, token, at, slice, fmt, frame, suppressShortcuts };
+})();

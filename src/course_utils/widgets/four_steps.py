@@ -1,0 +1,172 @@
+"""Chapter 3's step-through: the seed's four steps (计算流程) on one example, one step at a time.
+
+Step 1 ``Score = Q Kᵀ``, step 2 ``Scaled = Score / √d_k`` (缩放), step 3
+``Weights = softmax(Scaled)`` (归一化), step 4 ``Output = Weights V`` (加权求和). Python computes
+every step with :mod:`course_utils` (``attention_scores``, ``softmax``,
+``scaled_dot_product_attention``); the JavaScript only shows the matrix of the selected step as a
+labelled heatmap with its numbers.
+
+>>> q, k = [[1.0, 0.0], [0.0, 1.0]], [[2.0, 0.0], [0.0, 2.0]]
+>>> w = FourSteps(q, k, [[1.0], [3.0]], tokens=["a", "b"])
+>>> w.step_names[w.step_index]
+'Score = Q Kᵀ'
+>>> w.step_index = 3
+>>> w.current.round(3)  # the output, (T_q, d_v)
+array([[1.391],
+       [2.609]])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import traitlets
+from numpy.typing import NDArray
+
+from .._validation import as_bool_array, shape_str
+from ..attention import attention_scores, scaled_dot_product_attention
+from ..softmax import softmax
+from ._base import CourseWidget, check_tokens, check_vectors, pack_array
+
+__all__ = ["STEP_NAMES", "FourSteps"]
+
+DECIMALS = 3
+STEP_NAMES = (
+    "Score = Q Kᵀ",
+    "Scaled = Score / √d_k",
+    "Weights = softmax(Scaled)",
+    "Output = Weights V",
+)
+
+
+class FourSteps(CourseWidget):
+    """Step through Score → Scaled → Weights → Output for one set of queries, keys and values.
+
+    Parameters
+    ----------
+    q : array_like, shape ``(T_q, d_k)``
+    k : array_like, shape ``(T_k, d_k)``
+    v : array_like, shape ``(T_k, d_v)``
+    tokens : list of str
+        Labels of the keys (and of the queries when ``query_tokens`` is not given).
+    query_tokens : list of str, optional
+        Labels of the queries (default: ``tokens``, i.e. self-attention, ``T_q = T_k``).
+    value_labels : list of str, optional
+        Column labels of the output (default ``["v1", ...]``, one per value dimension).
+    mask : array_like of bool, shape ``(T_q, T_k)``, optional
+        ``True`` = may attend; masked scores are shown as "−∞" from step 2 on and get weight 0.
+    step_index : int
+        Initial step, 0..3.
+    """
+
+    _widget_file = "four_steps"
+
+    query_tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    key_tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    value_labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    step_names = traitlets.List(traitlets.Unicode(), list(STEP_NAMES)).tag(sync=True)
+    # Packed: scores, scaled, weights (T_q, T_k); output (T_q, d_v); mask (T_q, T_k) as 0/1.
+    frames = traitlets.Dict().tag(sync=True)
+    step_index = traitlets.Int(0).tag(sync=True)
+
+    def __init__(
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        *,
+        tokens: Sequence[str],
+        query_tokens: Sequence[str] | None = None,
+        value_labels: Sequence[str] | None = None,
+        mask: Any = None,
+        step_index: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        q_arr = check_vectors(q, "q")  # (T_q, d_k)
+        k_arr = check_vectors(k, "k", dim=q_arr.shape[1])  # (T_k, d_k)
+        v_arr = check_vectors(v, "v", rows=k_arr.shape[0])  # (T_k, d_v)
+        if q_arr.shape[0] * k_arr.shape[0] > 144 or v_arr.shape[1] > 12:
+            raise ValueError(
+                "FourSteps draws every number: at most 144 query-key pairs and 12 value "
+                f"dimensions; got q {shape_str(q_arr.shape)}, k {shape_str(k_arr.shape)}, "
+                f"v {shape_str(v_arr.shape)}"
+            )
+        keys = check_tokens(tokens, "tokens")
+        queries = keys if query_tokens is None else check_tokens(query_tokens, "query_tokens")
+        for name, labels, n in (
+            ("tokens", keys, k_arr.shape[0]),
+            ("query_tokens", queries, q_arr.shape[0]),
+        ):
+            if len(labels) != n:
+                raise ValueError(f"{name} must have {n} labels (one per row); got {len(labels)}")
+        cols = (
+            [f"v{j + 1}" for j in range(v_arr.shape[1])]
+            if value_labels is None
+            else check_tokens(value_labels, "value_labels")
+        )
+        if len(cols) != v_arr.shape[1]:
+            raise ValueError(
+                f"value_labels must have {v_arr.shape[1]} labels (d_v); got {len(cols)}"
+            )
+        expected = (q_arr.shape[0], k_arr.shape[0])
+        if mask is None:
+            mask_arr = np.ones(expected, dtype=bool)
+        else:
+            mask_arr = as_bool_array(mask, "mask")
+            if mask_arr.shape != expected:
+                raise ValueError(
+                    f"mask has shape {shape_str(mask_arr.shape)}, "
+                    f"expected {shape_str(expected)} (T_q, T_k)"
+                )
+        self._q, self._k, self._v, self._mask = q_arr, k_arr, v_arr, mask_arr
+        with self.hold_trait_notifications():
+            self.query_tokens = list(queries)
+            self.key_tokens = list(keys)
+            self.value_labels = cols
+        self._recompute()
+        self.step_index = step_index
+
+    @traitlets.validate("step_index")
+    def _valid_step(self, proposal: Any) -> int:
+        i = proposal["value"]
+        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < 4:
+            raise ValueError(f"step_index must be an int in [0, 3]; got {i!r}")
+        return int(i)
+
+    def steps(self) -> tuple[NDArray, NDArray, NDArray, NDArray]:
+        """``(scores, scaled, weights, output)``; masked entries of ``scaled`` are ``-inf``."""
+        scores = attention_scores(self._q, self._k, scale=1.0)  # (T_q, T_k)
+        scaled = attention_scores(self._q, self._k)  # (T_q, T_k), default 1/sqrt(d_k)
+        scaled = np.where(self._mask, scaled, -np.inf)  # (T_q, T_k)
+        weights = softmax(scaled, axis=-1)  # (T_q, T_k)
+        output, _ = scaled_dot_product_attention(
+            self._q, self._k, self._v, self._mask
+        )  # (T_q, d_v)
+        return scores, scaled, weights, output
+
+    def _recompute(self) -> None:
+        scores, scaled, weights, output = self.steps()
+        self.frames = {
+            "scores": pack_array(scores, DECIMALS),
+            "scaled": pack_array(np.where(self._mask, scaled, 0.0), DECIMALS),
+            "weights": pack_array(weights, DECIMALS),
+            "output": pack_array(output, DECIMALS),
+            "mask": pack_array(self._mask.astype(float), 0),
+            "d_k": int(self._q.shape[1]),
+            "sqrt_d_k": round(math.sqrt(self._q.shape[1]), DECIMALS),
+        }
+        self._check_budget()
+
+    def __repr__(self) -> str:
+        # Deterministic text/plain for notebooks (the default repr shows a memory address).
+        t_q, t_k = len(self.query_tokens), len(self.key_tokens)
+        return f"FourSteps(T_q={t_q}, T_k={t_k}, step={self.step_index + 1})"
+
+    @property
+    def current(self) -> NDArray:
+        """The matrix of the current step (exact)."""
+        return self.steps()[self.step_index]

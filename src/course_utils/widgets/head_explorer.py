@@ -1,0 +1,129 @@
+"""Pick a sentence, a layer and a head of all-MiniLM-L6-v2 and see that head's attention map.
+
+Python runs the real model (:func:`course_utils.pretrained.attention_maps`, our own code) on each
+sentence and syncs every map of every layer and head, as whole percentages (0-100), so that the
+page can switch sentence, layer and head without a kernel. JavaScript draws a ``T × T`` heatmap.
+In JupyterLab, :meth:`HeadExplorer.add_sentence` runs the model on any new sentence.
+
+>>> w = HeadExplorer(["The cat sat."], layer=0, head=2)
+>>> w.tokens[0]
+['[CLS]', 'the', 'cat', 'sat', '.', '[SEP]']
+>>> w.weights.shape      # the map on show: (T, T), rows sum to 1
+(6, 6)
+>>> w.weights.argmax(axis=1)[2:5].tolist()   # head 0-2 looks at the previous token
+[1, 2, 3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import traitlets
+from numpy.typing import NDArray
+
+from ._base import CourseWidget
+
+__all__ = ["HeadExplorer"]
+
+MAX_TOKENS = 24
+#: More than the usual 50 KB: every sentence carries n_layers × n_heads = 72 maps of T × T.
+MAX_BYTES = 90_000
+
+
+class HeadExplorer(CourseWidget):
+    """Attention maps of every layer and head of the pretrained model, for a few sentences.
+
+    Parameters
+    ----------
+    sentences : sequence of str
+        The texts (each at most ``MAX_TOKENS`` tokens with ``[CLS]`` and ``[SEP]``).
+    layer, head : int
+        The map shown first (numbered from 0).
+    notes : mapping ``(layer, head) -> str``, optional
+        A line of text shown under the map for that head (e.g. what a measurement found).
+    """
+
+    _widget_file = "head_explorer"
+
+    labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
+    tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
+    maps = traitlets.List(traitlets.Dict()).tag(sync=True)  # packed (L, H, T, T) ints in 0..100
+    n_layers = traitlets.Int(0).tag(sync=True)
+    n_heads = traitlets.Int(0).tag(sync=True)
+    head_notes = traitlets.Dict().tag(sync=True)  # "layer-head" -> text
+    sentence_index = traitlets.Int(0).tag(sync=True)
+    layer = traitlets.Int(0).tag(sync=True)
+    head = traitlets.Int(0).tag(sync=True)
+
+    def __init__(
+        self,
+        sentences: Sequence[str],
+        *,
+        layer: int = 0,
+        head: int = 0,
+        notes: dict[tuple[int, int], str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if isinstance(sentences, str) or not isinstance(sentences, Sequence) or not sentences:
+            raise TypeError(
+                f"sentences must be a non-empty list of str; got {type(sentences).__name__}"
+            )
+        self._full: list[NDArray] = []
+        for text in sentences:
+            self._append(text)
+        self.n_layers, self.n_heads = self._full[0].shape[:2]
+        for name, value, n in (("layer", layer, self.n_layers), ("head", head, self.n_heads)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
+                raise ValueError(f"{name} must be an int in 0..{n - 1}; got {value!r}")
+        self.layer, self.head = layer, head
+        self.head_notes = {f"{L}-{H}": str(t) for (L, H), t in (notes or {}).items()}
+        if not self.description:
+            self.description = (
+                "Heatmap of one attention head: rows are query tokens, columns are key tokens, "
+                "brighter cells get more weight. Choose a sentence, a layer and a head."
+            )
+        self._check_budget()
+
+    def _append(self, text: str) -> None:
+        from ..pretrained import attention_maps
+
+        if not isinstance(text, str):
+            raise TypeError(f"each sentence must be a str; got {type(text).__name__}")
+        tokens, maps = attention_maps(text)  # (L, H, T, T)
+        if len(tokens) > MAX_TOKENS:
+            raise ValueError(
+                f"sentence {text!r} has {len(tokens)} tokens; at most {MAX_TOKENS} fit the widget"
+            )
+        percent = np.rint(maps.astype(np.float64) * 100).astype(int)  # (L, H, T, T)
+        self._full.append(maps)
+        self.labels = [*self.labels, text]
+        self.tokens = [*self.tokens, tokens]
+        self.maps = [*self.maps, {"shape": list(percent.shape), "data": percent.ravel().tolist()}]
+
+    def add_sentence(self, text: str) -> None:
+        """Run the model on ``text`` (needs a Python kernel) and show it."""
+        self._append(text)
+        self._check_budget()
+        self.sentence_index = len(self.labels) - 1
+
+    def _check_budget(self) -> None:
+        size = self.data_bytes()
+        if size > MAX_BYTES:
+            raise ValueError(
+                f"HeadExplorer would sync {size} bytes of data, more than its budget of "
+                f"{MAX_BYTES}; use fewer or shorter sentences"
+            )
+
+    def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
+        return (
+            f"HeadExplorer({len(self.labels)} sentences, sentence_index={self.sentence_index}, "
+            f"layer={self.layer}, head={self.head})"
+        )
+
+    @property
+    def weights(self) -> NDArray:
+        """The map on show, ``(T, T)`` float32, as the model computed it (not rounded)."""
+        return self._full[self.sentence_index][self.layer, self.head]

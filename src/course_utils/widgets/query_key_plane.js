@@ -1,0 +1,205 @@
+// QueryKeyPlane: keys as points, a query arrow set by angle/length sliders; scores, weights, output.
+// Python precomputed every frame (frames.query/scores/weights/output, packed (A, L, ...)); this file only
+// looks them up. CU (the shared helpers) is prepended by Python.
+
+function render({ model, el }) {
+  const { controls, stage } = CU.frame(el, model, "cu-qk-plane");
+  const SIZE = 320;
+  const HALF = SIZE / 2;
+  let built = null; // SVG/table nodes for the current inputs
+
+  const angleSlider = CU.slider({
+    label: "Query angle",
+    n: model.get("angles").length,
+    value: model.get("angle_index"),
+    format: (i) => `${CU.fmt(model.get("angles")[i], 0)}°`,
+    onInput: (i) => {
+      model.set("angle_index", i);
+      model.save_changes();
+      update();
+    },
+  });
+  const lengthSlider = CU.slider({
+    label: "Query length",
+    n: model.get("lengths").length,
+    value: model.get("length_index"),
+    format: (i) => CU.fmt(model.get("lengths")[i], 2),
+    onInput: (i) => {
+      model.set("length_index", i);
+      model.save_changes();
+      update();
+    },
+  });
+  controls.append(angleSlider.root, lengthSlider.root);
+
+  const layout = CU.html("div", { class: "cu-qk-layout" }, stage);
+
+  function build() {
+    layout.replaceChildren();
+    const frames = model.get("frames");
+    const keys = model.get("key_vectors");
+    const labels = model.get("key_labels");
+    const values = model.get("value_vectors");
+    const ext = frames.extent || 1;
+    const px = (x) => HALF + (x / ext) * (HALF - 10);
+    const py = (y) => HALF - (y / ext) * (HALF - 10);
+
+    const svg = CU.svg("svg", {
+      viewBox: `0 0 ${SIZE} ${SIZE}`,
+      width: SIZE,
+      height: SIZE,
+      role: "img",
+      class: "cu-qk-svg",
+    }, layout);
+    const svgTitle = CU.svg("title", {}, svg);
+    CU.svg("line", { x1: 0, y1: HALF, x2: SIZE, y2: HALF, class: "cu-axis" }, svg);
+    CU.svg("line", { x1: HALF, y1: 0, x2: HALF, y2: SIZE, class: "cu-axis" }, svg);
+    const defs = CU.svg("defs", {}, svg);
+    const markerId = CU.uid("arrow");
+    const marker = CU.svg("marker", {
+      id: markerId, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7,
+      orient: "auto-start-reverse",
+    }, defs);
+    CU.svg("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "cu-qk-arrowhead" }, marker);
+
+    const keyNodes = keys.map((k, j) => {
+      const g = CU.svg("g", { class: "cu-qk-key" }, svg);
+      const dot = CU.svg("circle", { cx: px(k[0]), cy: py(k[1]), r: 7, class: "cu-qk-keydot" }, g);
+      const label = CU.svg("text", { x: px(k[0]) + 10, y: py(k[1]) - 8, class: "cu-qk-label" }, g);
+      CU.setText(label, labels[j]);
+      return { dot, label };
+    });
+    const queryLine = CU.svg("line", {
+      x1: HALF, y1: HALF, x2: HALF, y2: HALF, class: "cu-qk-query", "marker-end": `url(#${markerId})`,
+    }, svg);
+    const queryText = CU.svg("text", { class: "cu-qk-qlabel" }, svg);
+    CU.setText(queryText, "q");
+    const showOutput = values.length > 0 && values[0].length === 2;
+    const outputDot = showOutput
+      ? CU.svg("rect", { width: 12, height: 12, class: "cu-qk-output" }, svg)
+      : null;
+
+    // Table: one row per key with score, weight bar and value.
+    const table = CU.html("table", { class: "cu-qk-table" }, layout);
+    const head = CU.html("tr", {}, CU.html("thead", {}, table));
+    for (const h of ["key", "score", "weight", ""]) CU.html("th", { scope: "col" }, head, h);
+    const body = CU.html("tbody", {}, table);
+    const rows = labels.map((lab) => {
+      const tr = CU.html("tr", {}, body);
+      CU.token(CU.html("th", { scope: "row" }, tr), lab);
+      const score = CU.html("td", { class: "cu-num" }, tr);
+      const weight = CU.html("td", { class: "cu-num" }, tr);
+      const barCell = CU.html("td", {}, tr);
+      const bar = CU.html("span", { class: "cu-bar" }, barCell);
+      return { score, weight, bar };
+    });
+    const out = CU.html("p", { class: "cu-qk-out", "aria-live": "polite" }, layout);
+
+    // Optional pointer drag: snap the pointer to the nearest grid query (the sliders stay the
+    // keyboard way to do the same). Only grid lookup here, no attention maths.
+    const toData = (ev) => {
+      const box = svg.getBoundingClientRect();
+      const sx = ((ev.clientX - box.left) / box.width) * SIZE;
+      const sy = ((ev.clientY - box.top) / box.height) * SIZE;
+      return [((sx - HALF) / (HALF - 10)) * ext, ((HALF - sy) / (HALF - 10)) * ext];
+    };
+    const nearest = (list, x, wrap) => {
+      let best = 0;
+      let bestD = Infinity;
+      list.forEach((v, i) => {
+        let d = Math.abs(v - x);
+        if (wrap) d = Math.min(d, wrap - d);
+        if (d < bestD) {
+          bestD = d;
+          best = i;
+        }
+      });
+      return best;
+    };
+    let dragging = false;
+    const onPointer = (ev) => {
+      if (ev.type === "pointerdown") {
+        dragging = true;
+        svg.setPointerCapture(ev.pointerId);
+      }
+      if (!dragging) return;
+      if (ev.type === "pointerup" || ev.type === "pointercancel") {
+        dragging = false;
+        return;
+      }
+      const [x, y] = toData(ev);
+      const deg = ((Math.atan2(y, x) * 180) / Math.PI + 360) % 360;
+      const a = nearest(model.get("angles"), deg, 360);
+      const l = nearest(model.get("lengths"), Math.hypot(x, y), 0);
+      if (a !== model.get("angle_index") || l !== model.get("length_index")) {
+        model.set("angle_index", a);
+        model.set("length_index", l);
+        model.save_changes();
+        update();
+      }
+    };
+    for (const type of ["pointerdown", "pointermove", "pointerup", "pointercancel"]) {
+      svg.addEventListener(type, onPointer);
+    }
+    built = { px, py, svgTitle, keyNodes, queryLine, queryText, outputDot, rows, out, frames };
+  }
+
+  function update() {
+    if (!built) build();
+    const a = model.get("angle_index");
+    const l = model.get("length_index");
+    const { px, py, frames } = built;
+    const q = CU.slice(frames.query, a, l);
+    const s = CU.slice(frames.scores, a, l);
+    const w = CU.slice(frames.weights, a, l);
+    const o = CU.slice(frames.output, a, l);
+    built.queryLine.setAttribute("x2", px(q[0]));
+    built.queryLine.setAttribute("y2", py(q[1]));
+    built.queryText.setAttribute("x", px(q[0]) + 6);
+    built.queryText.setAttribute("y", py(q[1]) + 14);
+    const wmax = Math.max(...w);
+    built.keyNodes.forEach((node, j) => {
+      node.dot.setAttribute("fill", CU.colour(w[j]));
+      node.dot.setAttribute("r", 5 + 10 * Math.sqrt(w[j]));
+      node.dot.setAttribute("data-weight", w[j]);
+    });
+    built.rows.forEach((row, j) => {
+      row.score.textContent = CU.fmt(s[j], 2);
+      row.weight.textContent = CU.fmt(w[j], 3);
+      row.bar.style.width = `${Math.round(100 * w[j])}px`;
+      row.bar.style.background = CU.colour(w[j]);
+      row.bar.classList.toggle("cu-max", w[j] === wmax);
+    });
+    if (built.outputDot) {
+      built.outputDot.setAttribute("x", px(o[0]) - 6);
+      built.outputDot.setAttribute("y", py(o[1]) - 6);
+    }
+    const outText = `output = Σ weight × value = (${o.map((x) => CU.fmt(x, 2)).join(", ")})`;
+    built.out.textContent = outText;
+    const labels = model.get("key_labels");
+    const best = w.indexOf(wmax);
+    built.svgTitle.textContent =
+      `Query at ${CU.fmt(model.get("angles")[a], 0)} degrees, length ${CU.fmt(model.get("lengths")[l], 2)}; ` +
+      `largest weight ${CU.fmt(wmax, 3)} on key ${labels[best]}. ${outText}`;
+    angleSlider.set(a);
+    lengthSlider.set(l);
+  }
+
+  const rebuild = () => {
+    built = null;
+    update();
+  };
+  model.on("change:angle_index", update);
+  model.on("change:length_index", update);
+  model.on("change:frames", rebuild);
+  model.on("change:key_labels", rebuild);
+  update();
+  return () => {
+    model.off("change:angle_index", update);
+    model.off("change:length_index", update);
+    model.off("change:frames", rebuild);
+    model.off("change:key_labels", rebuild);
+  };
+}
+
+export default { render };

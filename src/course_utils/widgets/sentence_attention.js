@@ -1,0 +1,103 @@
+// SentenceAttention: pick a sentence and a query token; bars show that token's attention weights over
+// every token. Python precomputed each sentence's (T, T) weight matrix (frames[s], packed); this file
+// only reads row query_index. CU (the shared helpers) is prepended by Python. Tokens are text only.
+
+function render({ model, el }) {
+  const { controls, stage } = CU.frame(el, model, "cu-sentence-attention");
+  const BAR = 90; // px for weight 1
+
+  const sentenceSelect = CU.select({
+    label: "Sentence",
+    options: model.get("labels"),
+    value: model.get("sentence_index"),
+    onChange: (i) => {
+      model.set("sentence_index", i);
+      const n = model.get("tokens")[i].length;
+      if (model.get("query_index") >= n) model.set("query_index", n - 1);
+      model.save_changes();
+      rebuild();
+    },
+  });
+  const tokenOf = (i) => model.get("tokens")[model.get("sentence_index")][i];
+  const querySlider = CU.slider({
+    label: "Query token",
+    n: model.get("tokens")[model.get("sentence_index")].length,
+    value: model.get("query_index"),
+    format: (i) => `${i + 1}: ${tokenOf(i)}`,
+    onInput: (i) => {
+      model.set("query_index", i);
+      model.save_changes();
+      update();
+    },
+  });
+  if (model.get("labels").length > 1) controls.append(sentenceSelect.root);
+  controls.append(querySlider.root);
+
+  const row = CU.html("div", { class: "cu-sa-row", role: "group", "aria-label": "Tokens and weights" }, stage);
+  const summary = CU.html("p", { class: "cu-sa-summary", "aria-live": "polite" }, stage);
+  let cols = [];
+
+  function rebuild() {
+    const s = model.get("sentence_index");
+    const toks = model.get("tokens")[s];
+    row.replaceChildren();
+    cols = toks.map((tok, j) => {
+      const col = CU.html("div", { class: "cu-sa-col" }, row);
+      const num = CU.html("span", { class: "cu-sa-num" }, col);
+      const well = CU.html("div", { class: "cu-sa-well", style: `height:${BAR}px` }, col);
+      const bar = CU.html("div", { class: "cu-sa-bar" }, well);
+      const btn = CU.html("button", { type: "button", class: "cu-sa-tok" }, col);
+      CU.token(btn, tok);
+      btn.setAttribute("aria-label", `Make "${tok}" the query`);
+      btn.addEventListener("click", () => {
+        model.set("query_index", j);
+        model.save_changes();
+        update();
+      });
+      CU.suppressShortcuts(btn);
+      return { num, bar, btn };
+    });
+    const input = querySlider.input;
+    input.max = String(toks.length - 1);
+    sentenceSelect.set(s);
+    update();
+  }
+
+  function update() {
+    const s = model.get("sentence_index");
+    const qi = Math.min(model.get("query_index"), cols.length - 1);
+    const w = CU.slice(model.get("frames")[s], qi);
+    const toks = model.get("tokens")[s];
+    let best = 0;
+    cols.forEach((c, j) => {
+      if (w[j] > w[best]) best = j;
+      c.num.textContent = CU.fmt(w[j], 2);
+      c.bar.style.height = `${Math.round(BAR * w[j])}px`;
+      c.bar.style.background = CU.colour(w[j], "cividis");
+      c.bar.setAttribute("data-weight", w[j]);
+      c.btn.classList.toggle("cu-sa-query", j === qi);
+      c.btn.setAttribute("aria-pressed", j === qi ? "true" : "false");
+    });
+    querySlider.set(qi);
+    summary.textContent =
+      `Query "${toks[qi]}" attends most to "${toks[best]}" (weight ${CU.fmt(w[best], 2)}); ` +
+      `weights: ${toks.map((t, j) => `${t} ${CU.fmt(w[j], 2)}`).join(", ")}.`;
+  }
+
+  const onSentence = () => rebuild();
+  const onFrames = () => {
+    sentenceSelect.setOptions(model.get("labels"), model.get("sentence_index"));
+    rebuild();
+  };
+  model.on("change:sentence_index", onSentence);
+  model.on("change:query_index", update);
+  model.on("change:frames", onFrames);
+  rebuild();
+  return () => {
+    model.off("change:sentence_index", onSentence);
+    model.off("change:query_index", update);
+    model.off("change:frames", onFrames);
+  };
+}
+
+export default { render };

@@ -1,0 +1,193 @@
+"""Helpers shared by the browser tests and benchmarks/widget_latency.py.
+
+* :func:`serve` — serve a folder on 127.0.0.1 (free port) from a thread, with extra in-memory pages.
+* :func:`launch` — Debian's Chromium through Playwright, headless, no network side-channels.
+* :func:`block_outside` — route-block every request that does not go to the given origin.
+* :data:`COLLECT_JS` — snapshot of a page's widgets: views, rendered areas, controls, drawings.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+XSS_PAGE = "__course_widget_xss_test__.html"
+XSS_TOKENS = ["<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "&amp;", "ok"]
+CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+]
+
+
+def site_dir() -> Path:
+    return Path(os.environ.get("COURSE_SITE_DIR", ROOT / "_build" / "html"))
+
+
+def site_pages(root: Path) -> list[str]:
+    """Every HTML page of the built site (relative paths), static/asset folders excluded."""
+    skip = ("_static/", "_sources/", "_images/", "_downloads/")
+    pages = [
+        p.relative_to(root).as_posix()
+        for p in sorted(root.rglob("*.html"))
+        if not p.relative_to(root).as_posix().startswith(skip)
+    ]
+    return pages
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extra: dict[str, bytes] = {}  # noqa: RUF012 - replaced per server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path in self.extra:
+            body = self.extra[path]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        super().do_GET()
+
+
+@contextmanager
+def serve(root: Path, extra: dict[str, bytes] | None = None) -> Iterator[str]:
+    """Serve ``root`` on http://127.0.0.1:<free port>; yield the base URL (ends with /)."""
+    handler = type("Handler", (_Handler,), {"extra": dict(extra or {})})
+    factory = functools.partial(handler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), factory)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def launch(playwright: Any) -> Any:
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def block_outside(context: Any, allowed_prefixes: tuple[str, ...], blocked: list[str]) -> None:
+    """Abort (and record) every request whose URL does not start with an allowed prefix."""
+
+    def handle(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(allowed_prefixes) or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            blocked.append(url)
+            route.abort()
+
+    context.route("**/*", handle)
+
+
+#: Describe the widgets of the page: number of widget views (state scripts), rendered views, and for
+#: each course widget its controls.
+COLLECT_JS = """
+() => {
+  const views = Array.from(document.querySelectorAll(
+    'script[type="application/vnd.jupyter.widget-view+json"]'));
+  const rendered = views.filter((s) => {
+    const area = s.previousElementSibling;
+    return area && area.classList.contains('widget-subarea') && area.childElementCount > 0;
+  }).length;
+  const widgets = Array.from(document.querySelectorAll('.cu-widget')).map((w) => ({
+    cls: w.className,
+    controls: Array.from(w.querySelectorAll('input[type=range], select')).map((c) => c.id),
+  }));
+  const other = Array.from(document.querySelectorAll('.widget-subarea')).filter(
+    (a) => !a.querySelector('.cu-widget')).length;
+  return {views: views.length, rendered, widgets, other};
+}
+"""
+
+#: The drawing of the course widget that contains control ``id`` (its stage; controls excluded).
+DRAWING_JS = """
+(id) => {
+  const c = document.getElementById(id);
+  const w = c.closest('.cu-widget');
+  const stage = w.querySelector('.cu-stage');
+  return (stage || w).outerHTML;
+}
+"""
+
+
+def press_key_for(control_tag: str, at_end: bool = False) -> str:
+    """The key that moves a control one step: ArrowRight/ArrowDown, or back if it is at its end."""
+    if control_tag == "select":
+        return "ArrowUp" if at_end else "ArrowDown"
+    return "ArrowLeft" if at_end else "ArrowRight"
+
+
+#: Is the control at the end of its range (so that the forward key would not move it)?
+AT_END_JS = """
+(id) => {
+  const c = document.getElementById(id);
+  if (c.tagName.toLowerCase() === 'select') return c.selectedIndex === c.options.length - 1;
+  return Number(c.value) >= Number(c.max);
+}
+"""
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside <script>: no '</' can close the tag."""
+    return json.dumps(data).replace("</", "<\\/")
+
+
+def xss_page_html() -> str:
+    """A page built like myst-nb's: state + views of course widgets fed with hostile tokens."""
+    import numpy as np
+    from ipywidgets.embed import dependency_state, embed_data
+
+    from course_utils.widgets import QueryKeyPlane, SentenceAttention
+
+    rng = np.random.default_rng(0)
+    sentence = SentenceAttention(
+        [("<b>hostile</b>", XSS_TOKENS, rng.normal(size=(len(XSS_TOKENS), 3)))],
+        title="<img src=x onerror=alert(3)>",
+    )
+    plane = QueryKeyPlane(
+        rng.normal(size=(4, 2)), key_labels=XSS_TOKENS, title="<script>alert(4)</script>"
+    )
+    views_ = [sentence, plane]
+    data = embed_data(
+        views=views_, state=dependency_state(views_, drop_defaults=False), drop_defaults=False
+    )
+    views = "\n".join(
+        f'<script type="application/vnd.jupyter.widget-view+json">{_script_json(v)}</script>'
+        for v in data["view_specs"]
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape("XSS test")}</title>
+<script src="_static/course_vendor/require/require.js"></script>
+<script src="_static/course_widgets/config.js"></script>
+<script src="_static/course_vendor/html-manager/embed-amd.js"></script>
+<script
+type="application/vnd.jupyter.widget-state+json">{_script_json(data["manager_state"])}</script>
+</head><body><main>
+{views}
+</main></body></html>
+"""

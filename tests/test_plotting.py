@@ -1,0 +1,366 @@
+"""Plots: Chinese labels render in the CJK font without warnings; labels, values and errors.
+
+pytest runs with ``filterwarnings = error``, so any "Glyph ... missing" warning fails a test. The
+control test shows that the same labels *do* warn with matplotlib's default font, so the check can
+fail.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import subprocess
+import sys
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib import font_manager
+from matplotlib.ft2font import FT2Font
+
+from course_utils.data import bank_example, query_plane_example, reading_example
+from course_utils.fonts import (
+    CJK_FONT_NAME,
+    cjk_font_family,
+    cjk_font_path,
+    contains_cjk,
+)
+from course_utils.masks import causal_mask
+from course_utils.plotting import (
+    describe_attention,
+    plot_attention,
+    plot_query_and_keys,
+    plot_vectors,
+    token_font_kwargs,
+)
+
+pytestmark = pytest.mark.usefixtures("close_figures")
+
+
+def _render_all_formats(fig) -> dict[str, bytes]:
+    out = {}
+    for fmt in ("png", "svg", "pdf"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt)
+        out[fmt] = buf.getvalue()
+    return out
+
+
+def _font_used_for(text_artist, char: str) -> str:
+    """The file matplotlib's fallback picks for ``char``: the first font of the list that has it."""
+    paths = font_manager.fontManager._find_fonts_by_props(text_artist.get_fontproperties())
+    for path in paths:
+        if FT2Font(str(path)).get_char_index(ord(char)) != 0:
+            return str(path)
+    raise AssertionError(f"no font in {paths} has {char!r}")
+
+
+def _pdf_fonts(pdf: bytes) -> set[str]:
+    """Names of the fonts embedded in a PDF, without the random subset prefix (``ABCDEF+``)."""
+    return {
+        name.split("+")[-1] for name in re.findall(r"/BaseFont /([\w+\-]+)", pdf.decode("latin-1"))
+    }
+
+
+def test_chinese_heatmap_renders_without_warnings_in_every_format():
+    ex = bank_example()
+    _, w = ex.attention()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # also when run outside pytest's configuration
+        ax = plot_attention(w, ex.tokens, title="小明在银行边的长椅上看书")
+        outputs = _render_all_formats(ax.figure)
+    assert all(len(data) > 1000 for data in outputs.values())
+
+
+def test_the_font_used_for_chinese_labels_is_the_cjk_font():
+    ex = bank_example()
+    _, w = ex.attention()
+    ax = plot_attention(w, ex.tokens, title="银行 (bank)")
+    cjk_file = str(cjk_font_path())
+    labels = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.title]
+    for label in labels:
+        for ch in label.get_text():
+            if contains_cjk(ch):
+                assert _font_used_for(label, ch) == cjk_file, (label.get_text(), ch)
+    assert "DejaVuSans" in _font_used_for(ax.title, "b")  # Latin letters keep the default font
+    # The PDF embeds exactly the fonts whose glyphs were drawn: Noto Sans CJK SC is one of them.
+    fonts = _pdf_fonts(_render_all_formats(ax.figure)["pdf"])
+    assert "NotoSansCJKsc-Regular" in fonts
+
+
+def test_control_default_font_really_warns_about_missing_glyphs():
+    """Without our font family, the same label triggers the warning the tests above forbid."""
+    fig, ax = plt.subplots()
+    ax.set_title("银行")
+    with pytest.warns(UserWarning, match=r"Glyph \d+ .* missing from font\(s\) DejaVu Sans"):
+        fig.canvas.draw()
+
+
+def test_latin_only_heatmap_does_not_embed_the_cjk_font():
+    ax = plot_attention(np.eye(2), ["the", "cat"], xlabel="key", ylabel="query", colorbar=False)
+    fonts = _pdf_fonts(_render_all_formats(ax.figure)["pdf"])
+    assert "NotoSansCJKsc-Regular" not in fonts and "DejaVuSans" in fonts
+
+
+def test_importing_and_plotting_changes_no_rcparams():
+    before = dict(matplotlib.rcParams)
+    ax = plot_attention(np.eye(3), ["看", "书", "好"])
+    ax.figure.canvas.draw()
+    after = dict(matplotlib.rcParams)
+    assert {k for k in before if before[k] != after[k]} == set()
+
+
+def test_import_registers_no_font_until_first_use():
+    """Lazy: importing course_utils.plotting adds nothing to matplotlib's font list."""
+    code = (
+        "import matplotlib; matplotlib.use('Agg'); from matplotlib import font_manager as fm\n"
+        "import course_utils.plotting as p\n"
+        "has = lambda: any('NotoSansCJK' in f.fname for f in fm.fontManager.ttflist)\n"
+        "before = has(); p.cjk_font_family(); print(before, has())\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == ["False", "True"]
+
+
+def test_plot_attention_labels_values_and_title():
+    ex = reading_example()
+    _, w = ex.attention(causal_mask(4))
+    ax = plot_attention(w, ex.tokens, title="看书真好", decimals=3)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(ex.tokens)
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(ex.tokens)
+    assert ax.get_title() == "看书真好"
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == [f"{x:.3f}" for x in w.ravel()]
+    assert ax.images[0].get_cmap().name == "viridis"
+    np.testing.assert_array_equal(ax.images[0].get_array(), w)
+    assert len(ax.figure.axes) == 2  # the heatmap and its colour bar
+
+
+def test_plot_attention_annotation_contrast():
+    ax = plot_attention([[0.0, 1.0]], ["q"], ["a", "b"], colorbar=False)
+    colours = [t.get_color() for t in ax.texts]
+    assert colours == ["white", "black"]  # white on dark viridis, black on yellow
+
+
+def test_plot_attention_cross_attention_and_options():
+    fig, ax0 = plt.subplots()
+    w = np.full((2, 3), 1 / 3)
+    ax = plot_attention(
+        w,
+        ["看", "书"],
+        ["Reading", "is", "nice"],
+        ax=ax0,
+        annotate=False,
+        cmap="cividis",
+        colorbar=False,
+        vmin=None,
+        vmax=None,
+    )
+    assert ax is ax0
+    assert len(ax.texts) == 0
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["Reading", "is", "nice"]
+    assert ax.images[0].get_cmap().name == "cividis"
+    assert len(fig.axes) == 1
+
+
+@pytest.mark.parametrize(
+    ("weights", "q_tok", "k_tok", "error", "match"),
+    [
+        (
+            np.ones(3),
+            ["a", "b", "c"],
+            None,
+            ValueError,
+            r"weights has shape \(3,\), expected \(T_q, T_k\)",
+        ),
+        (
+            np.ones((2, 3)),
+            ["a", "b"],
+            None,
+            ValueError,
+            r"key_tokens has 2 tokens, expected 3 \(columns of weights\)",
+        ),
+        (
+            np.ones((2, 3)),
+            ["a"],
+            ["x", "y", "z"],
+            ValueError,
+            r"query_tokens has 1 tokens, expected 2 \(rows of weights\)",
+        ),
+        (
+            np.ones((2, 2)),
+            "ab",
+            None,
+            TypeError,
+            r"query_tokens must be a sequence of tokens, not one string",
+        ),
+        (np.full((1, 1), np.nan), ["a"], None, ValueError, r"weights contains NaN"),
+        ([[0.0, -np.inf]], ["a"], ["x", "y"], ValueError, r"weights contains inf"),
+        ([["a"]], ["a"], None, TypeError, r"weights must be a numeric array"),
+    ],
+)
+def test_plot_attention_bad_input(weights, q_tok, k_tok, error, match):
+    with pytest.raises(error, match=match):
+        plot_attention(weights, q_tok, k_tok)
+
+
+def test_describe_attention_names_the_strongest_key_per_query():
+    ex = bank_example()
+    _, w = ex.attention()
+    text = describe_attention(w, ex.tokens)
+    assert text.startswith("Heatmap of attention weights, 8 queries (rows) by 8 keys (columns).")
+    assert "看书 → 小明 (0.51)" in text
+    assert "长椅 → 银行 (0.31)" in text  # tie with 边: the first maximum is named
+    assert text.count("→") == 8
+    with pytest.raises(ValueError, match=r"key_tokens has 1 tokens, expected 8"):
+        describe_attention(w, ex.tokens, ["x"])
+
+
+def test_plot_vectors_arrows_labels_and_limits():
+    vecs = np.array([[1.0, 0.0], [0.0, 2.0], [-3.0, -1.0]])
+    ax = plot_vectors(vecs, ["k₁", "k₂", "长椅"], title="keys")
+    arrows = [t for t in ax.texts if t.get_text() == ""]
+    labels = [t.get_text() for t in ax.texts if t.get_text()]
+    assert len(arrows) == 3 and labels == ["k₁", "k₂", "长椅"]
+    for arrow, (dx, dy) in zip(arrows, vecs, strict=True):
+        assert arrow.xy == pytest.approx((dx, dy))
+    lo, hi = ax.get_xlim()
+    assert lo <= -3 and hi >= 3
+    assert ax.get_aspect() == 1.0
+    ax.figure.canvas.draw()  # the Chinese label draws without a warning
+
+
+def test_plot_query_and_keys_with_weights():
+    ex = query_plane_example()
+    _, w = ex.attention(ex.query)
+    ax = plot_query_and_keys(ex.query, ex.keys, ex.labels, weights=w, title="soft lookup")
+    labels = [t.get_text() for t in ax.texts if t.get_text()]
+    assert labels == [f"{name} ({x:.2f})" for name, x in zip(ex.labels, w, strict=True)] + ["q"]
+    lo, hi = ax.get_ylim()
+    assert lo <= ex.keys[:, 1].min() and hi >= ex.keys[:, 1].max()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda: plot_vectors(np.ones((2, 3)), ["a", "b"]),
+            ValueError,
+            r"vectors has shape \(2, 3\), expected \(n, 2\)",
+        ),
+        (
+            lambda: plot_vectors(np.ones((2, 2)), ["a"]),
+            ValueError,
+            r"labels has 1 tokens, expected 2",
+        ),
+        (
+            lambda: plot_vectors(np.ones((2, 2)), ["a", "b"], colors=["red"]),
+            ValueError,
+            r"colors has 1 entries, expected 2",
+        ),
+        (
+            lambda: plot_query_and_keys([1, 2, 3], np.ones((2, 2)), ["a", "b"]),
+            ValueError,
+            r"query has shape \(3,\), expected \(2,\)",
+        ),
+        (
+            lambda: plot_query_and_keys([1, 2], np.ones((2, 3)), ["a", "b"]),
+            ValueError,
+            r"keys has shape \(2, 3\), expected \(T_k, 2\)",
+        ),
+        (
+            lambda: plot_query_and_keys([1, 2], np.ones((2, 2)), ["a", "b"], weights=[1.0]),
+            ValueError,
+            r"weights has shape \(1,\), expected \(2,\)",
+        ),
+    ],
+)
+def test_vector_plots_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --- fonts --------------------------------------------------------------------------------------
+
+
+def test_cjk_font_file_ships_with_mplfonts():
+    path = cjk_font_path()
+    assert path.name == "NotoSansCJKsc-Regular.otf" and path.is_file()
+    assert font_manager.FontProperties(fname=str(path)).get_name() == CJK_FONT_NAME
+
+
+def test_cjk_font_family_is_a_fresh_fallback_list():
+    a = cjk_font_family()
+    b = cjk_font_family()
+    assert a == ["DejaVu Sans", CJK_FONT_NAME] and a is not b
+    assert token_font_kwargs() == {"fontfamily": a}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("小明", True),
+        ("Xiao Ming", False),
+        ("a银", True),
+        ("，", True),
+        ("カ", True),
+        ("한", True),
+        ("", False),
+        ("√d_k", False),
+        ("✓", False),
+    ],
+)
+def test_contains_cjk(text, expected):
+    assert contains_cjk(text) is expected
+
+
+# --- the alt-text recipe of the module docstring, checked with a real myst-nb build ---------------
+
+
+@pytest.mark.slow
+def test_alt_text_recipe_yields_img_alt_in_a_myst_nb_build(tmp_path):
+    """The recipe in plotting.py's docstring gives ``<img alt=...>`` and a numbered figure."""
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("myst_nb")
+    ex = bank_example()
+    _, w = ex.attention()
+    ax = plot_attention(w, ex.tokens)
+    buf = io.BytesIO()
+    ax.figure.savefig(buf, format="png", dpi=30)
+    alt = describe_attention(w, ex.tokens)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells.append(nbformat.v4.new_markdown_cell("# Alt text\n\nSee {numref}`fig-bank-weights`."))
+    cell = nbformat.v4.new_code_cell("plot_attention(weights, tokens);")
+    cell.metadata["mystnb"] = {
+        "image": {"alt": alt},
+        "figure": {"caption": "Attention weights.", "name": "fig-bank-weights"},
+    }
+    png = base64.b64encode(buf.getvalue()).decode()
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png})]
+    nb.cells.append(cell)
+    src = tmp_path / "src"
+    src.mkdir()
+    nbformat.write(nb, src / "index.ipynb")
+    (src / "conf.py").write_text(
+        'extensions = ["myst_nb"]\nnb_execution_mode = "off"\nnumfig = True\n'
+    )
+    out = tmp_path / "html"
+    cmd = [sys.executable, "-m", "sphinx", "-q", "-W", "-n", "-b", "html", str(src), str(out)]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert f'<img alt="{alt}"' in html
+    assert "Fig. 1" in html  # the named figure is numbered and referenced

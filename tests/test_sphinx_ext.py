@@ -1,0 +1,112 @@
+"""Unit tests of course_utils.sphinx_ext and the vendored files (no Sphinx build, no browser)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import anywidget
+import pytest
+
+from course_utils import sphinx_ext
+
+ROOT = Path(__file__).resolve().parents[1]
+VENDOR = sphinx_ext.STATIC / "course_vendor"
+
+
+def _config(**overrides):
+    base = {
+        "html_static_path": ["_static"],
+        "nb_ipywidgets_js": {"https://cdn.example/require.js": {}},
+        "mathjax_path": "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js",
+        "html_context": {},
+        "html_theme_options": {"launch_buttons": {"thebe": False}},
+    }
+    base.update(overrides)
+    return SimpleNamespace(**base)
+
+
+def test_config_points_everything_at_the_site() -> None:
+    config = _config()
+    sphinx_ext._config_inited(None, config)
+    assert config.html_static_path == ["_static", str(sphinx_ext.STATIC)]
+    assert list(config.nb_ipywidgets_js) == [
+        "course_vendor/require/require.js",
+        "course_widgets/config.js",
+        "course_vendor/html-manager/embed-amd.js",
+    ]
+    assert all("://" not in k for k in config.nb_ipywidgets_js)
+    assert not any("cdn" in json.dumps(v) for v in config.nb_ipywidgets_js.values())
+    assert config.mathjax_path == "course_vendor/mathjax/tex-mml-chtml.js"
+    assert config.html_context["default_mode"] == "light"
+    for rel in [*config.nb_ipywidgets_js, config.mathjax_path]:
+        assert (sphinx_ext.STATIC / rel).is_file(), rel
+
+
+def test_local_mathjax_path_is_kept() -> None:
+    config = _config(mathjax_path="my/mathjax.js")
+    sphinx_ext._config_inited(None, config)
+    assert config.mathjax_path == "my/mathjax.js"
+
+
+def _script(filename, body=""):
+    return SimpleNamespace(filename=filename, attributes={"body": body} if body else {})
+
+
+@pytest.mark.parametrize("thebe", [False, True])
+def test_thebe_scripts_dropped_when_thebe_is_off(thebe) -> None:
+    inline = 'const THEBE_JS_URL = "https://unpkg.com/thebe@0.8.2/lib/index.js"'
+    scripts = [
+        _script("doctools.js"),
+        _script(None, inline),
+        _script("sphinx-thebe.js"),
+        _script(None, inline),  # the duplicate that raises a SyntaxError
+        _script("course_vendor/require/require.js"),
+    ]
+    css = [_script("sphinx-thebe.css"), _script("theme.css")]
+    context = {"script_files": scripts, "css_files": css}
+    app = SimpleNamespace(config=_config(html_theme_options={"launch_buttons": {"thebe": thebe}}))
+    sphinx_ext._page_context(app, "intro", "page.html", context, None)
+    names = [s.filename for s in context["script_files"]]
+    if thebe:
+        assert names == ["doctools.js", None, "sphinx-thebe.js", "course_vendor/require/require.js"]
+    else:
+        assert names == ["doctools.js", "course_vendor/require/require.js"]
+        assert [c.filename for c in context["css_files"]] == ["theme.css"]
+
+
+def test_vendored_files_match_their_manifest() -> None:
+    """Every vendored file has the sha256 VERSIONS.json records, and each package has a licence."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "vendor_static.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for package in ["require", "html-manager", "anywidget", "mathjax"]:
+        assert (VENDOR / package / "LICENSE").is_file(), package
+
+
+def test_anywidget_front_end_is_the_installed_wheels() -> None:
+    wheel = Path(anywidget.__file__).parent / "nbextension" / "index.js"
+    vendored = (VENDOR / "anywidget" / "index.js").read_bytes()
+    upstream = b"\n".join(
+        line
+        for line in wheel.read_bytes().split(b"\n")
+        if not line.startswith(b"//# sourceMappingURL=")
+    )
+    assert vendored == upstream
+    manifest = json.loads((VENDOR / "VERSIONS.json").read_text())
+    assert manifest["packages"]["anywidget"]["version"] == importlib.metadata.version("anywidget")
+
+
+def test_config_script_never_forces_the_cdn() -> None:
+    text = (sphinx_ext.STATIC / "course_widgets" / "config.js").read_text()
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
+    assert "data-jupyter-widgets-cdn" not in code
+    assert "http" not in code

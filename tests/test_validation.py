@@ -1,0 +1,126 @@
+"""The shared input checks: what they accept, how they convert, the message for each bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from course_utils._validation import (
+    as_bool_array,
+    as_float_array,
+    check_positive_finite,
+    shape_str,
+)
+
+
+@pytest.mark.parametrize(
+    ("shape", "text"),
+    [((), "()"), ((4,), "(4,)"), ((2, 3), "(2, 3)"), (("...", "T_q", 4), "(..., T_q, 4)")],
+)
+def test_shape_str_prints_like_numpy(shape, text):
+    assert shape_str(shape) == text
+    if all(isinstance(s, int) for s in shape):
+        assert text == str(tuple(shape))  # the same as numpy/python
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype"),
+    [
+        ([[1, 2]], np.float64),
+        ([[True, False]], np.float64),
+        (np.ones((2, 2), dtype=np.int8), np.float64),
+        (np.ones((2, 2), dtype=np.float16), np.float16),
+        (np.ones((2, 2), dtype=np.float32), np.float32),
+        (np.ones((2, 2), dtype=np.float64), np.float64),
+    ],
+)
+def test_as_float_array_dtypes(value, dtype):
+    arr = as_float_array(value, "x")
+    assert arr.dtype == dtype
+    np.testing.assert_array_equal(arr, np.asarray(value, dtype=dtype))
+
+
+def test_as_float_array_accepts_minus_inf_and_torch_tensors():
+    torch = pytest.importorskip("torch")
+    arr = as_float_array([0.0, -np.inf], "scores")
+    assert arr[1] == -np.inf
+    t = as_float_array(torch.ones(2, 3), "q", min_ndim=2)
+    assert t.shape == (2, 3) and t.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("value", "kwargs", "error", "match"),
+    [
+        (
+            np.ones(3),
+            {"min_ndim": 2},
+            ValueError,
+            r"^x must have at least 2 dimensions; got shape \(3,\)$",
+        ),
+        (
+            np.ones(3),
+            {"min_ndim": 2, "expected": "(..., T_q, d_k)"},
+            ValueError,
+            r"^x must have at least 2 dimensions \(\.\.\., T_q, d_k\); got shape \(3,\)$",
+        ),
+        ([1.0, np.nan], {}, ValueError, r"^x contains NaN \(shape \(2,\)\)$"),
+        ([[np.inf]], {}, ValueError, r"^x contains \+inf \(shape \(1, 1\)\); use finite values$"),
+        (
+            ["1", "2"],
+            {},
+            TypeError,
+            r"^x must be a numeric array; got dtype <U1 with shape \(2,\)$",
+        ),
+        ([None], {}, TypeError, r"^x must be a numeric array; got dtype object with shape \(1,\)$"),
+        ([[1, 2], [3]], {}, TypeError, r"^x must be a numeric array; could not convert it"),
+        ([1j], {}, TypeError, r"^x must be real; got complex dtype complex128$"),
+        (
+            np.array(["2024-01-01"], dtype="datetime64[D]"),
+            {},
+            TypeError,
+            r"x must be a numeric array",
+        ),
+    ],
+)
+def test_as_float_array_errors(value, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        as_float_array(value, "x", **kwargs)
+
+
+def test_as_float_array_names_the_argument():
+    with pytest.raises(ValueError, match=r"^keys contains NaN"):
+        as_float_array([np.nan], "keys")
+
+
+def test_as_bool_array():
+    m = as_bool_array([[True, False]], "mask")
+    assert m.dtype == np.bool_
+    for bad, dtype in [([[1, 0]], "int64"), ([[1.0, 0.0]], "float64"), (["yes"], "<U3")]:
+        with pytest.raises(
+            TypeError,
+            match=rf"^mask must be a boolean array \(True = may attend\); got dtype {dtype}",
+        ):
+            as_bool_array(bad, "mask")
+
+
+@pytest.mark.parametrize("value", [1, 0.5, np.float32(2.0), np.int64(3), 1e-300])
+def test_check_positive_finite_accepts(value):
+    assert check_positive_finite(value, "temperature") == float(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "match"),
+    [
+        (0, ValueError, r"^temperature must be a finite number > 0; got 0.0$"),
+        (-0.5, ValueError, r"^temperature must be a finite number > 0; got -0.5$"),
+        (float("inf"), ValueError, r"got inf$"),
+        (float("nan"), ValueError, r"got nan$"),
+        ("1", TypeError, r"^temperature must be a number; got str$"),
+        (True, TypeError, r"^temperature must be a number; got bool$"),
+        (None, TypeError, r"^temperature must be a number; got NoneType$"),
+        (np.array([1.0]), TypeError, r"^temperature must be a number; got ndarray$"),
+    ],
+)
+def test_check_positive_finite_rejects(value, error, match):
+    with pytest.raises(error, match=match):
+        check_positive_finite(value, "temperature")
