@@ -12,6 +12,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from course_utils.scaling import (
     SaturationStats,
@@ -124,3 +127,24 @@ def test_sweep_shows_saturation_without_scaling_only() -> None:
 def test_bad_input(call, error, match) -> None:
     with pytest.raises(error, match=match):
         call(np.random.default_rng(0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    arrays(
+        np.float64, st.tuples(st.integers(2, 6), st.integers(2, 10)), elements=st.floats(-30, 30)
+    ),
+    st.floats(-100, 100),
+    st.floats(0.05, 5.0),
+)
+def test_saturation_stats_properties(scores: np.ndarray, shift: float, scale: float) -> None:
+    """Shift invariance (only score differences matter) and the bounds of each measure."""
+    t_k = scores.shape[1]
+    base = saturation_stats(scores, scale=scale)
+    shifted = saturation_stats(scores + shift / scale, scale=scale)
+    assert shifted.max_weight == pytest.approx(base.max_weight, abs=1e-9)
+    assert shifted.entropy == pytest.approx(base.entropy, abs=1e-8)
+    assert shifted.jacobian_norm == pytest.approx(base.jacobian_norm, abs=1e-9)
+    assert 1 / t_k - 1e-12 <= base.max_weight <= 1 + 1e-12
+    assert -1e-12 <= base.entropy <= math.log(t_k) + 1e-12
+    assert 0 <= base.jacobian_norm < 1

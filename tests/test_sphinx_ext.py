@@ -110,3 +110,24 @@ def test_config_script_never_forces_the_cdn() -> None:
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
     assert "data-jupyter-widgets-cdn" not in code
     assert "http" not in code
+
+
+def test_bare_root_redirect_becomes_a_valid_page(tmp_path) -> None:
+    (tmp_path / "index.html").write_text(
+        '<meta http-equiv="Refresh" content="0; url=intro.html" />\n', encoding="utf8"
+    )
+    app = SimpleNamespace(
+        builder=SimpleNamespace(format="html"),
+        outdir=str(tmp_path),
+        config=SimpleNamespace(html_title="Attention <step> by step", project="p", language="en"),
+    )
+    sphinx_ext._build_finished(app, None)
+    text = (tmp_path / "index.html").read_text()
+    assert '<html lang="en">' in text
+    assert "<title>Attention &lt;step&gt; by step</title>" in text
+    assert '<meta http-equiv="Refresh" content="0; url=intro.html">' in text
+    assert '<a href="intro.html">' in text
+    # A real page is left alone.
+    (tmp_path / "index.html").write_text("<html>real</html>")
+    sphinx_ext._build_finished(app, None)
+    assert (tmp_path / "index.html").read_text() == "<html>real</html>"

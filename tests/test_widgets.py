@@ -437,3 +437,37 @@ def test_api_note_example(tmp_path, monkeypatch) -> None:
     w = TemperatureBars([2.0, 1.0, 0.0])
     assert "export default { render }" in w._esm and "const CU" in w._esm
     np.testing.assert_allclose(unpack_array(w.frames)[2], softmax([2.0, 1.0, 0.0]), atol=5e-4)
+
+
+def test_sentence_recomputes_when_sentences_change() -> None:
+    w = SentenceAttention(_sentences(0))
+    old = json.dumps(w.frames)
+    x = np.random.default_rng(9).normal(size=(3, 4))  # (T, d_model)
+    w.set_sentences([("new", ["a", "b", "c"], x)])
+    assert json.dumps(w.frames) != old and w.labels == ["new"] and w.tokens == [["a", "b", "c"]]
+    oracle = torch.softmax(torch.tensor(x) @ torch.tensor(x).T / 2.0, dim=-1).numpy()  # (T, T)
+    np.testing.assert_allclose(w.weights, oracle[0], atol=1e-10)
+
+
+hypothesis = pytest.importorskip("hypothesis")
+st = pytest.importorskip("hypothesis.strategies")
+hnp = pytest.importorskip("hypothesis.extra.numpy")
+
+
+@hypothesis.settings(max_examples=40, deadline=None, derandomize=True)
+@hypothesis.given(
+    keys=hnp.arrays(
+        np.float64,
+        st.tuples(st.integers(1, 6), st.just(2)),
+        elements=st.floats(-5, 5, allow_nan=False, allow_infinity=False),
+    ),
+    n_angles=st.integers(2, 24),
+)
+def test_plane_frames_are_distributions(keys, n_angles) -> None:
+    """Every precomputed weight row is a probability distribution (up to the 3-decimal rounding)."""
+    w = QueryKeyPlane(keys, n_angles=n_angles, lengths=(0.5, 2.0))
+    weights = unpack_array(w.frames["weights"])  # (A, L, T_k)
+    assert weights.shape == (n_angles, 2, keys.shape[0])
+    assert (weights >= 0).all() and (weights <= 1).all()
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=keys.shape[0] * 5e-4)
+    assert w.data_bytes() < MAX_STATE_BYTES

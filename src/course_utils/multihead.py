@@ -66,7 +66,9 @@ def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tenso
     tensor([[0.9440, 0.0560]])
     """
     d_k = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    # Scaling q before the product gives the same scores as dividing them afterwards, and touches
+    # T_q * d_k numbers instead of T_q * T_k (much fewer for long sequences).
+    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., T_q, T_k)
     if mask is None:
         return torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
     scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k); masked -> -inf

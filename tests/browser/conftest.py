@@ -15,7 +15,16 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from site_server import ROOT, XSS_PAGE, launch, serve, site_dir, xss_page_html
+from site_server import (
+    ROOT,
+    SHIM_PAGE,
+    XSS_PAGE,
+    launch,
+    serve,
+    shim_page_html,
+    site_dir,
+    xss_page_html,
+)
 
 ARTIFACTS = ROOT / "test-artifacts"
 
@@ -42,7 +51,11 @@ def xss_html() -> str:
 
 @pytest.fixture(scope="session")
 def site_url(site_root: Path, xss_html: str) -> Iterator[str]:
-    with serve(site_root, extra={f"/{XSS_PAGE}": xss_html.encode("utf-8")}) as url:
+    extra = {
+        f"/{XSS_PAGE}": xss_html.encode("utf-8"),
+        f"/{SHIM_PAGE}": shim_page_html().encode("utf-8"),
+    }
+    with serve(site_root, extra=extra) as url:
         yield url
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS_PAGE = "__course_widget_xss_test__.html"
+SHIM_PAGE = "__course_mathjax_shim_test__.html"
 XSS_TOKENS = ["<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "&amp;", "ok"]
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -157,10 +158,39 @@ def _script_json(data: Any) -> str:
     return json.dumps(data).replace("</", "<\\/")
 
 
-def xss_page_html() -> str:
-    """A page built like myst-nb's: state + views of course widgets fed with hostile tokens."""
-    import numpy as np
+def embed_page_html(widgets: list[Any], title: str, *, mathjax: bool = False) -> str:
+    """A page built the way myst-nb builds one: local scripts, widget state, one view per widget."""
     from ipywidgets.embed import dependency_state, embed_data
+
+    data = embed_data(
+        views=widgets, state=dependency_state(widgets, drop_defaults=False), drop_defaults=False
+    )
+    views = "\n".join(
+        f'<script type="application/vnd.jupyter.widget-view+json">{_script_json(v)}</script>'
+        for v in data["view_specs"]
+    )
+    mathjax_tags = (
+        '<script>window.MathJax = {"options": {"processHtmlClass": "math|output_area"}}</script>\n'
+        '<script defer src="_static/course_vendor/mathjax/tex-mml-chtml.js"></script>\n'
+        if mathjax
+        else ""
+    )
+    state = _script_json(data["manager_state"])
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+{mathjax_tags}<script src="_static/course_vendor/require/require.js"></script>
+<script src="_static/course_widgets/config.js"></script>
+<script src="_static/course_vendor/html-manager/embed-amd.js"></script>
+<script type="application/vnd.jupyter.widget-state+json">{state}</script>
+</head><body><main>
+{views}
+</main></body></html>
+"""
+
+
+def xss_page_html() -> str:
+    """Course widgets fed with hostile tokens and titles, on a page built like myst-nb's."""
+    import numpy as np
 
     from course_utils.widgets import QueryKeyPlane, SentenceAttention
 
@@ -172,22 +202,13 @@ def xss_page_html() -> str:
     plane = QueryKeyPlane(
         rng.normal(size=(4, 2)), key_labels=XSS_TOKENS, title="<script>alert(4)</script>"
     )
-    views_ = [sentence, plane]
-    data = embed_data(
-        views=views_, state=dependency_state(views_, drop_defaults=False), drop_defaults=False
+    return embed_page_html([sentence, plane], "XSS test")
+
+
+def shim_page_html() -> str:
+    """An ipywidgets Label with math on a MathJax 3 page: controls call MathJax 2's Hub.Queue."""
+    import ipywidgets
+
+    return embed_page_html(
+        [ipywidgets.Label(value=r"weight \(\alpha_{ij}\)")], "shim", mathjax=True
     )
-    views = "\n".join(
-        f'<script type="application/vnd.jupyter.widget-view+json">{_script_json(v)}</script>'
-        for v in data["view_specs"]
-    )
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape("XSS test")}</title>
-<script src="_static/course_vendor/require/require.js"></script>
-<script src="_static/course_widgets/config.js"></script>
-<script src="_static/course_vendor/html-manager/embed-amd.js"></script>
-<script
-type="application/vnd.jupyter.widget-state+json">{_script_json(data["manager_state"])}</script>
-</head><body><main>
-{views}
-</main></body></html>
-"""

@@ -14,7 +14,9 @@ What it does, at ``config-inited`` (after Jupyter Book generated the Sphinx conf
 * at ``html-page-context``, drops sphinx-thebe's scripts when the thebe launch button is off
   (Jupyter Book always loads sphinx-thebe; its inline ``const THEBE_JS_URL = "https://unpkg..."``
   is added twice per page, a SyntaxError in the console, and names a CDN), and drops exact
-  duplicates.
+  duplicates;
+* at ``build-finished``, turns sphinx-external-toc's bare ``index.html`` redirect (one ``<meta>``
+  line) into a small valid page with ``<html lang>``, a ``<title>`` and a visible link.
 
 The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json``) are refreshed by
 ``scripts/vendor_static.py`` (``make vendor``).
@@ -25,6 +27,8 @@ The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +102,41 @@ def _page_context(app: Any, pagename: str, templatename: str, context: dict, doc
         css[:] = [c for c in css if not str(getattr(c, "filename", c)).endswith("sphinx-thebe.css")]
 
 
+BARE_REDIRECT = re.compile(r'^\s*<meta http-equiv="Refresh" content="0; url=([^"<>]+)" />\s*$')
+
+
+def redirect_page(target: str, title: str, language: str = "en") -> str:
+    """A complete HTML page that sends the reader to ``target`` (used for the root index.html).
+
+    >>> "<title>Course</title>" in redirect_page("intro.html", "Course")
+    True
+    """
+    t = html.escape(title)
+    u = html.escape(target, quote=True)
+    return (
+        f'<!DOCTYPE html>\n<html lang="{html.escape(language)}">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Refresh" content="0; url={u}">\n<title>{t}</title>\n</head>\n'
+        f'<body>\n<p><a href="{u}">{t}: go to the first page</a></p>\n</body>\n</html>\n'
+    )
+
+
+def _build_finished(app: Any, exception: Exception | None) -> None:
+    if exception is not None or getattr(app.builder, "format", "") != "html":
+        return
+    index = Path(app.outdir) / "index.html"
+    if not index.is_file():
+        return
+    match = BARE_REDIRECT.match(index.read_text(encoding="utf-8"))
+    if match:
+        title = str(getattr(app.config, "html_title", "") or app.config.project or "Home")
+        language = str(app.config.language or "en")
+        index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
+
+
 def setup(app: Any) -> dict[str, Any]:
     # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
     app.connect("config-inited", _config_inited, priority=900)
     app.connect("html-page-context", _page_context, priority=900)
+    # After sphinx-external-toc wrote its redirect (default priority 500).
+    app.connect("build-finished", _build_finished, priority=900)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -25,11 +25,17 @@
       Queue: function () {
         for (var i = 0; i < arguments.length; i++) {
           var job = arguments[i];
-          if (Array.isArray(job) && job[0] === "Typeset" && mj.typesetPromise) {
+          if (Array.isArray(job) && job[0] === "Typeset") {
             var el = job[2];
-            mj.typesetPromise(el ? [el] : undefined).catch(function (err) {
-              console.warn("MathJax typeset failed", err);
-            });
+            // typesetPromise exists once MathJax's startup is ready; wait for it if needed.
+            var ready = mj.startup && mj.startup.promise ? mj.startup.promise : Promise.resolve();
+            ready
+              .then(function () {
+                return mj.typesetPromise(el ? [el] : undefined);
+              })
+              .catch(function (err) {
+                console.warn("MathJax typeset failed", err);
+              });
           }
         }
       },

@@ -1,0 +1,265 @@
+"""Rule 9: the built website serves everything itself, has no broken local links, and is accessible.
+
+These tests read the HTML of the built book (no browser needed; ``html.parser``), but they are marked
+``browser`` because they need ``_build/html``: ``make test`` runs them after ``make book`` with
+``pytest -m "browser or jupyterlab" tests``. The site is ``$COURSE_SITE_DIR`` (default
+``_build/html`` in the repository). A missing site skips the tests, with the reason, except in CI
+(``CI=true``), where it is a failure.
+
+What is checked, on every page (every ``*.html`` outside ``_static``, ``_sources``, ``_images``):
+
+- every ``<img>`` has a non-empty ``alt``; the page has a non-empty ``<title>`` and ``<html lang>``;
+- no loaded resource points outside the site: ``<script src>``, ``<link href>`` for stylesheets,
+  fonts, icons and preloads, ``<img>``/``<source>``/``<iframe>``/``<video>``/``<audio>``/``<embed>``
+  ``src``, ``<object data>``, and ``url(...)``/``@import`` in inline styles and in every local CSS
+  file the pages load (followed through ``@import``). "Outside" means ``http(s)://`` or ``//``;
+- no loaded resource URL, inline ``<script>`` or inline ``<style>`` contains ``cdn.``, ``unpkg`` or
+  ``jsdelivr``. (Vendored libraries *contain* CDN fallback URLs, e.g. html-manager's
+  ``https://cdn.jsdelivr.net/npm/``; they are used only if a local module is missing, which the
+  real-browser tests in ``tests/browser`` watch for. Their text is not checked here.);
+- every local ``src``/``href`` (links included) and every local CSS ``url()`` exists on disk, and a
+  ``#fragment`` into a page of the site names an ``id`` that exists on that page.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+CDN_WORDS = ("cdn.", "unpkg", "jsdelivr")
+RESOURCE_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut", "manifest"}
+NON_PAGE_DIRS = ("_static/", "_sources/", "_images/", "_downloads/")
+
+
+def site_dir() -> Path:
+    return Path(os.environ.get("COURSE_SITE_DIR", REPO / "_build" / "html"))
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    root = site_dir()
+    if not (root / "index.html").is_file():
+        message = f"built site not found at {root} (run `make book`, or set COURSE_SITE_DIR)"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(message + "; in CI the site must exist")
+        pytest.skip(message)
+    return root
+
+
+def is_external(url: str) -> bool:
+    return bool(re.match(r"^\s*(https?:)?//", url, re.I))
+
+
+def is_local_target(url: str) -> bool:
+    """A URL that names a file of the site (not external, not mailto:, data:, javascript: ...)."""
+    url = url.strip()
+    return bool(url) and not is_external(url) and not re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I)
+
+
+class Page(HTMLParser):
+    """Everything the checks need from one HTML page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lang: str | None = None
+        self.title = ""
+        self.in_title = False
+        self.in_inline: str | None = None  # "script" or "style" while inside an inline one
+        self.imgs: list[dict[str, str | None]] = []
+        self.resources: list[tuple[str, str]] = []  # (tag description, url) loaded by the page
+        self.links: list[tuple[str, str]] = []  # (tag description, url) of every local href/src
+        self.inline: list[tuple[str, str]] = []  # (kind, text) of inline scripts and styles
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: (v or "") for k, v in attrs}
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and "name" in a:
+            self.ids.add(a["name"])
+        if tag == "html":
+            self.lang = a.get("lang")
+        elif tag == "title":
+            self.in_title = True
+        elif tag == "img":
+            self.imgs.append(dict(attrs))
+        if "style" in a:
+            self.inline.append(("style attribute", a["style"]))
+        if tag == "script":
+            if a.get("src"):
+                self.resources.append(("<script src>", a["src"]))
+            else:
+                self.in_inline = "script"
+        elif tag == "style":
+            self.in_inline = "style"
+        elif tag == "link" and a.get("href"):
+            rels = set(a.get("rel", "").lower().split())
+            if rels & RESOURCE_RELS:
+                self.resources.append((f"<link rel={a.get('rel')}>", a["href"]))
+        elif tag in {"img", "source", "iframe", "video", "audio", "embed", "track", "input"}:
+            if a.get("src"):
+                self.resources.append((f"<{tag} src>", a["src"]))
+            for part in a.get("srcset", "").split(","):
+                if part.strip():
+                    self.resources.append((f"<{tag} srcset>", part.split()[0]))
+        elif tag == "object" and a.get("data"):
+            self.resources.append(("<object data>", a["data"]))
+        for attr in ("href", "src"):
+            if a.get(attr):
+                self.links.append((f"<{tag} {attr}>", a[attr]))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
+        elif tag in {"script", "style"}:
+            self.in_inline = None
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.title += data
+        if self.in_inline:
+            self.inline.append((f"inline <{self.in_inline}>", data))
+
+
+def site_pages(root: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in root.rglob("*.html")
+        if not p.relative_to(root).as_posix().startswith(NON_PAGE_DIRS)
+    )
+
+
+@functools.cache
+def parse_page(path: Path) -> Page:
+    page = Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    page.close()
+    return page
+
+
+def resolve(base: Path, url: str) -> Path:
+    return (base.parent / unquote(urlsplit(url).path)).resolve()
+
+
+CSS_URL = re.compile(r"url\(\s*(['\"]?)([^'\")]*)\1\s*\)|@import\s+(['\"])([^'\"]+)\3", re.I)
+
+
+def css_urls(text: str) -> list[str]:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # comments
+    return [m.group(2) or m.group(4) for m in CSS_URL.finditer(text)]
+
+
+def loaded_css(root: Path) -> set[Path]:
+    """Every local CSS file a page loads, followed through @import."""
+    todo = [
+        resolve(page, url)
+        for page in site_pages(root)
+        for kind, url in parse_page(page).resources
+        if kind.startswith("<link") and is_local_target(url) and urlsplit(url).path.endswith(".css")
+    ]
+    seen: set[Path] = set()
+    while todo:
+        css = todo.pop()
+        if css in seen or not css.is_file():
+            continue
+        seen.add(css)
+        for url in css_urls(css.read_text(encoding="utf-8", errors="replace")):
+            if is_local_target(url) and urlsplit(url).path.endswith(".css"):
+                todo.append(resolve(css, url))
+    return seen
+
+
+def rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def report(problems: list[str], what: str) -> None:
+    if problems:
+        shown = problems[:40] + ([f"... and {len(problems) - 40} more"] if len(problems) > 40 else [])
+        pytest.fail(f"{what} ({len(problems)}):\n  " + "\n  ".join(shown))
+
+
+def test_site_has_pages(site: Path):
+    pages = site_pages(site)
+    assert len(pages) >= 3, f"only {len(pages)} HTML pages in {site}"
+
+
+def test_every_img_has_alt_text(site: Path):
+    problems = []
+    for path in site_pages(site):
+        for img in parse_page(path).imgs:
+            if not (img.get("alt") or "").strip():
+                problems.append(f"{rel(site, path)}: <img src={img.get('src')!r}> has no alt text")
+    report(problems, "images without alt text")
+
+
+def test_every_page_has_title_and_lang(site: Path):
+    problems = []
+    for path in site_pages(site):
+        page = parse_page(path)
+        if not page.title.strip():
+            problems.append(f"{rel(site, path)}: no <title>")
+        if not (page.lang or "").strip():
+            problems.append(f"{rel(site, path)}: <html> has no lang attribute")
+    report(problems, "pages without <title> or lang")
+
+
+def test_no_resource_is_loaded_from_outside_the_site(site: Path):
+    problems = []
+    for path in site_pages(site):
+        page = parse_page(path)
+        for kind, url in page.resources:
+            if is_external(url):
+                problems.append(f"{rel(site, path)}: {kind} loads {url}")
+            elif any(w in url.lower() for w in CDN_WORDS):
+                problems.append(f"{rel(site, path)}: {kind} URL names a CDN: {url}")
+        for kind, text in page.inline:
+            urls = css_urls(text) if "style" in kind else []
+            problems += [f"{rel(site, path)}: {kind} loads {u}" for u in urls if is_external(u)]
+            for word in CDN_WORDS:
+                if word in text.lower():
+                    at = text.lower().index(word)
+                    snippet = text[max(0, at - 60) : at + 60].replace("\n", " ")
+                    problems.append(f"{rel(site, path)}: {kind} contains {word!r}: ...{snippet}...")
+    for css in sorted(loaded_css(site)):
+        for url in css_urls(css.read_text(encoding="utf-8", errors="replace")):
+            if is_external(url) or any(w in url.lower() for w in CDN_WORDS):
+                problems.append(f"{rel(site, css)}: url()/@import loads {url}")
+    report(problems, "resources from outside the site")
+
+
+def test_local_links_and_resources_exist(site: Path):
+    problems = []
+    for path in site_pages(site):
+        for kind, url in parse_page(path).links:
+            if not is_local_target(url):
+                continue
+            parts = urlsplit(url)
+            target = resolve(path, url) if parts.path else path
+            if parts.path and not target.exists():
+                problems.append(f"{rel(site, path)}: {kind} {url!r} -> missing file")
+            elif target.is_dir() and not (target / "index.html").is_file():
+                problems.append(f"{rel(site, path)}: {kind} {url!r} -> directory without index.html")
+            elif (
+                parts.fragment
+                and target.suffix == ".html"
+                and target.is_file()
+                and site.resolve() in target.parents
+                and not rel(site.resolve(), target).startswith(NON_PAGE_DIRS)
+                and unquote(parts.fragment) not in parse_page(target).ids
+            ):
+                problems.append(f"{rel(site, path)}: {kind} {url!r} -> no id {parts.fragment!r}")
+    for css in sorted(loaded_css(site)):
+        for url in css_urls(css.read_text(encoding="utf-8", errors="replace")):
+            if is_local_target(url) and not url.startswith("#") and not resolve(css, url).exists():
+                problems.append(f"{rel(site, css)}: url({url}) -> missing file")
+    report(problems, "broken local links or resources")
