@@ -1,8 +1,8 @@
 """Rule 9: the built website serves everything itself, has no broken local links, and is accessible.
 
-These tests read the HTML of the built book (no browser needed; ``html.parser``), but they are marked
-``browser`` because they need ``_build/html``: ``make test`` runs them after ``make book`` with
-``pytest -m "browser or jupyterlab" tests``. The site is ``$COURSE_SITE_DIR`` (default
+These tests read the HTML of the built book (no browser needed; ``html.parser``), but they are
+marked ``browser`` because they need ``_build/html``: ``make test`` runs them after ``make book``
+with ``pytest -m "browser or jupyterlab" tests``. The site is ``$COURSE_SITE_DIR`` (default
 ``_build/html`` in the repository). A missing site skips the tests, with the reason, except in CI
 (``CI=true``), where it is a failure.
 
@@ -36,7 +36,15 @@ pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[1]
 CDN_WORDS = ("cdn.", "unpkg", "jsdelivr")
-RESOURCE_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut", "manifest"}
+RESOURCE_RELS = {
+    "stylesheet",
+    "preload",
+    "modulepreload",
+    "prefetch",
+    "icon",
+    "shortcut",
+    "manifest",
+}
 NON_PAGE_DIRS = ("_static/", "_sources/", "_images/", "_downloads/")
 
 
@@ -184,7 +192,9 @@ def rel(root: Path, path: Path) -> str:
 
 def report(problems: list[str], what: str) -> None:
     if problems:
-        shown = problems[:40] + ([f"... and {len(problems) - 40} more"] if len(problems) > 40 else [])
+        shown = problems[:40] + (
+            [f"... and {len(problems) - 40} more"] if len(problems) > 40 else []
+        )
         pytest.fail(f"{what} ({len(problems)}):\n  " + "\n  ".join(shown))
 
 
@@ -248,7 +258,9 @@ def test_local_links_and_resources_exist(site: Path):
             if parts.path and not target.exists():
                 problems.append(f"{rel(site, path)}: {kind} {url!r} -> missing file")
             elif target.is_dir() and not (target / "index.html").is_file():
-                problems.append(f"{rel(site, path)}: {kind} {url!r} -> directory without index.html")
+                problems.append(
+                    f"{rel(site, path)}: {kind} {url!r} -> directory without index.html"
+                )
             elif (
                 parts.fragment
                 and target.suffix == ".html"

@@ -186,6 +186,8 @@ def test_prose_claims_about_the_numbers(chapter):
     row = bw[t.index("长椅")]
     assert {t[j] for j in np.argsort(row)[-2:]} == {"银行", "边"}
     assert row[t.index("银行")] == pytest.approx(row[t.index("边")])
+    # "Rows of small words such as 的 are spread out"
+    assert bw[t.index("的")].max() < 0.25
 
 
 def test_projections_are_needed_claim():

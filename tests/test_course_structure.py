@@ -1,22 +1,24 @@
 """The course's structural rules, checked on the sources so that they cannot quietly regress.
 
-Everything here reads files (``_toc.yml``, ``chapters/*.ipynb`` as JSON, ``*.md``, ``references.bib``,
-``glossary.md``, the package's source with :mod:`ast`); nothing is executed or imported from
-``course_utils``, so the whole module runs in well under a second. The rules, one test (or one
-parametrised test per chapter) each:
+Everything here reads files (``_toc.yml``, ``chapters/*.ipynb`` as JSON, ``*.md``,
+``references.bib``, ``glossary.md``, the package's source with :mod:`ast`); nothing is executed
+or imported from ``course_utils``, so the whole module runs in well under a second. The rules,
+one test (or one parametrised test per chapter) each:
 
 1. ``_toc.yml`` and ``chapters/`` agree, and every toc file exists.
-2. A written chapter has a title ``# N. ...``, learning objectives, a summary, an "Exercises" section
-   with at least 3 exercises whose cells call a ``course_utils.exercises`` checker, a revealable
-   solution after each, and "Check your understanding". A chapter that still says
+2. A written chapter has a title ``# N. ...``, learning objectives, a summary, an "Exercises"
+   section with at least 3 exercises whose cells call a ``course_utils.exercises`` checker, a
+   revealable solution after each, and "Check your understanding". A chapter that still says
    "(This chapter is being written.)" is skipped, with that reason.
 3. Notebooks: python3 kernel; executed top to bottom in one fresh run (counts 1..n, outputs kept);
    no error or stderr outputs; no nbval exemptions unless whitelisted below with a reason; if the
    notebook draws random numbers, the first code cell seeds them and no generator is unseeded.
-4. No pasted package code: no ``def``/``class`` (or assignment) in a notebook that reuses a public
-   name of ``course_utils``, outside exercise cells (which a checker compares with the package) and
-   cells tagged ``teaching-copy`` (which a test under ``tests/`` must compare with the package).
-5. Every image output has alt text (cell metadata ``mystnb.image.alt``; see ``course_utils.plotting``).
+4. No pasted package code: no ``def``/``class`` in a notebook that reuses a public name of
+   ``course_utils`` (nor an assignment to ``softmax``, ``causal_mask``, ...), outside exercise
+   cells (which a checker compares with the package) and cells tagged ``teaching-copy`` (which
+   a test under ``tests/`` must compare with the package).
+5. Every image output has alt text (cell metadata ``mystnb.image.alt``; recipe in
+   ``course_utils.plotting``).
 6. Citations resolve; every bib entry has title, author and year; no key is defined twice.
 7. The glossary uses ``{glossary}``, every term is "English (中文)", and every ``{term}`` resolves.
 8. Text that mentions GPT-4's configuration labels it as speculation (the seed's rule).
@@ -79,7 +81,7 @@ def tags(cell: dict[str, Any]) -> set[str]:
 
 
 def strip_fences(text: str) -> str:
-    """Markdown without the content of ``` / ~~~ code fences (directives like ```{admonition} stay)."""
+    """Markdown without the content of ``` / ~~~ code fences (```{admonition} content stays)."""
     out: list[str] = []
     fence: str | None = None  # the open code fence, whose content is dropped
     directives: list[str] = []  # open directive fences (```{admonition}), whose content is kept
@@ -170,7 +172,7 @@ def resolve_toc_file(entry: str) -> Path | None:
 
 
 def markdown_sources() -> list[tuple[str, str]]:
-    """(where, text) for every Markdown text the book renders: toc .md files, notebook markdown cells."""
+    """(where, text) of every Markdown text the book renders: toc .md files, notebook markdown."""
     texts = []
     for entry in toc_files():
         path = resolve_toc_file(entry)
@@ -187,7 +189,7 @@ def markdown_sources() -> list[tuple[str, str]]:
 
 
 def module_public_names(path: Path) -> set[str]:
-    """A module's ``__all__`` if it has a literal one, else its top-level public defs and classes."""
+    """A module's ``__all__`` if it has a literal one, else its top-level public defs/classes."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
@@ -205,14 +207,24 @@ def module_public_names(path: Path) -> set[str]:
 @functools.cache
 def package_public_names() -> dict[str, str]:
     """{public name: module} over every module of course_utils (read with ast, nothing imported)."""
-    names: dict[str, str] = {}
+    exported: dict[str, str] = {}
+    defined: dict[str, str] = {}  # where a name is implemented, preferred over a re-export
     for path in sorted(PACKAGE.rglob("*.py")):
         if "static" in path.parts:
             continue
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {
+            n.name
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
         for name in module_public_names(path):
-            names.setdefault(name, module)
-    return names
+            exported.setdefault(name, module)
+            if name in top:
+                defined.setdefault(name, module)
+    return exported | defined
 
 
 @functools.cache
@@ -309,12 +321,16 @@ def test_chapter_has_required_sections(path: Path):
     title = headings(source(first)) if first else []
     if not title or title[0][0] != 1 or not re.match(rf"{number}\.\s+\S", title[0][1]):
         got = title[0] if title else "no heading"
-        problems.append(f"first markdown cell must start with the title '# {number}. ...' (got {got})")
+        problems.append(
+            f"first markdown cell must start with the title '# {number}. ...' (got {got})"
+        )
     titles = [t for _, _, t in sections(nb)]
     all_markdown = "\n".join(source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
     if not (
         any(re.fullmatch(r"learning objectives.*", t, re.I) for t in titles)
-        or re.search(r"^\s*(`{3,}|:{3,})\s*\{admonition\}\s*Learning objectives", all_markdown, re.M)
+        or re.search(
+            r"^\s*(`{3,}|:{3,})\s*\{admonition\}\s*Learning objectives", all_markdown, re.M
+        )
     ):
         problems.append("no 'Learning objectives' heading or {admonition} Learning objectives")
     for pattern, label in [
@@ -328,7 +344,7 @@ def test_chapter_has_required_sections(path: Path):
 
 
 def exercise_cells(nb: dict[str, Any]) -> tuple[tuple[int, int] | None, list[int]]:
-    """The Exercises section's span and the cells in it a learner fills in (call a checker, shown)."""
+    """The Exercises section's span and its visible code cells that call a checker."""
     span = section_span(nb, r"exercises")
     if span is None:
         return None, []
@@ -349,8 +365,9 @@ def test_chapter_exercises_call_checkers_and_have_solutions(path: Path):
     span, exercises = exercise_cells(nb)
     assert span is not None, f"{path.name}: no '## Exercises' section"
     assert len(exercises) >= 3, (
-        f"{path.name}: the Exercises section (cells {span[0]}..{span[1] - 1}) has {len(exercises)} "
-        f"visible code cells calling a course_utils.exercises checker (cells {exercises}); need >= 3"
+        f"{path.name}: the Exercises section (cells {span[0]}..{span[1] - 1}) has "
+        f"{len(exercises)} visible code cells calling a course_utils.exercises checker "
+        f"(cells {exercises}); need >= 3"
     )
     problems = []
     bounds = [*exercises[1:], span[1] + 1]
@@ -399,7 +416,8 @@ def test_notebook_was_executed_top_to_bottom(path: Path):
         bad = next(k for k, (a, b) in enumerate(zip(counts, expected, strict=True)) if a != b)
         pytest.fail(
             f"{path.name}: execution counts are not 1..{len(cells)} in order (not one fresh "
-            f"top-to-bottom run): cell {cells[bad][0]} has [{counts[bad]}], expected [{expected[bad]}]"
+            f"top-to-bottom run): cell {cells[bad][0]} has [{counts[bad]}], "
+            f"expected [{expected[bad]}]"
         )
 
 
@@ -465,8 +483,8 @@ def test_randomness_is_seeded(path: Path):
             problems.append(f"cell {i}: np.random.default_rng() without a seed")
         if NUMPY_LEGACY.search(code) and "np.random.seed(" not in first:
             problems.append(
-                f"cell {i} uses numpy's global RNG ({NUMPY_LEGACY.search(code).group()}...) but the "
-                f"first code cell (cell {first_i}) does not call np.random.seed(...)"
+                f"cell {i} uses numpy's global RNG ({NUMPY_LEGACY.search(code).group()}...) but "
+                f"the first code cell (cell {first_i}) does not call np.random.seed(...)"
             )
         if TORCH_RANDOM.search(code) and "torch.manual_seed(" not in first:
             problems.append(
@@ -517,7 +535,8 @@ def test_notebook_does_not_redefine_package_names(path: Path):
         if (in_exercises and calls_checker(cell)) or tags(cell) & EXERCISE_TAGS:
             continue  # an exercise: the learner writes it, the checker compares it with the package
         for kind, name in defined_names(tree):
-            if name not in public and name not in CORE_NAMES:
+            # def/class: any public name; a plain assignment (softmax = lambda ...): core names only
+            if name not in CORE_NAMES and (kind == "assignment" or name not in public):
                 continue
             origin = public.get(name, "course_utils")
             if "teaching-copy" in tags(cell):
@@ -583,7 +602,7 @@ def parse_bib(text: str) -> list[tuple[str, str, dict[str, str]]]:
                 start = k + 1
                 if "=" in part:
                     name, value = part.split("=", 1)
-                    fields[name.strip().lower()] = value.strip().strip("{}\"").strip()
+                    fields[name.strip().lower()] = value.strip().strip('{}"').strip()
         entries.append((kind, key, fields))
     return entries
 
@@ -596,7 +615,10 @@ def bib_entries() -> list[tuple[str, str, dict[str, str]]]:
 def test_bib_parser_finds_fields():
     """Guards the parser itself: a field that is missing must be reported missing."""
     entries = parse_bib("@misc{a, title={T {X}}, year = 2020}\n@book{b,\n author = {A and B},}")
-    assert entries == [("misc", "a", {"title": "T {X", "year": "2020"}), ("book", "b", {"author": "A and B"})]
+    assert entries == [
+        ("misc", "a", {"title": "T {X", "year": "2020"}),
+        ("book", "b", {"author": "A and B"}),
+    ]
 
 
 def test_bib_keys_are_unique():
@@ -697,7 +719,9 @@ def gpt4_texts() -> list[tuple[str, str]]:
             texts.append((f"{path.name} cell {i} (code)", source(cell)))
             for out in cell.get("outputs", []):
                 data = out.get("data", {})
-                out_text = out.get("text", "") or data.get("text/plain", "") or data.get("text/html", "")
+                out_text = (
+                    out.get("text", "") or data.get("text/plain", "") or data.get("text/html", "")
+                )
                 texts.append((f"{path.name} cell {i} (output)", "".join(out_text)))
     return texts
 

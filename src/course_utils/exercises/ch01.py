@@ -170,7 +170,6 @@ def check_all_scores(all_scores: Callable[[Any, Any], Any]) -> Feedback:
       - entry [0, 1] is 0, expected 4
       - 6 of 16 entries differ
       💡 this is K·Qᵀ (one row per key); compute Q @ K.T so that row i belongs to query i
-      ...
     """
     title = "all scores"
     cases = _scores_cases()

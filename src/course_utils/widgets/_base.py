@@ -180,13 +180,10 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """Base of every course widget.
 
     Subclasses set ``_widget_file = "<stem>"`` (the ``.js``/``.css`` next to this module), declare
-    their
-    synced traits, and implement :meth:`_recompute`, which fills the frame traits from the inputs.
-    Calling :meth:`_recompute` from an ``@traitlets.observe`` on the inputs keeps Python and
-    drawing in
-    step. :meth:`data_bytes` measures the JSON size of the data traits; :meth:`_recompute` should
-    end
-    with :meth:`_check_budget`.
+    their synced traits, and implement :meth:`_recompute`, which fills the frame traits from the
+    inputs. Calling :meth:`_recompute` from an ``@traitlets.observe`` on the inputs keeps Python and
+    drawing in step. :meth:`data_bytes` measures the JSON size of the data traits; :meth:`_recompute`
+    should end with :meth:`_check_budget`.
     """
 
     _widget_file: ClassVar[str] = ""
@@ -195,6 +192,11 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     title = traitlets.Unicode("").tag(sync=True)
     #: Accessible description of what the widget shows (read by screen readers; visually hidden).
     description = traitlets.Unicode("").tag(sync=True)
+
+    def __repr__(self) -> str:
+        # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory address,
+        # which would change on every run and defeat nbval's output comparison. Subclasses may say more.
+        return f"{type(self).__name__}(title={self.title!r})"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         stem = cls.__dict__.get("_widget_file")
