@@ -73,12 +73,13 @@ def main() -> None:
     )
     print(f"load average (1, 5, 15 min): before {load_before}, after {load_after}")
     base = statistics.median(times[names[0]])
+    base_min = min(times[names[0]])
     for name in names:
         med = statistics.median(times[name])
         lo, hi = min(times[name]), max(times[name])
         print(
-            f"{name:30s} median {med * 1e3:8.1f} ms  (min {lo * 1e3:.1f}, max {hi * 1e3:.1f})"
-            f"  ratio {med / base:.2f}x"
+            f"{name:28s} median {med * 1e3:7.1f} ms (min {lo * 1e3:.1f}, max {hi * 1e3:.1f})"
+            f"  ratio of medians {med / base:.2f}x, of minimums {lo / base_min:.2f}x"
         )
 
 

@@ -2,9 +2,10 @@
 
 Usage: python scripts/execute_notebooks.py chapters/*.ipynb
 
-Each notebook runs top to bottom in a fresh kernel with its own folder as the working directory. Widget
-state is stored in the notebook metadata (nbclient's ``store_widget_state``) so the committed notebook shows
-live widgets too. Run this after changing a chapter or ``course_utils``; commit the outputs.
+Each notebook runs top to bottom in a fresh kernel with its own folder as the working directory.
+Widget state is stored in the notebook metadata (nbclient's ``store_widget_state``) so the committed
+notebook shows live widgets too. Run this after changing a chapter or ``course_utils``; commit the
+outputs.
 """
 
 from __future__ import annotations

@@ -340,6 +340,17 @@ def test_chapter_has_required_sections(path: Path):
     ]:
         if section_span(nb, pattern) is None:
             problems.append(f"no level-2 heading {label!r}")
+    quiz = section_span(nb, r"check your understanding")
+    if quiz is not None:
+        first_cell = source(nb["cells"][quiz[0]])
+        text = first_cell[first_cell.lower().index("check your understanding") :] + "\n".join(
+            source(c) for c in nb["cells"][quiz[0] + 1 : quiz[1]] if c["cell_type"] == "markdown"
+        )
+        if not has_dropdown(text):
+            problems.append(
+                f"'Check your understanding' (cell {quiz[0]}) has no revealable answer "
+                f"(a dropdown, e.g. ```{{admonition}} Answer with :class: dropdown)"
+            )
     assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
 
 

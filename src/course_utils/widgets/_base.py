@@ -182,8 +182,8 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     Subclasses set ``_widget_file = "<stem>"`` (the ``.js``/``.css`` next to this module), declare
     their synced traits, and implement :meth:`_recompute`, which fills the frame traits from the
     inputs. Calling :meth:`_recompute` from an ``@traitlets.observe`` on the inputs keeps Python and
-    drawing in step. :meth:`data_bytes` measures the JSON size of the data traits; :meth:`_recompute`
-    should end with :meth:`_check_budget`.
+    drawing in step. :meth:`data_bytes` measures the JSON size of the data traits;
+    :meth:`_recompute` should end with :meth:`_check_budget`.
     """
 
     _widget_file: ClassVar[str] = ""
@@ -194,8 +194,8 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     description = traitlets.Unicode("").tag(sync=True)
 
     def __repr__(self) -> str:
-        # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory address,
-        # which would change on every run and defeat nbval's output comparison. Subclasses may say more.
+        # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory
+        # address, which changes on every run and would defeat nbval's output comparison.
         return f"{type(self).__name__}(title={self.title!r})"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
