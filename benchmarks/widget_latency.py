@@ -25,8 +25,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))
-from site_server import XSS_PAGE, block_outside, launch, serve, site_dir, site_pages, xss_page_html
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.browser.site_server import (
+    XSS_PAGE,
+    block_outside,
+    launch,
+    serve,
+    site_dir,
+    site_pages,
+    xss_page_html,
+)
 
 INSTRUMENT = """
 window.__lat = [];

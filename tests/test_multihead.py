@@ -335,3 +335,23 @@ def test_bad_inputs_raise_clear_errors(args, kwargs, error, message):
     mha = MultiHeadAttention(8, 2)
     with pytest.raises(error, match=message):
         mha(*args, **kwargs)
+
+
+@given(
+    B=st.integers(1, 3),
+    T_q=st.integers(1, 6),
+    T_k=st.integers(1, 6),
+    n_heads=st.sampled_from([1, 2, 3]),
+    d_k=st.integers(1, 4),
+    bias=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=40, deadline=None)
+def test_property_equals_torch_for_random_shapes(B, T_q, T_k, n_heads, d_k, bias, seed):
+    ref, ours = _torch_pair(n_heads * d_k, n_heads, bias, seed)
+    q, k, v = _inputs(B, T_q, T_k, n_heads * d_k, seed)
+    mask = _random_mask((T_q, T_k), seed)
+    want, want_w = ref(q, k, v, attn_mask=~mask, average_attn_weights=False)
+    got, got_w = ours(q, k, v, mask=mask, return_weights=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+    torch.testing.assert_close(got_w, want_w, rtol=0, atol=1e-10)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from site_server import (
+from tests.browser.site_server import (
     ROOT,
     SHIM_PAGE,
     XSS_PAGE,

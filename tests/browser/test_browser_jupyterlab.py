@@ -45,7 +45,7 @@ import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from site_server import AT_END_JS, ROOT, XSS_TOKENS, block_outside, press_key_for
+from tests.browser.site_server import AT_END_JS, ROOT, XSS_TOKENS, block_outside, press_key_for
 
 pytestmark = [pytest.mark.jupyterlab, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from site_server import (
+from tests.browser.site_server import (
     AT_END_JS,
     COLLECT_JS,
     DRAWING_JS,
