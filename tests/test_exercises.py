@@ -82,16 +82,16 @@ def test_feedback_text_and_html_are_readable_and_deterministic():
     text = str(fb)
     assert text == repr(fb)
     assert text.splitlines() == [
-        "❌ weights: not yet right",
+        "✗ weights: not yet right",
         "  - row 2 sums to 1.37, expected 1",
-        "  💡 softmax <axis>?",
+        "  hint: softmax <axis>?",
     ]
     html = fb._repr_html_()
     assert "&lt;axis&gt;" in html and "<axis>" not in html  # escaped
     assert "not yet right" in html  # not colour alone
     assert html == Feedback(False, "weights", fb.messages, fb.hints)._repr_html_()
     ok = Feedback(True, "scores", ("all 16 entries match",))
-    assert str(ok).startswith("✅ scores: correct")
+    assert str(ok).startswith("✓ scores: correct")
     assert "correct" in ok._repr_html_()
 
 
@@ -100,7 +100,7 @@ def test_feedback_is_frozen_and_assert_passed():
     assert fb.messages == ("a",)
     with pytest.raises(AttributeError):
         fb.passed = True  # type: ignore[misc]
-    with pytest.raises(AssertionError, match="❌ x: not yet right"):
+    with pytest.raises(AssertionError, match="✗ x: not yet right"):
         fb.assert_passed()
     Feedback(True, "x").assert_passed()
 

@@ -59,7 +59,7 @@ def test_score_variance_formula_matches_simulation() -> None:
         (lambda d, a, b: math.sqrt(d) * a**2 * b**2, _unit_scale, "expected 64", "add up"),
         (_score_var, lambda d, a, b: 1 / (d * a**2 * b**2), "unit_scale", "c = 1/√Var"),
         (_score_var, lambda d, a, b: 1 / math.sqrt(d), "unit_scale", "include sigma_q"),
-        (_score_var, 3.0, "got a float", "without parentheses"),
+        (_score_var, 3.0, "got a float", "without calling it"),
     ],
 )
 def test_score_variance_mistakes(score_var, unit_scale, message, hint) -> None:

@@ -45,7 +45,7 @@ SOLUTIONS = [
 def test_worked_solutions_pass(checker, solution):
     fb = checker(solution)
     assert fb, str(fb)
-    assert "❌" not in str(fb)
+    assert "✗" not in str(fb)
 
 
 @pytest.mark.parametrize(("checker", "_"), SOLUTIONS)

@@ -1,4 +1,5 @@
-"""The chapter 4 head explorer: its frames are the model's maps, bad input is rejected."""
+"""The chapter 4 head explorer: its frames are the model's maps (packed one byte per percentage),
+the chapter's sentences fit the shared 50 KB budget, bad input is rejected."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ import numpy as np
 import pytest
 
 from course_utils import pretrained
-from course_utils.widgets._base import unpack_array
-from course_utils.widgets.head_explorer import MAX_BYTES, HeadExplorer
+from course_utils.widgets import HeadExplorer
+from course_utils.widgets._base import MAX_STATE_BYTES, unpack_array
 
 SENTENCES = ["The cat sat on the mat.", "Snow, snow and more snow."]
+#: The sentences of chapter 4's explorer (the notebook's cell).
+CHAPTER_SENTENCES = [
+    "The cat sat on the mat.",
+    "The trophy did not fit because it was too big.",
+    "Snow, snow and more snow.",
+]
+LONG = "a longer sentence with words " * 3  # 17 tokens with [CLS] and [SEP]
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +31,7 @@ def test_frames_are_the_model_maps_in_percent(explorer):
     for s, text in enumerate(SENTENCES):
         tokens, maps = pretrained.attention_maps(text)
         assert explorer.tokens[s] == tokens
+        assert set(explorer.maps[s]) == {"shape", "uint8"}  # base64 bytes, not a JSON list
         frames = unpack_array(explorer.maps[s])  # (L, H, T, T), ints 0..100
         assert frames.shape == maps.shape
         np.testing.assert_array_equal(frames, np.rint(maps.astype(np.float64) * 100))
@@ -38,10 +47,18 @@ def test_weights_follow_the_indices_javascript_sets(explorer):
 
 
 def test_state_is_small_and_repr_is_stable(explorer):
-    assert explorer.data_bytes() < MAX_BYTES
+    assert explorer.data_bytes() < MAX_STATE_BYTES
     assert explorer.head_notes == {"1-8": "next token (0.65)"}
     assert repr(explorer) == "HeadExplorer(2 sentences, sentence_index=0, layer=1, head=8)"
     json.dumps(explorer.get_state(), default=str)  # serialisable
+
+
+def test_chapter_sentences_fit_the_shared_budget():
+    w = HeadExplorer(CHAPTER_SENTENCES, layer=0, head=2)
+    assert w.data_bytes() < MAX_STATE_BYTES
+    # one byte per percentage, base64: 4 characters per 3 bytes (+ padding)
+    n = sum(unpack_array(m).size for m in w.maps)
+    assert sum(len(m["uint8"]) for m in w.maps) <= 4 * (n + 2 * len(w.maps)) / 3
 
 
 def test_add_sentence_runs_the_model_and_shows_it():
@@ -50,6 +67,30 @@ def test_add_sentence_runs_the_model_and_shows_it():
     assert w.labels == ["A b.", "Dogs bark."]
     assert w.sentence_index == 1
     assert w.tokens[1] == pretrained.tokenize("Dogs bark.")[0]
+
+
+def test_add_sentence_over_budget_leaves_the_widget_as_it_was():
+    w = HeadExplorer([LONG])
+    before = (list(w.labels), list(w.tokens), list(w.maps), w.sentence_index)
+    with pytest.raises(ValueError, match="more than the budget of 50000; use fewer or shorter"):
+        w.add_sentence(LONG)
+    assert (w.labels, w.tokens, w.maps, w.sentence_index) == before
+    np.testing.assert_array_equal(w.weights, pretrained.attention_maps(LONG)[1][0, 0])
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("layer", 6, r"layer must be an int in 0\.\.5; got 6"),
+        ("head", 12, r"head must be an int in 0\.\.11; got 12"),
+        ("sentence_index", 2, r"sentence_index must be an int in 0\.\.1; got 2"),
+        ("head", True, r"head must be an int in 0\.\.11; got True"),
+    ],
+)
+def test_index_set_from_python_is_checked(explorer, name, value, message):
+    with pytest.raises(ValueError, match=message):
+        setattr(explorer, name, value)
+    assert (explorer.sentence_index, explorer.layer, explorer.head) == (0, 1, 8)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +102,7 @@ def test_add_sentence_runs_the_model_and_shows_it():
         ((["a b"],), {"layer": 6}, ValueError, r"layer must be an int in 0\.\.5; got 6"),
         ((["a b"],), {"head": -1}, ValueError, r"head must be an int in 0\.\.11; got -1"),
         ((["word " * 30],), {}, ValueError, "has 32 tokens; at most 24 fit"),
-        ((["a longer sentence with words " * 3] * 6,), {}, ValueError, "more than its budget"),
+        (([LONG] * 2,), {}, ValueError, "more than the budget of 50000; use fewer or shorter"),
     ],
 )
 def test_bad_input(args, kwargs, error, message):

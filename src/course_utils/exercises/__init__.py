@@ -2,7 +2,7 @@
 
 >>> from course_utils.exercises import check_weights
 >>> print(check_weights([[0.5, 0.5], [0.9, 0.47]]))
-❌ weights: not yet right
+✗ weights: not yet right
   - row 1 sums to 1.37, expected 1
 
 Every checker returns a :class:`Feedback` (``.passed``, ``.messages``, ``.hints``; truthy when

@@ -158,12 +158,12 @@ def check_array(
 
     >>> forgot = Mistake("forgot √d_k?", [[4.0, 0.0]])
     >>> print(check_array("scores", [[4.0, 0.0]], [[2.0, 0.0]], mistakes=[forgot]))
-    ❌ scores: not yet right
+    ✗ scores: not yet right
       - entry [0, 0] is 4, expected 2
       - 1 of 2 entries differ
-      💡 forgot √d_k?
+      hint: forgot √d_k?
     >>> print(check_array("weights", [[0.5, 0.5]], [[0.5, 0.5], [1.0, 0.0]]))
-    ❌ weights: not yet right
+    ✗ weights: not yet right
       - weights has shape (1, 2), expected (2, 2)
     >>> check_array("weights", [[0.5, 0.5]], [[0.5, 0.5]]).passed
     True
@@ -244,10 +244,10 @@ def check_scores(
     >>> check_scores([[2.0, 1.0], [0.0, 2.0]], q, k, scaled=False).passed
     True
     >>> print(check_scores([[2.0, 1.0], [0.0, 2.0]], q, k))
-    ❌ scores: not yet right
+    ✗ scores: not yet right
       - entry [0, 0] is 2, expected 1.41
       - 3 of 4 entries differ
-      💡 did you forget to divide by √d_k = √2 ≈ 1.41?
+      hint: did you forget to divide by √d_k = √2 ≈ 1.41?
     """
     q = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
     k = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
@@ -415,10 +415,10 @@ def check_weights(
     >>> check_weights(right, q, k, atol=0.01).passed
     True
     >>> print(check_weights([[0.9, 0.47], [0.1, 0.53]]))
-    ❌ weights: not yet right
+    ✗ weights: not yet right
       - row 0 sums to 1.37, expected 1
       - 2 of 2 rows do not sum to what they should
-      💡 the columns sum to 1, not the rows: softmax over the wrong axis (use axis=-1)
+      hint: the columns sum to 1, not the rows: softmax over the wrong axis (use axis=-1)
     """
     try:
         w = as_answer_array(answer, name).astype(np.float64)
@@ -491,10 +491,10 @@ def check_attention_output(
     >>> check_attention_output(out, q, k, v).passed
     True
     >>> print(check_attention_output(w, q, k, v))
-    ❌ output: not yet right
+    ✗ output: not yet right
       - entry [0, 0] is 0.67, expected 1.66
       - 2 of 2 entries differ
-      💡 these are the attention weights; the output is weights @ V
+      hint: these are the attention weights; the output is weights @ V
     """
     qa = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
     ka = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
@@ -547,10 +547,10 @@ def check_softmax(
     >>> check_softmax([0.5, 0.5], [1.0, 1.0]).passed
     True
     >>> print(check_softmax(np.exp([1.0, 2.0]), [1.0, 2.0]))
-    ❌ softmax: not yet right
+    ✗ softmax: not yet right
       - entry [0] is 2.72, expected 0.269
       - 2 of 2 entries differ
-      💡 you computed exp(x) but did not divide by the sum: the entries must sum to 1
+      hint: you computed exp(x) but did not divide by the sum: the entries must sum to 1
     """
     xa = as_float_array(x, "x")
     expected = softmax(xa, axis=axis, temperature=temperature)
@@ -614,10 +614,10 @@ def check_causal_mask(
     >>> check_causal_mask(np.tril(np.ones((3, 3), dtype=bool)), 3).passed
     True
     >>> print(check_causal_mask(np.triu(np.ones((3, 3), dtype=bool)), 3))
-    ❌ mask: not yet right
+    ✗ mask: not yet right
       - entry [0, 1] is True, expected False
       - 6 of 9 entries differ
-      💡 True above the diagonal lets a token see the future: use np.tril, not np.triu
+      hint: True above the diagonal lets a token see the future: use np.tril, not np.triu
     """
     expected = causal_mask(t_q, t_k, align=align)  # (t_q, t_k)
     try:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 __all__ = ["Feedback", "merge"]
 
-_PASS = "✅"
-_FAIL = "❌"
-_HINT = "💡"
+_PASS = "✓"
+_FAIL = "✗"
+_HINT = "hint:"  # plain text: emoji show as empty boxes where no emoji font is installed
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,9 @@ class Feedback:
     >>> bool(fb)
     False
     >>> print(fb)
-    ❌ weights: not yet right
+    ✗ weights: not yet right
       - row 2 sums to 1.37, expected 1
-      💡 did you apply softmax?
+      hint: did you apply softmax?
     """
 
     passed: bool
@@ -96,7 +96,7 @@ def merge(title: str, feedbacks: Iterable[Feedback]) -> Feedback:
     >>> a = Feedback(True, "scores", ("all 16 entries match",))
     >>> b = Feedback(False, "weights", ("row 0 sums to 2, expected 1",))
     >>> print(merge("exercise 1.2", [a, b]))
-    ❌ exercise 1.2: not yet right
+    ✗ exercise 1.2: not yet right
       - scores: all 16 entries match
       - weights: row 0 sums to 2, expected 1
     """

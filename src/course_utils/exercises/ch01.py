@@ -19,9 +19,9 @@ True
 >>> def dot(q, k):
 ...     ...  # your code here
 >>> print(check_dot_product(dot))
-❌ dot product: not yet right
+✗ dot product: not yet right
   - your function returned None
-  💡 replace the `...` with your code, and end the function with `return ...` of your result
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from ..data import by_hand_example
 from ..softmax import softmax
 from ._checks import Mistake, check_array, check_scores
 from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
 
 __all__ = [
     "SHAPES_SCENARIO",
@@ -48,41 +49,8 @@ __all__ = [
 ]
 
 _SEED = 2017  # the checkers' own test data, independent of the notebook's rng
-_STARTER_HINT = (
-    "replace the `...` with your code, and end the function with `return ...` of your result"
-)
 
 Case = tuple[str, tuple[NDArray, ...]]  # (description, arguments)
-
-
-def _not_callable(title: str, fn: Any, name: str) -> Feedback | None:
-    """Feedback when the answer is not a function yet (the starter ``...``, or a value)."""
-    if fn is Ellipsis or fn is None:
-        return Feedback(False, title, (f"{name} is still {fn!r}",), (f"define `{name}` first",))
-    if not callable(fn):
-        return Feedback(
-            False,
-            title,
-            (f"expected the function {name} itself; got a {type(fn).__name__}",),
-            (f"pass the function without calling it: `{name}`, not `{name}(...)`",),
-        )
-    return None
-
-
-def _call(title: str, fn: Callable[..., Any], described: str, args: tuple[NDArray, ...]) -> Any:
-    """Call the learner's function on copies of ``args``; a crash or ``None`` becomes feedback."""
-    try:
-        result = fn(*(a.copy() for a in args))
-    except Exception as err:  # the learner's code may raise anything
-        return Feedback(
-            False,
-            title,
-            (f"test case: {described}", f"your function raised {type(err).__name__}: {err}"),
-            ("try your function on the example above the exercise to see where it fails",),
-        )
-    if result is None:
-        return Feedback(False, title, ("your function returned None",), (_STARTER_HINT,))
-    return result
 
 
 def _first_failure(title: str, described: str, fb: Feedback) -> Feedback:
@@ -115,18 +83,18 @@ def check_dot_product(dot: Callable[[Any, Any], Any]) -> Feedback:
     >>> bool(check_dot_product(lambda q, k: float(np.dot(q, k))))
     True
     >>> print(check_dot_product(lambda q, k: q * k))
-    ❌ dot product: not yet right
+    ✗ dot product: not yet right
       - test case: q_sat = (2, 0, 0), k_cat = (2, 0, 0)
       - dot product has shape (3,), expected ()
-      💡 you returned the products q[m] * k[m]; add them up to get one number
+      hint: you returned the products q[m] * k[m]; add them up to get one number
     """
     title = "dot product"
     cases = _dot_cases()
-    early = _not_callable(title, dot, "dot")
+    early = not_a_function(title, dot, "dot")
     if early is not None:
         return early
     for described, (q, k) in cases:
-        result = _call(title, dot, described, (q, k))
+        result = call_learner(title, dot, (q, k), described)
         if isinstance(result, Feedback):
             return result
         expected = np.dot(q, k)  # ()
@@ -165,19 +133,19 @@ def check_all_scores(all_scores: Callable[[Any, Any], Any]) -> Feedback:
     >>> bool(check_all_scores(lambda Q, K: Q @ K.T))
     True
     >>> print(check_all_scores(lambda Q, K: K @ Q.T))  # doctest: +ELLIPSIS
-    ❌ all scores: not yet right
+    ✗ all scores: not yet right
       - test case: Q and K of 'the cat sat down' (T_q = T_k = 4, d_k = 3)
       - entry [0, 1] is 0, expected 4
       - 6 of 16 entries differ
-      💡 this is K·Qᵀ (one row per key); compute Q @ K.T so that row i belongs to query i
+      hint: this is K·Qᵀ (one row per key); compute Q @ K.T so that row i belongs to query i
     """
     title = "all scores"
     cases = _scores_cases()
-    early = _not_callable(title, all_scores, "all_scores")
+    early = not_a_function(title, all_scores, "all_scores")
     if early is not None:
         return early
     for described, (Q, K) in cases:
-        result = _call(title, all_scores, described, (Q, K))
+        result = call_learner(title, all_scores, (Q, K), described)
         if isinstance(result, Feedback):
             return result
         fb = check_scores(result, Q, K, scaled=False, name="scores")
@@ -226,19 +194,19 @@ def check_attend_one(attend_one: Callable[[Any, Any, Any], Any]) -> Feedback:
     ...     weights = softmax(K @ q)
     ...     return weights, weights @ V
     >>> print(check_attend_one(unscaled))  # doctest: +ELLIPSIS
-    ❌ attend one query: not yet right
+    ✗ attend one query: not yet right
       - test case: the query of 'sat' with K and V of 'the cat sat down'
       - entry [0] is 0.0174, expected 0.0765
       - 4 of 4 entries differ
-      💡 step 2: divide the scores by √d_k = √3 before the softmax
+      hint: step 2: divide the scores by √d_k = √3 before the softmax
     """
     title = "attend one query"
     cases = _attend_cases()
-    early = _not_callable(title, attend_one, "attend_one")
+    early = not_a_function(title, attend_one, "attend_one")
     if early is not None:
         return early
     for described, (q, K, V) in cases:
-        result = _call(title, attend_one, described, (q, K, V))
+        result = call_learner(title, attend_one, (q, K, V), described)
         if isinstance(result, Feedback):
             return result
         if not isinstance(result, tuple | list) or len(result) != 2:
@@ -332,11 +300,11 @@ def check_shapes(shapes: Mapping[str, Any]) -> Feedback:
     >>> bool(check_shapes(right))
     True
     >>> print(check_shapes({**right, "output": (6, 4), "V": ...}))
-    ❌ shapes: not yet right
+    ✗ shapes: not yet right
       - 4 of 6 right
       - V: not filled in yet
       - output: expected (6, 5), got (6, 4)
-      💡 output: weights V is (T, T) @ (T, d_v)
+      hint: output: weights V is (T, T) @ (T, d_v)
     """
     title = "shapes"
     if not isinstance(shapes, Mapping):

@@ -15,9 +15,9 @@ raises on a wrong answer: the starter code (``...``) and a function that crashes
 ...                           lambda d, a, b: 1 / (a * b * math.sqrt(d))))
 True
 >>> print(check_jacobian(lambda p: ...))
-❌ softmax Jacobian: not yet right
+✗ softmax Jacobian: not yet right
   - your function returned Ellipsis
-  💡 replace the `...` with your code, and make sure the function ends with `return`
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
 """
 
 from __future__ import annotations
@@ -32,43 +32,12 @@ from ..saturation import softmax_jacobian
 from ..scaling import sample_scores, saturation_sweep
 from ..softmax import softmax
 from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
 
 __all__ = ["check_jacobian", "check_saturation_threshold", "check_score_variance"]
 
 _SEED = 2017
-_STARTER_HINT = "replace the `...` with your code, and make sure the function ends with `return`"
 SATURATION_GRID = tuple(2**i for i in range(11))
-
-
-def _not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
-    if answer is Ellipsis or answer is None:
-        return Feedback(
-            False, title, (f"{name} is still {answer!r}",), (f"define the function `{name}` first",)
-        )
-    if not callable(answer):
-        return Feedback(
-            False,
-            title,
-            (f"expected the function {name} itself; got a {type(answer).__name__}",),
-            (f"pass the function itself, without parentheses: `{name}`, not `{name}(...)`",),
-        )
-    return None
-
-
-def _call(title: str, fn: Callable[..., Any], args: tuple[Any, ...], described: str) -> Any:
-    """Call the learner's function; return its result or a Feedback describing the failure."""
-    try:
-        result = fn(*args)
-    except Exception as err:  # the learner's code may raise anything
-        return Feedback(
-            False,
-            title,
-            (f"calling it on {described} raised {type(err).__name__}: {err}",),
-            ("run your function on a small example to see where it fails",),
-        )
-    if result is None or result is Ellipsis:
-        return Feedback(False, title, (f"your function returned {result!r}",), (_STARTER_HINT,))
-    return result
 
 
 def _as_number(title: str, result: Any, described: str) -> float | Feedback:
@@ -102,12 +71,12 @@ def check_score_variance(
     """
     title = "score variance"
     for fn, name in ((score_var, "score_var"), (unit_scale, "unit_scale")):
-        early = _not_a_function(title, fn, name)
+        early = not_a_function(title, fn, name)
         if early is not None:
             return early
     for d_k, s_q, s_k in _VAR_CASES:
         described = f"d_k = {d_k}, sigma_q = {s_q:g}, sigma_k = {s_k:g}"
-        result = _call(title, score_var, (d_k, s_q, s_k), described)
+        result = call_learner(title, score_var, (d_k, s_q, s_k), described)
         if isinstance(result, Feedback):
             return result
         got = _as_number(title, result, described)
@@ -132,7 +101,7 @@ def check_score_variance(
                 ),
                 tuple(hints),
             )
-        result = _call(title, unit_scale, (d_k, s_q, s_k), described)
+        result = call_learner(title, unit_scale, (d_k, s_q, s_k), described)
         if isinstance(result, Feedback):
             return result
         c = _as_number(title, result, described)
@@ -184,16 +153,16 @@ def check_jacobian(jacobian: Callable[[Any], Any]) -> Feedback:
     >>> bool(check_jacobian(lambda p: np.diag(p) - np.outer(p, p)))
     True
     >>> print(check_jacobian(lambda p: np.diag(p) - p @ p))
-    ❌ softmax Jacobian: not yet right
+    ✗ softmax Jacobian: not yet right
       - on p = softmax([1, 2, 3]): entry [0, 0] is -0.421, expected 0.0819
-      💡 p @ p is a number (the sum of p_j²); the outer product p pᵀ is np.outer(p, p)
+      hint: p @ p is a number (the sum of p_j²); the outer product p pᵀ is np.outer(p, p)
     """
     title = "softmax Jacobian"
-    early = _not_a_function(title, jacobian, "jacobian")
+    early = not_a_function(title, jacobian, "jacobian")
     if early is not None:
         return early
     for p, described in _jacobian_cases():
-        result = _call(title, jacobian, (p.copy(),), described)
+        result = call_learner(title, jacobian, (p.copy(),), described)
         if isinstance(result, Feedback):
             return result
         try:
@@ -253,9 +222,9 @@ def check_saturation_threshold(answer: Any) -> Feedback:
     weight exceeds 0.9, with ``t_k=8, n_rows=500, rng=np.random.default_rng(0)``.
 
     >>> print(check_saturation_threshold(1024))
-    ❌ saturation threshold: not yet right
+    ✗ saturation threshold: not yet right
       - 1024 is on the grid and saturated, but a smaller d_k already exceeds 0.9
-      💡 look for the first d_k whose value is above 0.9, e.g. with np.argmax(values > 0.9)
+      hint: look for the first d_k whose value is above 0.9, e.g. with np.argmax(values > 0.9)
     """
     title = "saturation threshold"
     if answer is Ellipsis or answer is None:

@@ -16,14 +16,13 @@ with the starter code (``...``).
 >>> bool(check_stable_softmax(stable_softmax))
 True
 >>> print(check_stable_softmax(lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True)))
-❌ stable softmax: not yet right
+✗ stable softmax: not yet right
   - on a float32 row with scores of ±1e4: softmax contains NaN, first at entry [0]
-  💡 exp overflowed (inf / inf = nan): subtract the maximum of each row before exp
+  hint: exp overflowed (inf / inf = nan): subtract the maximum of each row before exp
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +33,7 @@ from ..masks import causal_mask
 from ..softmax import softmax
 from ._checks import check_array, check_attention_output, check_softmax
 from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
 
 __all__ = [
     "TEMPERATURE_SCORES",
@@ -43,43 +43,8 @@ __all__ = [
 ]
 
 _SEED = 2017
-_STARTER_HINT = "replace the `...` with your code, and make sure the function ends with `return`"
 #: The row of scores of exercise 3.2 (two tied maxima on purpose).
 TEMPERATURE_SCORES = (2.0, 3.0, 3.0, -1.0)
-
-
-def _not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
-    if answer is Ellipsis or answer is None:
-        return Feedback(
-            False, title, (f"{name} is still {answer!r}",), (f"define the function `{name}` first",)
-        )
-    if not callable(answer):
-        return Feedback(
-            False,
-            title,
-            (f"expected the function {name} itself; got a {type(answer).__name__}",),
-            (f"pass the function itself, without parentheses: `{name}`, not `{name}(...)`",),
-        )
-    return None
-
-
-def _call(title: str, fn: Callable[..., Any], args: tuple[Any, ...], described: str) -> Any:
-    """Call the learner's function; return its result, or a Feedback if it failed or gave None."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # overflow shows up as NaN below
-            with np.errstate(all="ignore"):
-                result = fn(*args)
-    except Exception as err:  # the learner's code may raise anything
-        return Feedback(
-            False,
-            title,
-            (f"calling it on {described} raised {type(err).__name__}: {err}",),
-            ("run your function on a small example to see where it fails",),
-        )
-    if result is None or result is Ellipsis:
-        return Feedback(False, title, (f"your function returned {result!r}",), (_STARTER_HINT,))
-    return result
 
 
 def _with_context(fb: Feedback, title: str, described: str) -> Feedback:
@@ -107,12 +72,12 @@ def check_stable_softmax(stable_softmax: Callable[[Any], Any]) -> Feedback:
     Compared with :func:`course_utils.softmax.softmax` (tested against ``torch.softmax``).
     """
     title = "stable softmax"
-    early = _not_a_function(title, stable_softmax, "stable_softmax")
+    early = not_a_function(title, stable_softmax, "stable_softmax")
     if early is not None:
         return early
     cases = _softmax_cases()
     for x, described in cases:
-        result = _call(title, stable_softmax, (x.copy(),), described)
+        result = call_learner(title, stable_softmax, (x.copy(),), described)
         if isinstance(result, Feedback):
             return result
         fb = check_softmax(result, x, axis=-1, rtol=1e-4 if x.dtype == np.float32 else 1e-6)
@@ -146,10 +111,10 @@ def check_temperature_limits(t_to_zero: Any, t_to_infinity: Any) -> Feedback:
     >>> bool(check_temperature_limits([0, 0.5, 0.5, 0], [0.25, 0.25, 0.25, 0.25]))
     True
     >>> print(check_temperature_limits([0, 1, 0, 0], [0.25] * 4))
-    ❌ temperature limits: not yet right
+    ✗ temperature limits: not yet right
       - T -> 0: entry [1] is 1, expected 0.5
       - T -> 0: 2 of 4 entries differ
-      💡 two scores tie for the maximum: as T -> 0 they share the weight equally
+      hint: two scores tie for the maximum: as T -> 0 they share the weight equally
     """
     title = "temperature limits"
     s = np.array(TEMPERATURE_SCORES)  # (4,)
@@ -218,7 +183,7 @@ def check_attention(attention: Callable[..., Any]) -> Feedback:
     True
     """
     title = "attention"
-    early = _not_a_function(title, attention, "attention")
+    early = not_a_function(title, attention, "attention")
     if early is not None:
         return early
     cases = _attention_cases()
@@ -226,7 +191,7 @@ def check_attention(attention: Callable[..., Any]) -> Feedback:
         args = (
             (q.copy(), k.copy(), v.copy()) if mask is None else (q.copy(), k.copy(), v.copy(), mask)
         )
-        result = _call(title, attention, args, described)
+        result = call_learner(title, attention, args, described)
         if isinstance(result, Feedback):
             return result
         if isinstance(result, tuple):

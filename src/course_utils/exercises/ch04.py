@@ -18,9 +18,9 @@ As in chapter 1, the learner writes a *function* and the checker calls it on its
 >>> bool(check_split_heads(split_heads))
 True
 >>> print(check_split_heads(lambda x, n_heads: ...))
-❌ split heads: not yet right
+✗ split heads: not yet right
   - your function returned Ellipsis
-  💡 replace the `...` with your code, and end the function with `return ...` of your result
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
 """
 
 from __future__ import annotations
@@ -35,42 +35,11 @@ import torch
 from ..multihead import MultiHeadAttention
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
 
 __all__ = ["check_head_weights", "check_parameter_count", "check_split_heads", "check_torch_mask"]
 
 _SEED = 2019
-_STARTER_HINT = (
-    "replace the `...` with your code, and end the function with `return ...` of your result"
-)
-
-
-def _not_callable(title: str, fn: Any, name: str) -> Feedback | None:
-    if fn is Ellipsis or fn is None:
-        return Feedback(False, title, (f"{name} is still {fn!r}",), (f"define `{name}` first",))
-    if not callable(fn):
-        return Feedback(
-            False,
-            title,
-            (f"expected the function {name} itself; got a {type(fn).__name__}",),
-            (f"pass the function without calling it: `{name}`, not `{name}(...)`",),
-        )
-    return None
-
-
-def _call(title: str, fn: Callable[..., Any], described: str, args: tuple[Any, ...]) -> Any:
-    copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
-    try:
-        result = fn(*copies)
-    except Exception as err:  # the learner's code may raise anything
-        return Feedback(
-            False,
-            title,
-            (f"test case: {described}", f"your function raised {type(err).__name__}: {err}"),
-            ("try your function on the example above the exercise to see where it fails",),
-        )
-    if result is None or result is Ellipsis:
-        return Feedback(False, title, (f"your function returned {result!r}",), (_STARTER_HINT,))
-    return result
 
 
 def _fail(title: str, described: str, fb: Feedback) -> Feedback:
@@ -89,14 +58,14 @@ def check_split_heads(split_heads: Callable[[torch.Tensor, int], Any]) -> Feedba
 
     >>> print(check_split_heads(lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1)))
     ... # doctest: +ELLIPSIS
-    ❌ split heads: not yet right
+    ✗ split heads: not yet right
       - test case: x of shape (1, 3, 4), n_heads = 2
       - entry [0, 0, 1, 0] is 2, expected 4
       - 8 of 12 entries differ
-      💡 the shape is right but the numbers are scrambled: ...
+      hint: the shape is right but the numbers are scrambled: ...
     """
     title = "split heads"
-    early = _not_callable(title, split_heads, "split_heads")
+    early = not_a_function(title, split_heads, "split_heads")
     if early is not None:
         return early
     g = torch.Generator().manual_seed(_SEED)
@@ -107,7 +76,7 @@ def check_split_heads(split_heads: Callable[[torch.Tensor, int], Any]) -> Feedba
         ("x of shape (2, 4, 6), n_heads = 1", torch.randn(2, 4, 6, generator=g), 1),
     ]
     for described, x, n_heads in cases:
-        result = _call(title, split_heads, described, (x, n_heads))
+        result = call_learner(title, split_heads, (x, n_heads), described)
         if isinstance(result, Feedback):
             return result
         B, T, d_model = x.shape
@@ -139,13 +108,13 @@ def check_parameter_count(count: Callable[[int, int, bool], Any]) -> Feedback:
     True
     """
     title = "parameter count"
-    early = _not_callable(title, count, "count")
+    early = not_a_function(title, count, "count")
     if early is not None:
         return early
     cases = [(512, 8, True), (512, 1, True), (768, 12, False), (384, 12, True), (6, 3, False)]
     for d_model, n_heads, bias in cases:
         described = f"d_model = {d_model}, n_heads = {n_heads}, bias = {bias}"
-        result = _call(title, count, described, (d_model, n_heads, bias))
+        result = call_learner(title, count, (d_model, n_heads, bias), described)
         if isinstance(result, Feedback):
             return result
         mha = MultiHeadAttention(d_model, n_heads, bias=bias)
@@ -203,7 +172,7 @@ def check_head_weights(head_weights: Callable[..., Any]) -> Feedback:
     True
     """
     title = "head weights"
-    early = _not_callable(title, head_weights, "head_weights")
+    early = not_a_function(title, head_weights, "head_weights")
     if early is not None:
         return early
     rng = np.random.default_rng(_SEED + 3)
@@ -214,7 +183,9 @@ def check_head_weights(head_weights: Callable[..., Any]) -> Feedback:
         W_K = rng.normal(size=(d_model, d_model)).round(2)
         cases.append((f"T = {T}, d_model = {d_model}, n_heads = {n_heads}", X, W_Q, W_K, n_heads))
     for described, X, W_Q, W_K, n_heads in cases:
-        result = _call(title, head_weights, described, (X.copy(), W_Q.copy(), W_K.copy(), n_heads))
+        result = call_learner(
+            title, head_weights, (X.copy(), W_Q.copy(), W_K.copy(), n_heads), described
+        )
         if isinstance(result, Feedback):
             return result
         mha = _module_with(W_Q, W_K, n_heads)
@@ -261,14 +232,14 @@ def check_torch_mask(to_torch_mask: Callable[[torch.Tensor], Any]) -> Feedback:
     >>> bool(check_torch_mask(lambda m: ~m))
     True
     >>> print(check_torch_mask(lambda m: m))
-    ❌ torch mask: not yet right
+    ✗ torch mask: not yet right
       - test case: a causal mask, T = 4
       - entry [0, 0] is 1, expected 0
       - 16 of 16 entries differ
-      💡 PyTorch's nn.MultiheadAttention reads True as 'may NOT attend': flip every entry with ~mask
+      hint: nn.MultiheadAttention reads True as 'may NOT attend': flip every entry with ~mask
     """
     title = "torch mask"
-    early = _not_callable(title, to_torch_mask, "to_torch_mask")
+    early = not_a_function(title, to_torch_mask, "to_torch_mask")
     if early is not None:
         return early
     g = torch.Generator().manual_seed(_SEED + 4)
@@ -279,7 +250,7 @@ def check_torch_mask(to_torch_mask: Callable[[torch.Tensor], Any]) -> Feedback:
         ("a random mask, T = 5", random_mask),
     ]
     for described, mask in cases:
-        result = _call(title, to_torch_mask, described, (mask,))
+        result = call_learner(title, to_torch_mask, (mask,), described)
         if isinstance(result, Feedback):
             return result
         if not isinstance(result, torch.Tensor) or result.dtype != torch.bool:
@@ -292,8 +263,7 @@ def check_torch_mask(to_torch_mask: Callable[[torch.Tensor], Any]) -> Feedback:
             )
         mistakes = [
             Mistake(
-                "PyTorch's nn.MultiheadAttention reads True as 'may NOT attend': flip every entry "
-                "with ~mask",
+                "nn.MultiheadAttention reads True as 'may NOT attend': flip every entry with ~mask",
                 mask.numpy(),
             )
         ]

@@ -158,6 +158,31 @@ const CU = (() => {
     return packed.data.slice(flat * size, (flat + 1) * size);
   }
 
+  /**
+   * Decode a packed uint8 array {shape, uint8: base64} (Python's pack_uint8) into a row-major Uint8Array.
+   * Decoding walks the whole string: do it once per packed array and keep the result.
+   */
+  function bytes(packed) {
+    const text = atob(packed.uint8);
+    const out = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+    return out;
+  }
+
+  /**
+   * Where the sub-array at leading indices idx starts in a flat row-major array of this shape, and how
+   * long it is: [start, size]. E.g. the (T, T) map of layer l, head h of an (L, H, T, T) array is
+   * data.subarray(start, start + size) with [start, size] = offset(shape, l, h).
+   */
+  function offset(shape, ...idx) {
+    let flat = 0;
+    let d = 0;
+    for (; d < idx.length; d++) flat = flat * shape[d] + idx[d];
+    let size = 1;
+    for (let e = d; e < shape.length; e++) size *= shape[e];
+    return [flat * size, size];
+  }
+
   /** Format a number with a fixed number of decimals, with a true minus sign. */
   function fmt(x, decimals = 2) {
     return Number(x).toFixed(decimals).replace("-", "\u2212");
@@ -183,5 +208,8 @@ const CU = (() => {
     return { root, controls, stage, caption };
   }
 
-  return { svg, html, setText, uid, slider, select, colour, inkOn, token, at, slice, fmt, frame, suppressShortcuts };
+  return {
+    svg, html, setText, uid, slider, select, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
+    suppressShortcuts,
+  };
 })();

@@ -2,6 +2,10 @@
 // numbers in the cells. Python computed every step (frames.scores/scaled/weights (T_q, T_k),
 // frames.output (T_q, d_v), frames.mask 0/1); this file only picks the matrix of the selected step.
 // CU is prepended by Python.
+//
+// Speed: the two grids (T_q x T_k for steps 1-3, T_q x d_v for step 4) are built once per input; a step
+// change only rewrites the fill, value and number of the cells whose content changed, and shows the
+// right grid. The drawing keeps one size for all four steps, so the page around it does not move.
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-steps");
@@ -12,6 +16,10 @@ function render({ model, el }) {
     "Step 3 (归一化, normalisation): softmax along each row; every row now sums to 1.",
     "Step 4 (加权求和, weighted sum): each output row is the weights of that row times the values V.",
   ];
+  const CELL = 52;
+  const ROW = 30;
+  const LEFT = 70;
+  const TOP = 34;
   const slider = CU.slider({
     label: "Step",
     n: 4,
@@ -28,29 +36,69 @@ function render({ model, el }) {
   const svg = CU.svg("svg", { role: "img", class: "cu-steps-svg" }, stage);
   const svgTitle = CU.svg("title", {}, svg);
   const body = CU.svg("g", {}, svg);
+  let grids = null; // {keys: grid over (T_q, T_k), values: grid over (T_q, d_v)}
+  let shownGrid = null;
+
+  /** A rows x cols grid of cells with row and column labels; cells start empty. */
+  function makeGrid(rowLabels, colLabels) {
+    const g = CU.svg("g", { display: "none" }, body);
+    colLabels.forEach((lab, j) => {
+      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-steps-label" }, g);
+      CU.setText(t, lab);
+    });
+    const cells = [];
+    rowLabels.forEach((lab, i) => {
+      const t = CU.svg("text", { x: LEFT - 6, y: TOP + i * ROW + 19, "text-anchor": "end", class: "cu-steps-label" }, g);
+      CU.setText(t, lab);
+      for (let j = 0; j < colLabels.length; j++) {
+        const rect = CU.svg("rect", { x: LEFT + j * CELL + 1, y: TOP + i * ROW + 1, width: CELL - 2, height: ROW - 2 }, g);
+        const txt = CU.svg("text", {
+          x: LEFT + (j + 0.5) * CELL, y: TOP + i * ROW + 19, "text-anchor": "middle", class: "cu-steps-num",
+        }, g);
+        const num = document.createTextNode("");
+        txt.appendChild(num);
+        // What the cell shows now, so that a step change only touches what differs.
+        cells.push({ rect, txt, num, fill: null, value: null, label: null, ink: null });
+      }
+    });
+    return { g, cells, rows: rowLabels.length, cols: colLabels.length };
+  }
+
+  function build() {
+    body.replaceChildren();
+    const frames = model.get("frames");
+    const rowLabels = model.get("query_tokens");
+    grids = {
+      keys: makeGrid(rowLabels, model.get("key_tokens")),
+      values: makeGrid(rowLabels, model.get("value_labels")),
+    };
+    shownGrid = null;
+    const cols = Math.max(frames.scores.shape[1], frames.output.shape[1]);
+    const width = LEFT + cols * CELL + 10;
+    const height = TOP + frames.scores.shape[0] * ROW + 10;
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("width", width);
+    svg.setAttribute("height", height);
+  }
 
   function update() {
     const s = model.get("step_index");
     const frames = model.get("frames");
     const packed = frames[KEYS[s]];
     const [rows, cols] = packed.shape;
+    const grid = s === 3 ? grids.values : grids.keys;
+    if (shownGrid !== grid) {
+      if (shownGrid) shownGrid.g.setAttribute("display", "none");
+      grid.g.removeAttribute("display");
+      shownGrid = grid;
+    }
     const rowLabels = model.get("query_tokens");
-    const colLabels = s === 3 ? model.get("value_labels") : model.get("key_tokens");
-    const CELL = 52;
-    const LEFT = 70;
-    const TOP = 34;
-    const width = LEFT + cols * CELL + 10;
-    const height = TOP + rows * 30 + 10;
-    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    svg.setAttribute("width", width);
-    svg.setAttribute("height", height);
-    body.replaceChildren();
+    const isMasked = (i, j) => s >= 1 && s <= 2 && CU.at(frames.mask, i, j) === 0;
     let lo = Infinity;
     let hi = -Infinity;
     for (let i = 0; i < rows; i++) {
       for (let j = 0; j < cols; j++) {
-        const masked = s >= 1 && s <= 2 && CU.at(frames.mask, i, j) === 0;
-        if (masked) continue;
+        if (isMasked(i, j)) continue;
         const x = CU.at(packed, i, j);
         lo = Math.min(lo, x);
         hi = Math.max(hi, x);
@@ -61,29 +109,22 @@ function render({ model, el }) {
       hi = 1;
     }
     const span = hi - lo || 1;
-    colLabels.forEach((lab, j) => {
-      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-steps-label" }, body);
-      CU.setText(t, lab);
-    });
     const cellsText = [];
     for (let i = 0; i < rows; i++) {
-      const t = CU.svg("text", { x: LEFT - 6, y: TOP + i * 30 + 19, "text-anchor": "end", class: "cu-steps-label" }, body);
-      CU.setText(t, rowLabels[i]);
       const rowText = [];
       for (let j = 0; j < cols; j++) {
-        const masked = s >= 1 && s <= 2 && CU.at(frames.mask, i, j) === 0;
+        const masked = isMasked(i, j);
         const x = CU.at(packed, i, j);
         const tt = masked ? 0 : (x - lo) / span;
-        CU.svg("rect", {
-          x: LEFT + j * CELL + 1, y: TOP + i * 30 + 1, width: CELL - 2, height: 28,
-          fill: masked ? "#ddd" : CU.colour(tt), "data-value": masked ? "masked" : x,
-        }, body);
         const label = s === 1 && masked ? "−∞" : s === 2 && masked ? "0" : CU.fmt(x, s === 2 ? 3 : 2);
-        const txt = CU.svg("text", {
-          x: LEFT + (j + 0.5) * CELL, y: TOP + i * 30 + 19, "text-anchor": "middle",
-          class: "cu-steps-num", fill: masked ? "#111" : CU.inkOn(tt),
-        }, body);
-        CU.setText(txt, label);
+        const c = grid.cells[i * cols + j];
+        const fill = masked ? "#ddd" : CU.colour(tt);
+        const value = masked ? "masked" : String(x);
+        const ink = masked ? "#111" : CU.inkOn(tt);
+        if (c.fill !== fill) c.rect.setAttribute("fill", (c.fill = fill));
+        if (c.value !== value) c.rect.setAttribute("data-value", (c.value = value));
+        if (c.ink !== ink) c.txt.setAttribute("fill", (c.ink = ink));
+        if (c.label !== label) c.num.nodeValue = c.label = label;
         rowText.push(label);
       }
       cellsText.push(`${rowLabels[i]}: ${rowText.join(", ")}`);
@@ -94,12 +135,17 @@ function render({ model, el }) {
     slider.set(s);
   }
 
+  const rebuild = () => {
+    build();
+    update();
+  };
+  const INPUTS = ["change:frames", "change:query_tokens", "change:key_tokens", "change:value_labels"];
   model.on("change:step_index", update);
-  model.on("change:frames", update);
-  update();
+  INPUTS.forEach((ev) => model.on(ev, rebuild));
+  rebuild();
   return () => {
     model.off("change:step_index", update);
-    model.off("change:frames", update);
+    INPUTS.forEach((ev) => model.off(ev, rebuild));
   };
 }
 

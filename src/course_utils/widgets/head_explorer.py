@@ -1,9 +1,12 @@
 """Pick a sentence, a layer and a head of all-MiniLM-L6-v2 and see that head's attention map.
 
 Python runs the real model (:func:`course_utils.pretrained.attention_maps`, our own code) on each
-sentence and syncs every map of every layer and head, as whole percentages (0-100), so that the
-page can switch sentence, layer and head without a kernel. JavaScript draws a ``T × T`` heatmap.
-In JupyterLab, :meth:`HeadExplorer.add_sentence` runs the model on any new sentence.
+sentence and syncs every map of every layer and head, as whole percentages (0-100) packed one
+byte each (:func:`~course_utils.widgets._base.pack_uint8`, base64), so that the page can switch
+sentence, layer and head without a kernel and three sentences fit the 50 KB budget of every widget.
+JavaScript decodes each sentence once, builds its ``T × T`` grid once, and on a layer or head change
+only recolours and relabels the cells. In JupyterLab, :meth:`HeadExplorer.add_sentence` runs the
+model on any new sentence.
 
 >>> w = HeadExplorer(["The cat sat."], layer=0, head=2)
 >>> w.tokens[0]
@@ -12,6 +15,9 @@ In JupyterLab, :meth:`HeadExplorer.add_sentence` runs the model on any new sente
 (6, 6)
 >>> w.weights.argmax(axis=1)[2:5].tolist()   # head 0-2 looks at the previous token
 [1, 2, 3]
+>>> from course_utils.widgets._base import unpack_array
+>>> unpack_array(w.maps[0]).shape              # synced: (L, H, T, T) whole percentages
+(6, 12, 6, 6)
 """
 
 from __future__ import annotations
@@ -23,13 +29,13 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget
+from ._base import CourseWidget, pack_uint8
 
 __all__ = ["HeadExplorer"]
 
 MAX_TOKENS = 24
-#: More than the usual 50 KB: every sentence carries n_layers × n_heads = 72 maps of T × T.
-MAX_BYTES = 90_000
+#: What to cut when the maps do not fit the shared budget (``MAX_STATE_BYTES``).
+BUDGET_HINT = "use fewer or shorter sentences"
 
 
 class HeadExplorer(CourseWidget):
@@ -49,7 +55,7 @@ class HeadExplorer(CourseWidget):
 
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
-    maps = traitlets.List(traitlets.Dict()).tag(sync=True)  # packed (L, H, T, T) ints in 0..100
+    maps = traitlets.List(traitlets.Dict()).tag(sync=True)  # pack_uint8 of (L, H, T, T) in 0..100
     n_layers = traitlets.Int(0).tag(sync=True)
     n_heads = traitlets.Int(0).tag(sync=True)
     head_notes = traitlets.Dict().tag(sync=True)  # "layer-head" -> text
@@ -85,7 +91,7 @@ class HeadExplorer(CourseWidget):
                 "Heatmap of one attention head: rows are query tokens, columns are key tokens, "
                 "brighter cells get more weight. Choose a sentence, a layer and a head."
             )
-        self._check_budget()
+        self._check_budget(BUDGET_HINT)
 
     def _append(self, text: str) -> None:
         from ..pretrained import attention_maps
@@ -97,25 +103,36 @@ class HeadExplorer(CourseWidget):
             raise ValueError(
                 f"sentence {text!r} has {len(tokens)} tokens; at most {MAX_TOKENS} fit the widget"
             )
-        percent = np.rint(maps.astype(np.float64) * 100).astype(int)  # (L, H, T, T)
+        percent = np.rint(maps.astype(np.float64) * 100)  # (L, H, T, T), whole numbers 0..100
         self._full.append(maps)
-        self.labels = [*self.labels, text]
-        self.tokens = [*self.tokens, tokens]
-        self.maps = [*self.maps, {"shape": list(percent.shape), "data": percent.ravel().tolist()}]
+        with self.hold_sync():  # one message: the page never sees labels without their maps
+            self.labels = [*self.labels, text]
+            self.tokens = [*self.tokens, tokens]
+            self.maps = [*self.maps, pack_uint8(percent, "maps")]
 
     def add_sentence(self, text: str) -> None:
-        """Run the model on ``text`` (needs a Python kernel) and show it."""
-        self._append(text)
-        self._check_budget()
-        self.sentence_index = len(self.labels) - 1
+        """Run the model on ``text`` (needs a Python kernel) and show it.
 
-    def _check_budget(self) -> None:
-        size = self.data_bytes()
-        if size > MAX_BYTES:
-            raise ValueError(
-                f"HeadExplorer would sync {size} bytes of data, more than its budget of "
-                f"{MAX_BYTES}; use fewer or shorter sentences"
-            )
+        If the new maps would not fit the budget, the widget is left as it was.
+        """
+        before = (list(self.labels), list(self.tokens), list(self.maps), len(self._full))
+        with self.hold_sync():
+            self._append(text)
+            try:
+                self._check_budget(BUDGET_HINT)
+            except ValueError:
+                self.labels, self.tokens, self.maps = before[:3]
+                del self._full[before[3] :]
+                raise
+            self.sentence_index = len(self.labels) - 1
+
+    @traitlets.validate("sentence_index", "layer", "head")
+    def _valid_index(self, proposal: Any) -> int:
+        name, value = proposal["trait"].name, proposal["value"]
+        n = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}[name]
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value < n:
+            raise ValueError(f"{name} must be an int in 0..{n - 1}; got {value!r}")
+        return int(value)
 
     def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
         return (
