@@ -11,10 +11,8 @@ here too.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
-import matplotlib
 import nbformat
 import numpy as np
 import pytest
@@ -23,41 +21,17 @@ from course_utils import attention_scores, scaled_dot_product_attention, softmax
 from course_utils.data import bank_example, by_hand_example, query_plane_example
 from course_utils.plotting import describe_attention
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "01_queries_keys_values.ipynb"
+from .notebook_runner import CHAPTERS, run_notebook_cells
 
-
-def _code_cells() -> list[nbformat.NotebookNode]:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    return [c for c in nb.cells if c.cell_type == "code"]
-
-
-def _python_source(source: str, *, skip_own_checks: bool = False) -> str:
-    """Drop IPython-only lines (``%matplotlib inline``) and, if asked, the chapter's own asserts."""
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith("%")]
-    if skip_own_checks:  # the mutation tests bypass the chapter's in-cell assert_allclose lines
-        lines = [line for line in lines if not line.startswith("np.testing.assert_allclose")]
-    return "\n".join(lines)
+NOTEBOOK = CHAPTERS / "01_queries_keys_values.ipynb"
 
 
 def run_chapter(
     mutate: tuple[str, str] | None = None, *, skip_own_checks: bool = False
 ) -> dict[str, Any]:
-    """Execute the chapter's code cells in order in a fresh namespace and return it."""
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    namespace: dict[str, Any] = {"__name__": "chapter01"}
-    replaced = False
-    for cell in _code_cells():
-        source = _python_source(cell.source, skip_own_checks=skip_own_checks)
-        if mutate is not None and mutate[0] in source:
-            source = source.replace(mutate[0], mutate[1])
-            replaced = True
-        exec(compile(source, f"{NOTEBOOK.name}:{cell.id}", "exec"), namespace)
-    plt.close("all")
-    if mutate is not None:
-        assert replaced, f"mutation target not found in the chapter: {mutate[0]!r}"
-    return namespace
+    """Run the chapter; ``skip_own_checks`` drops its in-cell ``assert_allclose`` lines."""
+    drop = ("np.testing.assert_allclose",) if skip_own_checks else ()
+    return run_notebook_cells(NOTEBOOK, mutate=mutate, drop_lines_starting_with=drop)
 
 
 def compare_with_package(ns: dict[str, Any]) -> None:
@@ -136,7 +110,8 @@ def test_chapter_own_check_catches_a_diverging_chapter():
 
 
 def _cell_with(text: str) -> nbformat.NotebookNode:
-    matches = [c for c in _code_cells() if text in c.source]
+    code_cells = [c for c in nbformat.read(NOTEBOOK, as_version=4).cells if c.cell_type == "code"]
+    matches = [c for c in code_cells if text in c.source]
     assert len(matches) == 1, f"expected one code cell containing {text!r}, found {len(matches)}"
     return matches[0]
 

@@ -11,11 +11,8 @@ prose states are checked too.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
-import matplotlib
-import nbformat
 import numpy as np
 import pytest
 import torch
@@ -25,28 +22,13 @@ from course_utils.data import by_hand_example, query_plane_example, reading_exam
 from course_utils.masks import causal_mask
 from course_utils.softmax import softmax
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "03_softmax_weighted_sum.ipynb"
+from .notebook_runner import CHAPTERS, run_notebook_cells
+
+NOTEBOOK = CHAPTERS / "03_softmax_weighted_sum.ipynb"
 
 
 def run_chapter(mutate: tuple[str, str] | None = None) -> dict[str, Any]:
-    """Execute the chapter's code cells in order in a fresh namespace and return it."""
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    namespace: dict[str, Any] = {"__name__": "chapter03"}
-    replaced = False
-    for cell in (c for c in nb.cells if c.cell_type == "code"):
-        lines = [ln for ln in cell.source.splitlines() if not ln.lstrip().startswith("%")]
-        source = "\n".join(lines)
-        if mutate is not None and mutate[0] in source:
-            source = source.replace(mutate[0], mutate[1])
-            replaced = True
-        exec(compile(source, f"{NOTEBOOK.name}:{cell.id}", "exec"), namespace)
-    plt.close("all")
-    if mutate is not None:
-        assert replaced, f"mutation target not found in the chapter: {mutate[0]!r}"
-    return namespace
+    return run_notebook_cells(NOTEBOOK, mutate=mutate)
 
 
 def compare_with_package(ns: dict[str, Any]) -> None:

@@ -8,37 +8,21 @@ states about the measurement and the experiment are checked against the package.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import matplotlib
-import nbformat
 import pytest
 import torch
 
 from course_utils.head_patterns import measure_heads, top_heads
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "04_multi_head_attention.ipynb"
+from .notebook_runner import CHAPTERS, run_notebook_cells
+
+NOTEBOOK = CHAPTERS / "04_multi_head_attention.ipynb"
 
 
 def run_first_cells(mutate: tuple[str, str] | None = None) -> dict[str, Any]:
-    matplotlib.use("Agg")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    namespace: dict[str, Any] = {"__name__": "chapter04"}
-    replaced = False
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        if "run_heads_experiment" in cell.source:
-            break
-        source = "\n".join(
-            line for line in cell.source.splitlines() if not line.lstrip().startswith("%")
-        )
-        if mutate is not None and mutate[0] in source:
-            source, replaced = source.replace(*mutate), True
-        exec(compile(source, f"{NOTEBOOK.name}:{cell.id}", "exec"), namespace)
-    assert mutate is None or replaced, f"mutation target not found: {mutate[0]!r}"
-    return namespace
+    """Run the chapter up to the (slow) heads experiment."""
+    return run_notebook_cells(NOTEBOOK, mutate=mutate, stop_before="run_heads_experiment")
 
 
 def _matches(ns: dict[str, Any]) -> bool:

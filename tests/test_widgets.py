@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,7 @@ from course_utils.widgets._base import (
     check_tokens,
     check_vectors,
     pack_array,
+    pack_uint8,
     unpack_array,
     widget_esm,
 )
@@ -61,6 +64,61 @@ def test_pack_array(x, decimals, expected) -> None:
 def test_pack_array_rejects_non_finite() -> None:
     with pytest.raises(ValueError, match=r"NaN or inf \(shape \(2,\)\)"):
         pack_array([1.0, np.nan])
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        ([0, 1, 255], {"shape": [3], "uint8": "AAH/"}),
+        (np.array([[100.0, 0.0], [-0.0, 42.0]]), {"shape": [2, 2], "uint8": "ZAAAKg=="}),
+        (np.zeros((2, 0)), {"shape": [2, 0], "uint8": ""}),
+        (np.arange(24, dtype=np.int64).reshape(2, 3, 4), None),
+    ],
+)
+def test_pack_uint8_round_trips(x, expected) -> None:
+    packed = pack_uint8(x, "x")
+    if expected is not None:
+        assert packed == expected
+    json.dumps(packed)  # plain JSON (a str), as the widget state needs
+    out = unpack_array(packed)
+    assert out.shape == np.shape(x)
+    np.testing.assert_array_equal(out, np.asarray(x, dtype=float))
+
+
+@pytest.mark.parametrize(
+    ("x", "error", "match"),
+    [
+        ([0.5, 1.0], ValueError, r"percent must hold whole numbers in 0\.\.255; got shape \(2,\)"),
+        ([-1, 3], ValueError, r"got shape \(2,\) with values in \[-1, 3\]"),
+        ([[256]], ValueError, r"got shape \(1, 1\) with values in \[256, 256\]"),
+        ([np.nan], ValueError, "percent must hold whole numbers"),
+        ([True, False], TypeError, r"percent must be an array of whole numbers .*dtype bool"),
+        (["1"], TypeError, r"dtype <U1 \(shape \(1,\)\)"),
+    ],
+)
+def test_pack_uint8_errors(x, error, match) -> None:
+    with pytest.raises(error, match=match):
+        pack_uint8(x, "percent")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_decodes_what_python_packs() -> None:
+    """CU.bytes + CU.offset (JavaScript) read the same numbers as unpack_array (Python)."""
+    x = np.random.default_rng(0).integers(0, 256, size=(2, 3, 4, 5))  # (L, H, T, T)
+    packed = pack_uint8(x, "x")
+    script = (WIDGET_DIR / "_shared.js").read_text() + (
+        f"\nconst p = {json.dumps(packed)};\n"
+        "const all = CU.bytes(p);\n"
+        "const [start, size] = CU.offset(p.shape, 1, 2);\n"
+        "console.log(JSON.stringify({all: Array.from(all), start, size,"
+        " sub: Array.from(all.subarray(start, start + size))}));\n"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["all"] == x.ravel().tolist()
+    assert (out["start"], out["size"]) == ((1 * 3 + 2) * 20, 20)
+    assert out["sub"] == x[1, 2].ravel().tolist()
 
 
 @pytest.mark.parametrize(
