@@ -8,6 +8,7 @@ See ``_base.py`` for the shared base and the rules (text only via ``textContent`
 
 from ._base import CourseWidget
 from .four_steps import FourSteps
+from .head_explorer import HeadExplorer
 from .query_key_plane import QueryKeyPlane
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
@@ -16,6 +17,7 @@ from .temperature_mix import TemperatureMix
 __all__ = [
     "CourseWidget",
     "FourSteps",
+    "HeadExplorer",
     "QueryKeyPlane",
     "ScalingExplorer",
     "SentenceAttention",

@@ -17,6 +17,13 @@ creation: ``_shared.js`` (the ``CU`` helper namespace: SVG/HTML creation, labell
 and selects, viridis/cividis lookup, text-only tokens, packed-array access) followed by the
 widget's own file. The same holds for ``_css`` (``_shared.css`` + ``<name>.css``).
 
+Packing frames
+--------------
+:func:`pack_array` stores rounded floats as a JSON list (``CU.at``/``CU.slice`` read it).
+:func:`pack_uint8` stores whole numbers in 0..255 (e.g. weights in whole percent) as base64 bytes,
+about a third of the JSON size; ``CU.bytes`` decodes it once into a ``Uint8Array`` and
+``CU.offset`` finds a sub-array in it. :func:`unpack_array` reads both (for tests).
+
 Safety rule
 -----------
 Learner text is rendered with ``textContent``/``setAttribute`` only, never ``innerHTML`` (checked
