@@ -314,7 +314,7 @@ def test_plane_recomputes_when_inputs_change() -> None:
         (
             {"keys": [[1.0, 0.0]], "angle_index": 99},
             ValueError,
-            r"angle_index must be in \[0, 23\]; got 99",
+            r"angle_index must be an int in \[0, 23\]; got 99",
         ),
         ({"keys": [[1.0, 0.0]], "length_index": 1.5}, TypeError, r"length_index must be an int"),
     ],
@@ -327,7 +327,7 @@ def test_plane_bad_inputs(kwargs, error, match) -> None:
 
 def test_plane_rejects_bad_index_from_python() -> None:
     w = QueryKeyPlane([[1.0, 0.0]], n_angles=4)
-    with pytest.raises(ValueError, match=r"angle_index must be in \[0, 3\]; got -1"):
+    with pytest.raises(ValueError, match=r"angle_index must be an int in \[0, 3\]; got -1"):
         w.angle_index = -1
     assert w.angle_index == 0
 
@@ -455,7 +455,7 @@ def test_state_size_under_budget(make) -> None:
     assert w.state_bytes() < MAX_STATE_BYTES + len(w._esm) + len(w._css) + 2_000
 
 
-# ---- the example in /work/notes/api-widgets.md works as written ---------------------------------
+# ---- the example in src/course_utils/widgets/README.md works as written ---------------------
 
 
 def test_api_note_example(tmp_path, monkeypatch) -> None:

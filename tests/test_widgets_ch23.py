@@ -74,7 +74,7 @@ def test_scaling_widget_state(explorer: ScalingExplorer) -> None:
         explorer.stats["unscaled"] == explorer.stats["scaled"]
     )  # d_k = 1: scaling is the identity
     assert explorer.data_bytes() < MAX_STATE_BYTES
-    with pytest.raises(ValueError, match=r"d_k_index must be in \[0, 10\]; got 11"):
+    with pytest.raises(ValueError, match=r"d_k_index must be an int in \[0, 10\]; got 11"):
         explorer.d_k_index = 11
 
 
@@ -87,7 +87,7 @@ def test_scaling_widget_state(explorer: ScalingExplorer) -> None:
         ({"t_k": 1}, ValueError, r"t_k must be an int in \[2, 16\]; got 1"),
         ({"n_rows": 5}, ValueError, r"n_rows must be an int in \[10, 2000\]"),
         ({"seed": -1}, TypeError, r"seed must be a non-negative int"),
-        ({"d_k_index": 99}, ValueError, r"d_k_index must be in"),
+        ({"d_k_index": 99}, ValueError, r"d_k_index must be an int in"),
     ],
 )
 def test_scaling_widget_bad_input(kwargs, error, match) -> None:

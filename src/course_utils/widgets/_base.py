@@ -58,6 +58,7 @@ __all__ = [
     "MAX_STATE_BYTES",
     "CourseWidget",
     "check_grid_size",
+    "check_index",
     "check_tokens",
     "check_vectors",
     "pack_array",
@@ -212,6 +213,26 @@ def check_vectors(x: Any, name: str, *, rows: int | None = None, dim: int | None
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite; got shape {shape_str(arr.shape)} with inf")
     return arr.astype(np.float64)
+
+
+def check_index(i: Any, name: str, n: int) -> int:
+    """Validate the position of a control: an int in ``[0, n - 1]`` (bool is not an int here).
+
+    Every widget's index traits (``angle_index``, ``layer``, ``step_index`` ...) go through this, so
+    a learner who sets one from Python gets the same clear message everywhere.
+
+    >>> check_index(2, "query_index", 4)
+    2
+    >>> check_index(4, "query_index", 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: query_index must be an int in [0, 3]; got 4
+    """
+    if isinstance(i, bool) or not isinstance(i, int | np.integer):
+        raise TypeError(f"{name} must be an int in [0, {n - 1}]; got {type(i).__name__} {i!r}")
+    if not 0 <= int(i) < n:
+        raise ValueError(f"{name} must be an int in [0, {n - 1}]; got {i!r}")
+    return int(i)
 
 
 def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from .._validation import as_bool_array, shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..softmax import softmax
-from ._base import CourseWidget, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
 
 __all__ = ["STEP_NAMES", "FourSteps"]
 
@@ -132,10 +132,7 @@ class FourSteps(CourseWidget):
 
     @traitlets.validate("step_index")
     def _valid_step(self, proposal: Any) -> int:
-        i = proposal["value"]
-        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < 4:
-            raise ValueError(f"step_index must be an int in [0, 3]; got {i!r}")
-        return int(i)
+        return check_index(proposal["value"], "step_index", 4)
 
     def steps(self) -> tuple[NDArray, NDArray, NDArray, NDArray]:
         """``(scores, scaled, weights, output)``; masked entries of ``scaled`` are ``-inf``."""

@@ -29,7 +29,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget, pack_uint8
+from ._base import CourseWidget, check_index, pack_uint8
 
 __all__ = ["HeadExplorer"]
 
@@ -82,8 +82,7 @@ class HeadExplorer(CourseWidget):
             self._append(text)
         self.n_layers, self.n_heads = self._full[0].shape[:2]
         for name, value, n in (("layer", layer, self.n_layers), ("head", head, self.n_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
-                raise ValueError(f"{name} must be an int in 0..{n - 1}; got {value!r}")
+            check_index(value, name, n)
         self.layer, self.head = layer, head
         self.head_notes = {f"{L}-{H}": str(t) for (L, H), t in (notes or {}).items()}
         if not self.description:
@@ -130,9 +129,7 @@ class HeadExplorer(CourseWidget):
     def _valid_index(self, proposal: Any) -> int:
         name, value = proposal["trait"].name, proposal["value"]
         n = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}[name]
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value < n:
-            raise ValueError(f"{name} must be an int in 0..{n - 1}; got {value!r}")
-        return int(value)
+        return check_index(value, name, n)
 
     def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
         return (

@@ -32,6 +32,7 @@ from ..attention import attention_scores, scaled_dot_product_attention
 from ._base import (
     CourseWidget,
     check_grid_size,
+    check_index,
     check_tokens,
     check_vectors,
     pack_array,
@@ -113,9 +114,9 @@ class QueryKeyPlane(CourseWidget):
             self.angles = [round(360.0 * a / n_angles, 6) for a in range(n_angles)]
             self.lengths = grid_lengths
         self._recompute()
-        self.angle_index = self._check_index(angle_index, "angle_index", n_angles)
+        self.angle_index = check_index(angle_index, "angle_index", n_angles)
         default_len = max(0, len(grid_lengths) - 2)
-        self.length_index = self._check_index(
+        self.length_index = check_index(
             default_len if length_index is None else length_index, "length_index", len(grid_lengths)
         )
 
@@ -148,21 +149,13 @@ class QueryKeyPlane(CourseWidget):
             raise ValueError(f"lengths must be positive and finite; got {arr.tolist()}")
         return [float(x) for x in arr]
 
-    @staticmethod
-    def _check_index(i: Any, name: str, n: int) -> int:
-        if isinstance(i, bool) or not isinstance(i, int | np.integer):
-            raise TypeError(f"{name} must be an int in [0, {n - 1}]; got {type(i).__name__} {i!r}")
-        if not 0 <= int(i) < n:
-            raise ValueError(f"{name} must be in [0, {n - 1}]; got {i}")
-        return int(i)
-
     @traitlets.validate("angle_index")
     def _valid_angle(self, proposal: Any) -> int:
-        return self._check_index(proposal["value"], "angle_index", max(1, len(self.angles)))
+        return check_index(proposal["value"], "angle_index", max(1, len(self.angles)))
 
     @traitlets.validate("length_index")
     def _valid_length(self, proposal: Any) -> int:
-        return self._check_index(proposal["value"], "length_index", max(1, len(self.lengths)))
+        return check_index(proposal["value"], "length_index", max(1, len(self.lengths)))
 
     # ---- inputs that recompute --------------------------------------------------------------
     def set_inputs(

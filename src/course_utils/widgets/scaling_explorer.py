@@ -31,20 +31,12 @@ from numpy.typing import NDArray
 
 from ..scaling import SaturationStats, sample_scores, saturation_stats
 from ..softmax import softmax
-from ._base import CourseWidget, check_grid_size, pack_array
+from ._base import CourseWidget, check_grid_size, check_index, pack_array
 
 __all__ = ["ScalingExplorer"]
 
 DECIMALS = 3
 MODES = ("unscaled", "scaled")
-
-
-def _check_index(i: Any, name: str, n: int) -> int:
-    if isinstance(i, bool) or not isinstance(i, int | np.integer):
-        raise TypeError(f"{name} must be an int in [0, {n - 1}]; got {type(i).__name__} {i!r}")
-    if not 0 <= int(i) < n:
-        raise ValueError(f"{name} must be in [0, {n - 1}]; got {i}")
-    return int(i)
 
 
 class ScalingExplorer(CourseWidget):
@@ -100,7 +92,7 @@ class ScalingExplorer(CourseWidget):
             self.d_ks = grid
         self._recompute()
         middle = len(grid) // 2
-        self.d_k_index = _check_index(
+        self.d_k_index = check_index(
             middle if d_k_index is None else d_k_index, "d_k_index", len(grid)
         )
 
@@ -118,7 +110,7 @@ class ScalingExplorer(CourseWidget):
 
     @traitlets.validate("d_k_index")
     def _valid_index(self, proposal: Any) -> int:
-        return _check_index(proposal["value"], "d_k_index", max(1, len(self.d_ks)))
+        return check_index(proposal["value"], "d_k_index", max(1, len(self.d_ks)))
 
     def raw_scores(self, d_k: int) -> NDArray:
         """The random raw scores behind the frame of ``d_k``, shape ``(n_rows, t_k)``.

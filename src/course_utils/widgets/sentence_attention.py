@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
 from ..attention import scaled_dot_product_attention
-from ._base import CourseWidget, check_tokens, check_vectors, pack_array, unpack_array
+from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, unpack_array
 
 __all__ = ["SentenceAttention"]
 
@@ -150,19 +149,12 @@ class SentenceAttention(CourseWidget):
 
     @traitlets.validate("sentence_index")
     def _valid_sentence(self, proposal: Any) -> int:
-        i = proposal["value"]
-        n = len(self.tokens)
-        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < n:
-            raise ValueError(f"sentence_index must be an int in [0, {n - 1}]; got {i!r}")
-        return int(i)
+        return check_index(proposal["value"], "sentence_index", len(self.tokens))
 
     @traitlets.validate("query_index")
     def _valid_query(self, proposal: Any) -> int:
-        i = proposal["value"]
         n = len(self.tokens[self.sentence_index]) if self.tokens else 1
-        if isinstance(i, bool) or not isinstance(i, int | np.integer) or not 0 <= i < n:
-            raise ValueError(f"query_index must be an int in [0, {n - 1}]; got {i!r}")
-        return int(i)
+        return check_index(proposal["value"], "query_index", n)
 
     @traitlets.observe("sentence_index")
     def _on_sentence(self, change: Any) -> None:

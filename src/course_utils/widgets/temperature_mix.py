@@ -26,7 +26,7 @@ import traitlets
 from numpy.typing import NDArray
 
 from ..softmax import softmax
-from ._base import CourseWidget, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
 
 __all__ = ["TemperatureMix", "convex_hull"]
 
@@ -133,10 +133,7 @@ class TemperatureMix(CourseWidget):
 
     @traitlets.validate("t_index")
     def _valid_index(self, proposal: Any) -> int:
-        i, n = proposal["value"], max(1, len(self.temperatures))
-        if not 0 <= int(i) < n:
-            raise ValueError(f"t_index must be in [0, {n - 1}]; got {i}")
-        return int(i)
+        return check_index(proposal["value"], "t_index", max(1, len(self.temperatures)))
 
     def _recompute(self) -> None:
         s = np.asarray(self.scores)  # (T_k,)
