@@ -121,6 +121,26 @@ def test_shared_js_decodes_what_python_packs() -> None:
     assert out["sub"] == x[1, 2].ravel().tolist()
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_listen_unsubscribes_exactly_what_it_subscribed() -> None:
+    """CU.listen subscribes every named event and its cleanup removes each of them again."""
+    script = (WIDGET_DIR / "_shared.js").read_text() + (
+        "\nconst log = [];\n"
+        "const model = { on: (e, f) => log.push(['on', e, f.name]),"
+        " off: (e, f) => log.push(['off', e, f.name]) };\n"
+        "function draw() {}\nfunction rebuild() {}\n"
+        "const cleanup = CU.listen(model, [['change:a  change:b', draw], ['change:c', rebuild]]);\n"
+        "const subscribed = log.length;\ncleanup();\n"
+        "console.log(JSON.stringify({log, subscribed}));\n"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    pairs = [["change:a", "draw"], ["change:b", "draw"], ["change:c", "rebuild"]]
+    assert out["subscribed"] == 3
+    assert out["log"] == [["on", *p] for p in pairs] + [["off", *p] for p in pairs]
+
+
 @pytest.mark.parametrize(
     ("tokens", "error", "match"),
     [

@@ -246,4 +246,6 @@ def test_js_does_no_maths_and_no_html_sinks(stem: str) -> None:
     assert "Math.exp" not in js and "Math.log" not in js  # no softmax / entropy in JS
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", js)
     assert "export default { render }" in js
-    assert re.search(r"return \(\) => \{", js)  # cleanup function
+    # render returns the cleanup that CU.listen built from the same subscriptions
+    assert re.search(r"const cleanup = CU\.listen\(model,", js) and "return cleanup;" in js
+    assert "model.on(" not in js  # every subscription goes through CU.listen

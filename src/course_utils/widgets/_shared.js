@@ -208,8 +208,23 @@ const CU = (() => {
     return { root, controls, stage, caption };
   }
 
+  /**
+   * Subscribe handlers to model events and return the cleanup that unsubscribes exactly those, so a
+   * widget's render() cannot forget one: `return CU.listen(model, [["change:x change:y", draw]]);`
+   * Each entry is [space-separated event names, handler].
+   */
+  function listen(model, entries) {
+    const pairs = entries.flatMap(([events, handler]) =>
+      events.split(/\s+/).filter(Boolean).map((ev) => [ev, handler]),
+    );
+    for (const [ev, handler] of pairs) model.on(ev, handler);
+    return () => {
+      for (const [ev, handler] of pairs) model.off(ev, handler);
+    };
+  }
+
   return {
     svg, html, setText, uid, slider, select, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
-    suppressShortcuts,
+    suppressShortcuts, listen,
   };
 })();

@@ -139,14 +139,12 @@ function render({ model, el }) {
     build();
     update();
   };
-  const INPUTS = ["change:frames", "change:query_tokens", "change:key_tokens", "change:value_labels"];
-  model.on("change:step_index", update);
-  INPUTS.forEach((ev) => model.on(ev, rebuild));
+  const cleanup = CU.listen(model, [
+    ["change:step_index", update],
+    ["change:frames change:query_tokens change:key_tokens change:value_labels", rebuild],
+  ]);
   rebuild();
-  return () => {
-    model.off("change:step_index", update);
-    INPUTS.forEach((ev) => model.off(ev, rebuild));
-  };
+  return cleanup;
 }
 
 export default { render };

@@ -133,16 +133,12 @@ function render({ model, el }) {
     head.set(model.get("head"));
     draw();
   };
-  const DATA = ["change:labels", "change:tokens", "change:maps"];
-  const STATE = ["change:sentence_index", "change:layer", "change:head"];
-  DATA.forEach((ev) => model.on(ev, onSentences));
-  STATE.forEach((ev) => model.on(ev, onState));
-  model.on("change:head_notes", draw);
+  const cleanup = CU.listen(model, [
+    ["change:labels change:tokens change:maps", onSentences],
+    ["change:sentence_index change:layer change:head", onState],
+    ["change:head_notes", draw],
+  ]);
   draw();
-  return () => {
-    DATA.forEach((ev) => model.off(ev, onSentences));
-    STATE.forEach((ev) => model.off(ev, onState));
-    model.off("change:head_notes", draw);
-  };
+  return cleanup;
 }
 export default { render };

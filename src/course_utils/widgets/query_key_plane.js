@@ -189,17 +189,12 @@ function render({ model, el }) {
     built = null;
     update();
   };
-  model.on("change:angle_index", update);
-  model.on("change:length_index", update);
-  model.on("change:frames", rebuild);
-  model.on("change:key_labels", rebuild);
+  const cleanup = CU.listen(model, [
+    ["change:angle_index change:length_index", update],
+    ["change:frames change:key_labels", rebuild],
+  ]);
   update();
-  return () => {
-    model.off("change:angle_index", update);
-    model.off("change:length_index", update);
-    model.off("change:frames", rebuild);
-    model.off("change:key_labels", rebuild);
-  };
+  return cleanup;
 }
 
 export default { render };

@@ -105,13 +105,9 @@ function render({ model, el }) {
     slider.set(i);
   }
 
-  model.on("change:d_k_index", update);
-  model.on("change:frames", update);
+  const cleanup = CU.listen(model, [["change:d_k_index change:frames", update]]);
   update();
-  return () => {
-    model.off("change:d_k_index", update);
-    model.off("change:frames", update);
-  };
+  return cleanup;
 }
 
 export default { render };

@@ -89,15 +89,13 @@ function render({ model, el }) {
     sentenceSelect.setOptions(model.get("labels"), model.get("sentence_index"));
     rebuild();
   };
-  model.on("change:sentence_index", onSentence);
-  model.on("change:query_index", update);
-  model.on("change:frames", onFrames);
+  const cleanup = CU.listen(model, [
+    ["change:sentence_index", onSentence],
+    ["change:query_index", update],
+    ["change:frames", onFrames],
+  ]);
   rebuild();
-  return () => {
-    model.off("change:sentence_index", onSentence);
-    model.off("change:query_index", update);
-    model.off("change:frames", onFrames);
-  };
+  return cleanup;
 }
 
 export default { render };

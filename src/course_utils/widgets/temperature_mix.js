@@ -99,13 +99,12 @@ function render({ model, el }) {
     plane = null;
     update();
   };
-  model.on("change:t_index", update);
-  model.on("change:frames", rebuild);
+  const cleanup = CU.listen(model, [
+    ["change:t_index", update],
+    ["change:frames", rebuild],
+  ]);
   update();
-  return () => {
-    model.off("change:t_index", update);
-    model.off("change:frames", rebuild);
-  };
+  return cleanup;
 }
 
 export default { render };
