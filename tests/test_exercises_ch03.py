@@ -42,7 +42,7 @@ def test_stable_softmax_solution_passes() -> None:
         (_starter, "returned None", "replace the `...`"),
         (
             lambda x: np.exp(x) / np.exp(x).sum(axis=-1, keepdims=True),
-            "float32 row with scores of ±1e4: softmax contains NaN",
+            "softmax contains NaN",
             "subtract the maximum",
         ),
         (
