@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import as_float_array, check_positive_finite
+from ._validation import as_float_array, check_positive_finite, shape_str
 
 __all__ = ["softmax"]
 
@@ -23,7 +23,7 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
 
     Parameters
     ----------
-    x : array_like
+    x : array_like (numpy, list or torch tensor)
         Real scores (logits). ``-inf`` entries get weight exactly 0 (that is how masks work). NaN
         and ``+inf`` are rejected.
     axis : int
@@ -50,10 +50,20 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
     """
     scores = as_float_array(x, "x")
     temperature = check_positive_finite(temperature, "temperature")
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise TypeError(f"axis must be an int (the one axis that sums to 1, e.g. -1); got {axis!r}")
     if scores.ndim == 0:
         raise ValueError("x must have at least 1 dimension; got a scalar (shape ())")
     if not -scores.ndim <= axis < scores.ndim:
-        raise ValueError(f"axis {axis} is out of range for x with {scores.ndim} dimensions")
+        raise ValueError(
+            f"axis {axis} is out of range for x with {scores.ndim} dimensions "
+            f"(shape {shape_str(scores.shape)})"
+        )
+    if scores.shape[axis] == 0:
+        raise ValueError(
+            f"x has shape {shape_str(scores.shape)}: softmax needs at least one entry along axis "
+            f"{axis}, expected a length >= 1 there"
+        )
     # float16 is computed in float32 (as PyTorch accumulates it) and rounded back at the end.
     work = scores.astype(np.promote_types(scores.dtype, np.float32), copy=False)
     t = work.dtype.type(temperature)
