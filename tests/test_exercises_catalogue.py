@@ -404,7 +404,7 @@ WRONG_CH03 = [
         "limits argmax, grad",
         ch03.check_temperature_limits,
         (_grad([0, 1, 0, 0]), _grad([0.25] * 4)),
-        "T -> 0",
+        "τ -> 0",
         "share the weight",
     ),
     (

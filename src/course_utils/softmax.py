@@ -29,7 +29,7 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
     axis : int
         The axis that is normalised (sums to 1). Default: the last one.
     temperature : float
-        ``softmax(x / T)``. ``T -> 0`` approaches a one-hot argmax, ``T -> inf`` the uniform
+        ``softmax(x / τ)``. ``τ -> 0`` approaches a one-hot argmax, ``τ -> inf`` the uniform
         distribution.
 
     Returns
@@ -70,8 +70,8 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
     if t == 0 or not np.isfinite(t):  # e.g. T = 1e-50 is 0 in float32: divide in float64 instead
         work = work.astype(np.float64)
         t = np.float64(temperature)
-    # Subtract the maximum *before* dividing by the temperature: softmax((x - max x) / T) equals
-    # softmax(x / T) because T > 0, and x / T alone could overflow to inf for a small T.
+    # Subtract the maximum *before* dividing by the temperature: softmax((x - max x) / τ) equals
+    # softmax(x / τ) because τ > 0, and x / τ alone could overflow to inf for a small τ.
     row_max = np.max(work, axis=axis, keepdims=True)  # (..., 1, ...) along axis
     # A row that is all -inf has max -inf; subtracting it would give nan. Shift such rows by 0:
     # exp(-inf) = 0 everywhere, the sum is 0, and the row ends up all zeros below.

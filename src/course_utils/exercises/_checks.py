@@ -619,12 +619,12 @@ def check_softmax(
     if temperature != 1.0:
         mistakes += [
             Mistake(
-                f"the temperature was ignored; divide the scores by T = {temperature:g} first",
+                f"the temperature was ignored; divide the scores by τ = {temperature:g} first",
                 softmax(xa, axis=axis),
             ),
             Mistake(
                 "you multiplied by the temperature; "
-                f"divide the scores by T = {temperature:g} instead",
+                f"divide the scores by τ = {temperature:g} instead",
                 softmax(xa * temperature, axis=axis),
             ),
         ]

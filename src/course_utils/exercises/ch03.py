@@ -6,7 +6,7 @@ with the starter code (``...``).
 
 - :func:`check_stable_softmax`: ``stable_softmax(x)`` along the last axis, including rows of
   ``±1e4`` in float32 and ``-inf`` (masked) entries;
-- :func:`check_temperature_limits`: the weights of a row of scores as ``T -> 0`` and ``T -> inf``;
+- :func:`check_temperature_limits`: the weights of a row of scores as ``τ -> 0`` and ``τ -> inf``;
 - :func:`check_attention`: ``attention(Q, K, V, mask=None)``, the four steps, with a causal mask.
 
 >>> def stable_softmax(x):
@@ -96,23 +96,23 @@ def check_stable_softmax(stable_softmax: Callable[[Any], Any]) -> Feedback:
 
 
 def check_temperature_limits(t_to_zero: Any, t_to_infinity: Any) -> Feedback:
-    """Check the limits of ``softmax(s / T)`` for ``s = TEMPERATURE_SCORES`` as ``T -> 0`` and
-    ``T -> inf``, compared with ``course_utils.softmax.softmax`` at ``T = 1e-3`` and ``T = 1e6``.
+    """Check the limits of ``softmax(s / τ)`` for ``s = TEMPERATURE_SCORES`` as ``τ -> 0`` and
+    ``τ -> inf``, compared with ``course_utils.softmax.softmax`` at ``τ = 1e-3`` and ``τ = 1e6``.
 
     >>> bool(check_temperature_limits([0, 0.5, 0.5, 0], [0.25, 0.25, 0.25, 0.25]))
     True
     >>> print(check_temperature_limits([0, 1, 0, 0], [0.25] * 4))
     ✗ temperature limits: not yet right
-      - T -> 0: entry [1] is 1, expected 0.5
-      - T -> 0: 2 of 4 entries differ
-      hint: two scores tie for the maximum: as T -> 0 they share the weight equally
+      - τ -> 0: entry [1] is 1, expected 0.5
+      - τ -> 0: 2 of 4 entries differ
+      hint: two scores tie for the maximum: as τ -> 0 they share the weight equally
     """
     title = "temperature limits"
     s = np.array(_SCORES)  # (4,)
     feedbacks = []
     for answer, temperature, label in (
-        (t_to_zero, 1e-3, "T -> 0"),
-        (t_to_infinity, 1e6, "T -> inf"),
+        (t_to_zero, 1e-3, "τ -> 0"),
+        (t_to_infinity, 1e6, "τ -> inf"),
     ):
         if answer is Ellipsis or answer is None:
             return Feedback(
@@ -129,20 +129,20 @@ def check_temperature_limits(t_to_zero: Any, t_to_infinity: Any) -> Feedback:
             True,
             title,
             (
-                "T -> 0 gives the argmax, shared between the two tied maxima; "
-                "T -> inf gives the uniform distribution",
+                "τ -> 0 gives the argmax, shared between the two tied maxima; "
+                "τ -> inf gives the uniform distribution",
             ),
         )
     messages = tuple(f"{fb.title}: {m}" for fb in feedbacks if not fb for m in fb.messages)
     hints = []
     try:
-        zero = as_answer_array(t_to_zero, "T -> 0").astype(np.float64)
+        zero = as_answer_array(t_to_zero, "τ -> 0").astype(np.float64)
     except TypeError:
         zero = None
     if not feedbacks[0] and zero is not None and zero.shape == (4,) and np.isclose(zero.max(), 1):
-        hints.append("two scores tie for the maximum: as T -> 0 they share the weight equally")
+        hints.append("two scores tie for the maximum: as τ -> 0 they share the weight equally")
     if not feedbacks[1] and not any("must be" in m or "could not" in m for m in messages):
-        hints.append("as T grows, every s_j / T goes to 0, and softmax of zeros is uniform")
+        hints.append("as τ grows, every s_j / τ goes to 0, and softmax of zeros is uniform")
     return Feedback(False, title, messages, tuple(hints))
 
 
