@@ -19,9 +19,9 @@ The examples
 ``"bank"``  (:func:`bank_example`)
     The seed's sentence 小明在银行边的长椅上看书 ("Xiao Ming is reading on a bench by the bank"),
     segmented into words 小明/在/银行/边/的/长椅/上/看书. Hand-designed so that the pattern can be
-    read: 看书 attends to 小明 (who reads?), 小明 to 看书, 长椅 to 银行 and 边 (where is the bench?),
-    银行 to 长椅 (the context of the word "bank"; chapter 1 explains why "river bank" is a pun that
-    works in English only).
+    read: 看书 attends to 小明 (who reads?), 小明 to 看书, 长椅 to 银行 and 边 (where is the
+    bench?), 银行 to 长椅 (the context of the word "bank"; chapter 1 explains why "river bank" is a
+    pun that works in English only).
 ``"reading"``  (:func:`reading_example`)
     The seed's causal-attention sentence 看书真好 (看/书/真/好, "Reading is really nice"), seeded
     random numbers rounded to one decimal; used with :func:`course_utils.masks.causal_mask`.
