@@ -197,3 +197,36 @@ def test_read_only_home_c_locale_odd_timezone_and_hostile_matplotlibrc(tmp_path)
         home.chmod(0o755)
     assert report["cmap"] == "viridis"
     _assert_package_font_everywhere(report)
+
+
+def test_a_users_ipython_startup_file_does_not_change_notebook_outputs(tmp_path):
+    """nbval's kernels get an empty IPython/Jupyter configuration (the repository's conftest.py), so
+    a learner's ``~/.ipython`` startup file (here one that changes numpy's print options, a common
+    habit) cannot change what the notebooks print and fail the tests."""
+    home = tmp_path / "home"
+    startup = home / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-numpy.py").write_text(
+        "import numpy\nnumpy.set_printoptions(precision=1)\n", encoding="utf-8"
+    )
+    (home / ".jupyter").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR")}
+    env.update(HOME=str(home), PYTHONPATH=str(REPO / "src"))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--nbval",
+            str(REPO / "appendix" / "derivatives.ipynb"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]

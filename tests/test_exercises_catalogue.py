@@ -537,3 +537,12 @@ def test_exercises_docstring_names_only_functions_that_exist():
         assert hasattr(exercises, name.split(".")[-1]), name
     for name in re.findall(r"\bexercise_\d+_\d+\b", doc):
         pytest.fail(f"the docstring names {name}, which does not exist")
+
+
+def test_chapter_constants_cannot_change_the_right_answers(monkeypatch):
+    """A learner experimenting with ch03.TEMPERATURE_SCORES or ch02.SATURATION_GRID in the notebook
+    does not change what the checkers accept."""
+    monkeypatch.setattr(ch03, "TEMPERATURE_SCORES", (0.0, 0.0, 0.0, 9.0))
+    assert ch03.check_temperature_limits([0, 0.5, 0.5, 0], [0.25] * 4).passed
+    monkeypatch.setattr(ch02, "SATURATION_GRID", (1, 3, 5))
+    assert ch02.check_saturation_threshold(128).passed
