@@ -6,7 +6,7 @@
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-rope-dial");
-  const DIAL = 112; // px per dial
+  const DIAL = 124; // px per dial
   const R = 44; // px for the longest pair
   const CW = 300; // chart width
   const CH = 210; // chart height
@@ -50,13 +50,14 @@ function render({ model, el }) {
   const layout = CU.html("div", { class: "cu-rope-layout" }, stage);
   const half = model.get("d") / 2;
   const dialW = DIAL * Math.min(half, 4);
-  const dialH = (DIAL + 16) * Math.ceil(half / 4);
+  const ROW = DIAL + 36; // a dial and its two lines of text
+  const dialH = ROW * Math.ceil(half / 4);
   const dialSvg = CU.svg("svg", { viewBox: `0 0 ${dialW} ${dialH}`, width: dialW, height: dialH, role: "img" }, layout);
   const dialTitle = CU.svg("title", {}, dialSvg);
   const dials = [];
   for (let i = 0; i < half; i++) {
     const cx = DIAL / 2 + DIAL * (i % 4);
-    const cy = DIAL / 2 + 4 + (DIAL + 16) * Math.floor(i / 4);
+    const cy = DIAL / 2 + 4 + ROW * Math.floor(i / 4);
     const g = CU.svg("g", { class: "cu-rope-one" }, dialSvg);
     CU.svg("circle", { cx, cy, r: R + 4, class: "cu-rope-ring" }, g);
     CU.svg("line", { x1: cx - R - 4, y1: cy, x2: cx + R + 4, y2: cy, class: "cu-rope-axis" }, g);
@@ -113,8 +114,8 @@ function render({ model, el }) {
       dl.kTip.setAttribute("cx", kX.toFixed(2));
       dl.kTip.setAttribute("cy", kY.toFixed(2));
       const wave = (2 * Math.PI) / theta[i];
-      CU.setText(dl.label, `pair ${i}: θ_${i} = ${theta[i] >= 0.01 ? CU.fmt(theta[i], 3) : theta[i].toExponential(1)}`);
-      CU.setText(dl.share, `wavelength ${wave < 1000 ? CU.fmt(wave, 1) : wave.toExponential(1)}; share ${CU.fmt(shares[i], 2)}`);
+      CU.setText(dl.label, `pair ${i}: θ = ${theta[i] >= 0.01 ? CU.fmt(theta[i], 3) : theta[i].toExponential(1)}`);
+      CU.setText(dl.share, `λ = ${wave < 1000 ? CU.fmt(wave, 1) : wave.toExponential(1)}, share ${CU.fmt(shares[i], 2)}`);
     });
     const scores = CU.slice(frames.scores, b, p);
     const [lo, hi] = frames.score_range;
