@@ -6,7 +6,7 @@
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-rope-dial");
-  const DIAL = 124; // px per dial
+  const DIAL = 140; // px per dial
   const R = 44; // px for the longest pair
   const CW = 300; // chart width
   const CH = 210; // chart height
