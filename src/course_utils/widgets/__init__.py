@@ -10,6 +10,7 @@ from ._base import CourseWidget
 from .four_steps import FourSteps
 from .head_explorer import HeadExplorer
 from .query_key_plane import QueryKeyPlane
+from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
 from .temperature_mix import TemperatureMix
@@ -19,6 +20,7 @@ __all__ = [
     "FourSteps",
     "HeadExplorer",
     "QueryKeyPlane",
+    "RopeDial",
     "ScalingExplorer",
     "SentenceAttention",
     "TemperatureMix",
