@@ -1,8 +1,8 @@
 """What a Transformer block costs: parameters, and forward FLOPs per token as the length T grows.
 
-FLOPs count the matrix products only, 2 per multiply-add (the convention of Kaplan et al., 2020,
-Table 1, and of ``torch.utils.flop_counter``); softmax, LayerNorm, the activation and the residual
-adds are O(T·d_model) and left out. For one token of a sequence of ``T`` tokens, full
+FLOPs count the matrix products only, 2 per multiply-add (the convention of
+``torch.utils.flop_counter``, against which the tests check these formulas); softmax, LayerNorm, the
+activation and the residual adds cost far less and are left out. For one token of a sequence of ``T`` tokens, full
 (bidirectional) attention, ``d = d_model``:
 
 =====================  =================  ============================================

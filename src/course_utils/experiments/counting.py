@@ -55,11 +55,11 @@ def decode(x: Tensor) -> list[str]:
 
 
 class CountingModel(nn.Module):
-    """Embeddings -> ``n_layers`` pre-LN blocks -> LayerNorm -> logits over counts ``0..T``."""
+    """Embeddings -> ``n_layers`` blocks (pre-LN by default) -> LayerNorm -> logits over counts."""
 
     def __init__(
         self, V: int, T: int, *, d_model: int = 16, n_heads: int = 4, d_ff: int = 64,
-        n_layers: int = 2, dropout: float = 0.0,
+        n_layers: int = 2, dropout: float = 0.0, norm_first: bool = True,
     ) -> None:  # fmt: skip
         super().__init__()
         if not 1 <= V <= len(LETTERS):
@@ -67,7 +67,8 @@ class CountingModel(nn.Module):
         self.V, self.T = V, T
         self.embed = nn.Embedding(V, d_model)
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model, n_heads, d_ff, dropout=dropout) for _ in range(n_layers)
+            TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
+            for _ in range(n_layers)
         )
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, T + 1)  # class c = "occurs c times" (0 never happens)
@@ -93,10 +94,18 @@ class CountingModel(nn.Module):
             return self(x).argmax(dim=-1)  # (B, T)
 
 
+def _test_loss(model: CountingModel, x: Tensor, y: Tensor) -> float:
+    """Mean cross-entropy (nats) of ``model`` on tokens ``x`` and counts ``y``, both ``(B, T)``."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(x)  # (B, T, T + 1)
+        return float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+
+
 @dataclass(frozen=True)
 class CountingRun:
     seed: int
-    steps: list[int]  # the steps at which the test loss was measured
+    steps: list[int]  # the steps at which the test loss was measured (0 = before training)
     losses: list[float]  # test loss (cross-entropy, nats) at those steps
     accuracy: float  # final test accuracy over all positions
     model: CountingModel
@@ -112,6 +121,7 @@ def train_counting(
     d_ff: int = 64,
     n_layers: int = 2,
     dropout: float = 0.0,
+    norm_first: bool = True,
     steps: int = 300,
     batch: int = 64,
     lr: float = 5e-3,
@@ -123,8 +133,8 @@ def train_counting(
     initialisation and its own training batches.
 
     >>> runs = train_counting(seeds=(0,), steps=2, eval_every=1, batch=4)
-    >>> runs[0].steps, len(runs[0].losses)
-    ([1, 2], 2)
+    >>> runs[0].steps, len(runs[0].losses)            # step 0: before training
+    ([0, 1, 2], 3)
     """
     runs = []
     with _deterministic():
@@ -133,11 +143,11 @@ def train_counting(
             torch.manual_seed(seed)
             model = CountingModel(
                 V, T, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers,
-                dropout=dropout,
+                dropout=dropout, norm_first=norm_first,
             )  # fmt: skip
             opt = torch.optim.Adam(model.parameters(), lr=lr)
             data = torch.Generator().manual_seed(1000 + seed)
-            at, losses = [], []
+            at, losses = [0], [_test_loss(model, test_x, test_y)]  # step 0: about ln(T + 1)
             for step in range(1, steps + 1):
                 model.train()
                 x, y = make_batch(batch, T, V, data)  # (B, T), (B, T)
@@ -146,12 +156,8 @@ def train_counting(
                 loss.backward()
                 opt.step()
                 if step % eval_every == 0 or step == steps:
-                    model.eval()
-                    with torch.no_grad():
-                        logits = model(test_x)  # (512, T, T + 1)
-                        test = F.cross_entropy(logits.flatten(0, 1), test_y.flatten())
                     at.append(step)
-                    losses.append(float(test))
+                    losses.append(_test_loss(model, test_x, test_y))
             model.eval()
             accuracy = float((model.predict(test_x) == test_y).float().mean())
             runs.append(CountingRun(seed, at, losses, accuracy, model))
