@@ -2,8 +2,8 @@
 
 FLOPs count the matrix products only, 2 per multiply-add (the convention of
 ``torch.utils.flop_counter``, against which the tests check these formulas); softmax, LayerNorm, the
-activation and the residual adds cost far less and are left out. For one token of a sequence of ``T`` tokens, full
-(bidirectional) attention, ``d = d_model``:
+activation and the residual adds cost far less and are left out. For one token of a sequence of
+``T`` tokens, full (bidirectional) attention, ``d = d_model``:
 
 =====================  =================  ============================================
 part                   FLOPs per token    why

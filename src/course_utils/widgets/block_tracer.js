@@ -41,8 +41,14 @@ function render({ model, el }) {
     return t;
   }
 
-  /** One vector: a bar per dimension (blue up, orange down), then its norm as a bar and a number. */
-  function vectorRow(y, label, values, norm, maxNorm, scale) {
+  /**
+   * One vector: a bar per dimension (blue up, orange down), scaled to the row's largest entry so that
+   * its direction is visible; then its length (norm, from Python) as a bar on one shared scale.
+   */
+  function vectorRow(y, label, values, norm, maxNorm) {
+    let scale = 0;
+    for (const v of values) scale = Math.max(scale, Math.abs(v)); // a drawing scale, not maths
+    scale = scale || 1;
     text(svg, 0, y + ROW_H / 2 + 4, label, "cu-bt-label");
     const mid = y + ROW_H / 2;
     const half = ROW_H / 2 - 3;
@@ -95,7 +101,6 @@ function render({ model, el }) {
     const vectors = model.get("vectors");
     const norms = model.get("norms");
     const labels = model.get("step_labels");
-    const scale = model.get("scale");
     const S = labels.length;
     let maxNorm = 0;
     for (const v of norms.data) maxNorm = Math.max(maxNorm, v);
@@ -103,7 +108,7 @@ function render({ model, el }) {
     let y = 4;
     for (let s = 0; s < S; s++) {
       const values = CU.slice(vectors, layer, token, s);
-      vectorRow(y, labels[s], values, CU.at(norms, layer, token, s), maxNorm || 1, scale);
+      vectorRow(y, labels[s], values, CU.at(norms, layer, token, s), maxNorm || 1);
       y += ROW_H;
       if (s === 1) y += attentionRows(y, layer, token); // after LayerNorm 1, before the add
     }

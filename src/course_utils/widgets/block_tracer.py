@@ -72,7 +72,6 @@ class BlockTracer(CourseWidget):
     vectors = traitlets.Dict().tag(sync=True)  # pack_array (L, T, n_steps, d_model), 2 decimals
     norms = traitlets.Dict().tag(sync=True)  # pack_array (L, T, n_steps), 2 decimals
     attention = traitlets.Dict().tag(sync=True)  # pack_uint8 (L, T, n_heads, T), whole percent
-    scale = traitlets.Float(1.0).tag(sync=True)  # largest |entry|: bar heights share one scale
     n_layers = traitlets.Int(1).tag(sync=True)
     token = traitlets.Int(0).tag(sync=True)
     layer = traitlets.Int(0).tag(sync=True)
@@ -119,7 +118,6 @@ class BlockTracer(CourseWidget):
             self.vectors = pack_array(vectors, decimals=2)
             self.norms = pack_array(np.linalg.norm(vectors, axis=-1), decimals=2)
             self.attention = pack_uint8(np.rint(100 * weights), "attention")
-            self.scale = float(np.abs(vectors).max()) or 1.0
             self.token = check_index(token, "token", len(tokens))
             self.layer = check_index(layer, "layer", len(blocks))
         if not self.description:
