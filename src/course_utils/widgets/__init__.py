@@ -7,6 +7,7 @@ See ``_base.py`` for the shared base and the rules (text only via ``textContent`
 """
 
 from ._base import CourseWidget
+from .block_tracer import BlockTracer
 from .four_steps import FourSteps
 from .head_explorer import HeadExplorer
 from .query_key_plane import QueryKeyPlane
@@ -16,6 +17,7 @@ from .sentence_attention import SentenceAttention
 from .temperature_mix import TemperatureMix
 
 __all__ = [
+    "BlockTracer",
     "CourseWidget",
     "FourSteps",
     "HeadExplorer",
