@@ -1,14 +1,16 @@
 """Sliding-window attention that really runs in O(T·w): only the band of scores is computed.
 
 A dense computation with a sparse mask still costs ``T²``: it computes every score, then throws
-most of them away. :func:`sliding_window_attention` cuts the sequence into blocks of ``w`` queries
-(``w`` = the window). With ``causal=True`` query ``i`` needs keys ``i - w < j <= i``, which for a
-block of queries ``b·w .. b·w + w - 1`` all lie in key blocks ``b - 1`` and ``b``. So each query
-block gets one ``(w, 2w)`` tile of scores (``(w, 3w)`` for the two-sided window), the tiles of
-all blocks are batched matrix products over a strided view of the keys (no copy of ``K`` per
-block), and a fixed ``(w, 2w)`` mask keeps exactly the band. Scores held at once: ``2w`` per
-query instead of ``T``; work: ``O(T·w·d)``. No ``T × T`` tensor is ever formed. Blocks are
-processed in chunks so that the live tiles stay near ``CHUNK_SCORES`` numbers, whatever ``T``.
+most of them away. :func:`sliding_window_attention` cuts the queries into blocks of ``s``
+(``BLOCK``, at most the window ``w``). With ``causal=True`` query ``i`` needs keys ``i - w < j <=
+i``, so the ``s`` queries ``b·s .. b·s + s - 1`` of block ``b`` together need the ``s + w - 1``
+keys ``b·s - w + 1 .. b·s + s - 1`` (``s + 2w - 2`` keys for the two-sided window). Each block gets
+one tile of scores ``(s, s + w - 1)``; the key tiles of all blocks are overlapping *views* of the
+(padded) keys, so the tiles of many blocks are one batched matrix product (``torch.bmm``) with no
+copy of ``K`` per block. A fixed additive bias (0 inside the band, ``-inf`` outside) keeps exactly
+the band, then softmax and a second batched product with the value tiles. Scores held at once: ``s
++ w - 1`` per query instead of ``T``; work: ``O(T·w·d)``. No ``T × T`` tensor is ever formed, and
+blocks are processed in chunks of at most ``CHUNK_SCORES`` scores, whatever ``T``.
 
 The result equals ``torch.nn.functional.scaled_dot_product_attention`` given
 ``sliding_window_mask`` as a boolean ``attn_mask`` (tested to 1e-5 in float32, 1e-10 in float64).
@@ -19,16 +21,18 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from .._validation import shape_str
 from .patterns import _check_int
 
-__all__ = ["CHUNK_SCORES", "sliding_window_attention"]
+__all__ = ["BLOCK", "CHUNK_SCORES", "sliding_window_attention"]
 
 #: How many scores (floats) one chunk of query blocks may hold at once (4 Mi = 16 MB in float32).
 CHUNK_SCORES = 1 << 22
+#: Queries per block (at most the window). A tile holds ``BLOCK + w - 1`` keys for ``w`` needed
+#: ones: smaller blocks waste less, larger blocks make larger (faster) matrix products.
+BLOCK = 64
 
 
 def _check_qkv(q: object, k: object, v: object) -> tuple[Tensor, Tensor, Tensor]:
@@ -62,17 +66,17 @@ def _check_qkv(q: object, k: object, v: object) -> tuple[Tensor, Tensor, Tensor]
     return q, k, v
 
 
-def _band(w: int, causal: bool, device: torch.device) -> Tensor:
-    """The fixed band of one tile: ``(w, n_tile * w)`` bool, query ``r`` against tile key ``c``.
+def _band_bias(s: int, n_keys: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """The band of one tile as an additive bias ``(s, n_keys)``: 0 where allowed, -inf where not.
 
-    Tile key ``c`` is key ``(b - 1)·w + c`` of the sequence and query ``r`` is ``b·w + r``, so
-    ``i - j = r + w - c``: causal keeps ``0 <= i - j < w``, two-sided keeps ``|i - j| < w``.
+    Query ``r`` of a block sees tile keys ``r <= c <= r + n_keys - s`` (see
+    :func:`sliding_window_attention`).
     """
-    n_tile = 2 if causal else 3
-    r = torch.arange(w, device=device)[:, None]  # (w, 1)
-    c = torch.arange(n_tile * w, device=device)[None, :]  # (1, n_tile * w)
-    back = r + w - c  # (w, n_tile * w): i - j
-    return (back >= 0) & (back < w) if causal else back.abs() < w
+    r = torch.arange(s, device=device)[:, None]  # (s, 1)
+    c = torch.arange(n_keys, device=device)[None, :]  # (1, n_keys)
+    allowed = (c >= r) & (c <= r + n_keys - s)  # (s, n_keys)
+    bias = torch.zeros(s, n_keys, dtype=dtype, device=device)  # (s, n_keys)
+    return bias.masked_fill_(~allowed, float("-inf"))
 
 
 def sliding_window_attention(
@@ -95,49 +99,58 @@ def sliding_window_attention(
     >>> bool(torch.allclose(out, dense, atol=1e-12))
     True
     """
+    return _sliding_window_attention(q, k, v, window=window, causal=causal, block=BLOCK)
+
+
+def _sliding_window_attention(
+    q: Tensor, k: Tensor, v: Tensor, *, window: int, causal: bool, block: int
+) -> Tensor:
     q, k, v = _check_qkv(q, k, v)
     window = _check_int(window, "window")
     *batch, t, d_k = q.shape
     d_v = v.shape[-1]
     w = min(window, t)  # a window longer than the sequence allows exactly what w = T allows
-    n_blocks = -(-t // w)  # ceil(T / w)
-    n_tile = 2 if causal else 3  # key blocks per query block: (b-1, b) or (b-1, b, b+1)
-    pad_end = n_blocks * w - t + (0 if causal else w)
-    q = q.reshape(-1, t, d_k) * (1.0 / math.sqrt(d_k))  # (N, T, d_k), N = prod(batch)
-    k = k.reshape(-1, t, d_k)  # (N, T, d_k)
-    v = v.reshape(-1, t, d_v)  # (N, T, d_v)
-    n = q.shape[0]
-    # One block of zero keys in front (block -1) and zeros to finish the last tile.
-    q = F.pad(q, (0, 0, 0, n_blocks * w - t))  # (N, n_blocks * w, d_k)
-    k = F.pad(k, (0, 0, w, pad_end))  # (N, (n_blocks + n_tile - 1) * w, d_k)
-    v = F.pad(v, (0, 0, w, pad_end))  # (N, (n_blocks + n_tile - 1) * w, d_v)
-    # The key tile of block b is rows b*w .. b*w + n_tile*w of the padded keys: a strided view.
-    k_tiles = k.unfold(1, n_tile * w, w)  # (N, n_blocks, d_k, n_tile * w): view, no copy
-    v_tiles = v.unfold(1, n_tile * w, w).transpose(-1, -2)  # (N, n_blocks, n_tile * w, d_v)
-    q_blocks = q.view(n, n_blocks, w, d_k)  # (N, n_blocks, w, d_k)
-    # The band as an additive bias: 0 where allowed, -inf where not. It is the same for every
-    # block except those that touch the padding (the first, and the last one or two), which also
-    # drop the padded keys (positions before 0 and from T on).
-    bias = torch.zeros(w, n_tile * w, dtype=q.dtype, device=q.device)  # (w, n_tile * w)
-    bias.masked_fill_(~_band(w, causal, q.device), float("-inf"))
+    s = min(block, w)  # queries per block
+    n_blocks = -(-t // s)  # ceil(T / s)
+    n_keys = s + w - 1 if causal else s + 2 * w - 2  # keys per tile
+    front = w - 1  # zero keys in front, so that tile 0 starts at key -(w - 1)
+    back = (n_blocks - 1) * s + n_keys - front - t  # zero keys after the end
+    n = math.prod(batch)
+    # Padded copies: q scaled by 1/√d_k (the same scores as scaling them afterwards, on T·d_k
+    # numbers instead of T·n_keys), zero keys and values before 0 and after T - 1.
+    q_pad = q.new_zeros(n, n_blocks * s, d_k)  # (N, n_blocks·s, d_k)
+    torch.mul(q.reshape(n, t, d_k), 1.0 / math.sqrt(d_k), out=q_pad[:, :t])
+    k_pad = k.new_zeros(n, front + t + back, d_k)  # (N, front + T + back, d_k)
+    k_pad[:, front : front + t] = k.reshape(n, t, d_k)
+    v_pad = v.new_zeros(n, front + t + back, d_v)  # (N, front + T + back, d_v)
+    v_pad[:, front : front + t] = v.reshape(n, t, d_v)
     key_pos = (
-        torch.arange(n_blocks, device=q.device)[:, None] * w
-        - w
-        + torch.arange(n_tile * w, device=q.device)[None, :]
-    )  # (n_blocks, n_tile * w): the sequence position of each tile key
-    padded_key = (key_pos < 0) | (key_pos >= t)  # (n_blocks, n_tile * w)
+        torch.arange(n_blocks, device=q.device)[:, None] * s
+        - front
+        + torch.arange(n_keys, device=q.device)[None, :]
+    )  # (n_blocks, n_keys): the sequence position of each tile key
+    padded_key = (key_pos < 0) | (key_pos >= t)  # (n_blocks, n_keys)
     edge_blocks = padded_key.any(dim=1).nonzero().flatten().tolist()  # a few block indices
-    out = q.new_empty(n, n_blocks, w, d_v)  # (N, n_blocks, w, d_v)
-    step = max(1, CHUNK_SCORES // (n * w * n_tile * w))  # query blocks per chunk
-    for s in range(0, n_blocks, step):
-        e = min(n_blocks, s + step)
-        c = e - s
-        qc = q_blocks[:, s:e].reshape(n * c, w, d_k)  # (N·c, w, d_k)
-        kc = k_tiles[:, s:e].reshape(n * c, d_k, n_tile * w)  # (N·c, d_k, n_tile·w): a copy
-        scores = torch.baddbmm(bias, qc, kc).view(n, c, w, n_tile * w)  # (N, c, w, n_tile·w)
-        for b in edge_blocks:
-            if s <= b < e:  # this block's tile also holds padded keys: drop them
-                scores[:, b - s].masked_fill_(padded_key[b], float("-inf"))  # (N, w, n_tile·w)
-        weights = torch.softmax(scores, dim=-1)  # (N, c, w, n_tile·w): rows sum to 1
-        out[:, s:e] = weights @ v_tiles[:, s:e]  # (N, c, w, d_v)
-    return out.view(n, n_blocks * w, d_v)[:, :t].reshape(*batch, t, d_v)  # (..., T, d_v)
+    out = q.new_empty(n, n_blocks * s, d_v)  # (N, n_blocks·s, d_v)
+    step = min(n_blocks, max(1, CHUNK_SCORES // (s * n_keys)))  # query blocks per chunk
+    # The band bias, repeated for a whole chunk: adding a tensor of the same (contiguous) shape is
+    # several times faster than adding a broadcast one.
+    bias = _band_bias(s, n_keys, q.dtype, q.device).expand(step, s, n_keys).contiguous()
+    for b_n in range(n):  # each sequence of each head (batch · heads of them)
+        # Tile b = keys b·s .. b·s + n_keys of the padded sequence: overlapping views of k and
+        # v, no copies. unfold puts the window last: (n_blocks, d, n_keys) is already Kᵀ.
+        k_t = k_pad[b_n].unfold(0, n_keys, s)  # (n_blocks, d_k, n_keys): view
+        v_tiles = v_pad[b_n].unfold(0, n_keys, s).transpose(1, 2)  # (n_blocks, n_keys, d_v)
+        q_blocks = q_pad[b_n].view(n_blocks, s, d_k)  # (n_blocks, s, d_k)
+        for lo in range(0, n_blocks, step):
+            hi = min(n_blocks, lo + step)
+            scores = torch.bmm(q_blocks[lo:hi], k_t[lo:hi])  # (c, s, n_keys): the tiles
+            scores += bias[: hi - lo]  # (c, s, n_keys): -inf outside the band
+            for b in edge_blocks:
+                if lo <= b < hi:  # this tile also holds padded keys: drop them
+                    scores[b - lo].masked_fill_(padded_key[b], float("-inf"))  # (s, n_keys)
+            weights = torch.softmax(scores, dim=-1)  # (c, s, n_keys): rows sum to 1
+            torch.bmm(
+                weights, v_tiles[lo:hi], out=out[b_n, lo * s : hi * s].view(hi - lo, s, d_v)
+            )  # (c, s, d_v)
+    return out[:, :t].reshape(*batch, t, d_v)  # (..., T, d_v)
