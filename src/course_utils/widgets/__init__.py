@@ -12,6 +12,7 @@ from .head_explorer import HeadExplorer
 from .query_key_plane import QueryKeyPlane
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
+from .sparse_patterns import SparsePatterns
 from .temperature_mix import TemperatureMix
 
 __all__ = [
@@ -21,5 +22,6 @@ __all__ = [
     "QueryKeyPlane",
     "ScalingExplorer",
     "SentenceAttention",
+    "SparsePatterns",
     "TemperatureMix",
 ]
