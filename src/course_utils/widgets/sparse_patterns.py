@@ -11,7 +11,7 @@ JavaScript only looks frames up by key and draws them.
 >>> w.pattern_names[w.pattern_index], w.t, w.param, w.extra
 ('window + global', 24, 3, 1)
 >>> w.mask.shape, round(w.density, 3)
-((24, 24), 0.274)
+((24, 24), 0.271)
 >>> w.reach.shape   # (layers, T): which tokens the last one has heard from
 (8, 24)
 >>> w.data_bytes() < 50_000
