@@ -17,7 +17,6 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from course_utils.sparse import (
     bigbird_mask,
@@ -27,6 +26,7 @@ from course_utils.sparse import (
     density,
     dilated_window_mask,
     global_mask,
+    largest_tensor_bytes,
     layers_to_reach_all,
     pattern_cost,
     random_mask,
@@ -312,30 +312,21 @@ def test_keys_outside_the_window_do_not_matter():
     assert not torch.allclose(out[:10], out2[:10])
 
 
-class _LargestTensor(TorchDispatchMode):
-    """Records the number of elements of the largest tensor any operation returns."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for x in out if isinstance(out, tuple | list) else [out]:
-            if isinstance(x, torch.Tensor):
-                self.largest = max(self.largest, x.numel())
-        return out
-
-
 @pytest.mark.parametrize("causal", [True, False])
 def test_no_t_by_t_tensor_is_formed(causal):
     t, w, d = 2048, 16, 8
     q, k, v = torch.randn(3, 1, t, d)  # (1, T, d) each
-    with _LargestTensor() as mode:
-        sliding_window_attention(q, k, v, window=w, causal=causal)
-    # The largest tensors are the score tiles, T · 3w numbers at most; T² is 128 times more.
-    assert mode.largest <= t * 3 * w + 2 * w * d
-    assert mode.largest < t * t // 40
+    largest = largest_tensor_bytes(sliding_window_attention, q, k, v, window=w, causal=causal)
+    # The largest tensors are the score tiles, T · 3w floats at most; T² is about 40 times more.
+    assert largest <= 4 * (t * 3 * w + 2 * w * d)
+    assert largest < 4 * t * t // 40
+    dense = largest_tensor_bytes(lambda: (q @ k.transpose(-2, -1)).softmax(-1) @ v)
+    assert dense == 4 * t * t
+
+
+def test_largest_tensor_bytes_needs_a_function():
+    with pytest.raises(TypeError, match="fn must be callable; got int"):
+        largest_tensor_bytes(3)
 
 
 BAD_ATTENTION_CALLS = [

@@ -6,6 +6,7 @@ attention that computes only the band, in ``O(T·w)`` time and memory.
   :func:`block_layout`, :func:`block_sparse_mask`, :func:`density`;
 - computation (``window``): :func:`sliding_window_attention`;
 - cost and receptive field (``cost``): :func:`pattern_cost`, :func:`dense_score_bytes`,
+  :func:`largest_tensor_bytes`,
   :func:`reach`, :func:`layers_to_reach_all`, :func:`window_layers_needed`.
 
 Masks are numpy bool ``(t_q, t_k)``, ``True`` = may attend (the course's polarity, the one of
@@ -15,6 +16,7 @@ Masks are numpy bool ``(t_q, t_k)``, ``True`` = may attend (the course's polarit
 from .cost import (
     PatternCost,
     dense_score_bytes,
+    largest_tensor_bytes,
     layers_to_reach_all,
     pattern_cost,
     reach,
@@ -42,6 +44,7 @@ __all__ = [
     "density",
     "dilated_window_mask",
     "global_mask",
+    "largest_tensor_bytes",
     "layers_to_reach_all",
     "pattern_cost",
     "random_mask",

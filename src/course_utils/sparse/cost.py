@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 from numpy.typing import NDArray
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .._validation import shape_str
 from .patterns import _check_int, _check_mask
@@ -26,6 +28,7 @@ from .patterns import _check_int, _check_mask
 __all__ = [
     "PatternCost",
     "dense_score_bytes",
+    "largest_tensor_bytes",
     "layers_to_reach_all",
     "pattern_cost",
     "reach",
@@ -162,3 +165,34 @@ def window_layers_needed(t: int, window: int) -> int:
     if window == 1:
         raise ValueError("window must be >= 2 for information to move between tokens; got 1")
     return max(1, math.ceil((t - 1) / (window - 1)))
+
+
+class _LargestTensor(TorchDispatchMode):
+    """Records the bytes of the largest tensor any PyTorch operation returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for x in out if isinstance(out, tuple | list) else [out]:
+            if isinstance(x, torch.Tensor):
+                self.largest = max(self.largest, x.numel() * x.element_size())
+        return out
+
+
+def largest_tensor_bytes(fn: Any, *args: Any, **kwargs: Any) -> int:
+    """Call ``fn(*args, **kwargs)`` and return the size in bytes of the largest tensor that any
+    PyTorch operation inside it created (a measurement of what the computation materialises, not
+    of the process's memory; views count at their full size).
+
+    >>> q = torch.zeros(1, 512, 8)  # (B, T, d)
+    >>> largest_tensor_bytes(lambda: (q @ q.transpose(-2, -1)).softmax(-1) @ q)  # T² floats
+    1048576
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable; got {type(fn).__name__}")
+    with _LargestTensor() as mode:
+        fn(*args, **kwargs)
+    return mode.largest
