@@ -14,6 +14,7 @@ from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
+from .sparse_patterns import SparsePatterns
 from .temperature_mix import TemperatureMix
 
 __all__ = [
@@ -25,5 +26,6 @@ __all__ = [
     "RopeDial",
     "ScalingExplorer",
     "SentenceAttention",
+    "SparsePatterns",
     "TemperatureMix",
 ]
