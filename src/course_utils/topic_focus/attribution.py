@@ -35,6 +35,7 @@ __all__ = [
     "bootstrap_ci",
     "classifier_gradient_x_input",
     "gradient_x_input",
+    "input_gradient",
     "top_k_precision",
 ]
 
@@ -85,17 +86,11 @@ def attention_rollout(maps: Any, *, residual: float = 0.5) -> NDArray[np.float64
     return rollout
 
 
-def gradient_x_input(score: Callable[[Tensor], Tensor], x: Any) -> Tensor:
-    """Gradient × input per token: ``Σ_d x[t, d] · ∂score/∂x[t, d]`` for ``x`` of shape ``(T, d)``.
+def input_gradient(score: Callable[[Tensor], Tensor], x: Any) -> Tensor:
+    """``∂score/∂x`` for an input ``x`` of shape ``(T, d)``; ``score(x)`` returns one number.
 
-    ``score(x)`` must return a scalar tensor. For a linear score ``f(x) = Σ w·x + b`` the entries
-    add up exactly to ``f(x) − f(0)``, the change from an all-zero input (the baseline); for a
-    non-linear model they are a first-order estimate of that change, no more.
-
-    >>> w = torch.tensor([[1.0, 2.0], [0.0, -1.0]])
-    >>> x = torch.tensor([[3.0, 1.0], [2.0, 2.0]])
-    >>> gradient_x_input(lambda x: (w * x).sum() + 7.0, x)
-    tensor([ 5., -2.])
+    >>> input_gradient(lambda x: (x**2).sum(), torch.tensor([[1.0, -2.0]]))
+    tensor([[ 2., -4.]])
     """
     if not isinstance(x, Tensor):
         x = torch.as_tensor(np.asarray(x, dtype=np.float64))
@@ -106,7 +101,26 @@ def gradient_x_input(score: Callable[[Tensor], Tensor], x: Any) -> Tensor:
     if not isinstance(out, Tensor) or out.numel() != 1:
         raise ValueError("score(x) must return a scalar tensor (one number)")
     (grad,) = torch.autograd.grad(out.reshape(()), x)  # (T, d)
-    return (grad * x).sum(dim=-1).detach()  # (T,)
+    return grad
+
+
+def gradient_x_input(score: Callable[[Tensor], Tensor], x: Any) -> Tensor:
+    """Gradient × input per token: ``Σ_d x[t, d] · ∂score/∂x[t, d]`` for ``x`` of shape ``(T, d)``.
+
+    ``score(x)`` must return a scalar tensor. For a linear score ``f(x) = Σ w·x + b`` the entries
+    add up exactly to ``f(x) − f(0)``, the change from an all-zero input (the baseline); for a
+    non-linear model they are a first-order estimate of that change, no more (Shrikumar et al.
+    2017 discuss the method and its limits).
+
+    >>> w = torch.tensor([[1.0, 2.0], [0.0, -1.0]])
+    >>> x = torch.tensor([[3.0, 1.0], [2.0, 2.0]])
+    >>> gradient_x_input(lambda x: (w * x).sum() + 7.0, x)
+    tensor([ 5., -2.])
+    """
+    if not isinstance(x, Tensor):
+        x = torch.as_tensor(np.asarray(x, dtype=np.float64))
+    grad = input_gradient(score, x)  # (T, d); validates x
+    return (grad * x.detach()).sum(dim=-1)  # (T,)
 
 
 def _check_pair(scores: Any, is_topic: Any) -> tuple[NDArray, NDArray[np.bool_]]:
@@ -176,25 +190,27 @@ def bootstrap_ci(
 
 
 def ablate(result: TrainResult, sentence: TopicSentence, remove: Any) -> NDArray[np.float64]:
-    """Class probabilities ``(n_topics,)`` of the classifier without the tokens in ``remove``.
+    """Class probabilities of the classifier without the tokens in ``remove``.
 
-    ``remove`` is a bool ``(T,)`` over the sentence's tokens; removed tokens get exactly zero
-    attention weight, as if they had not been written. Removing nothing gives the original
-    prediction exactly.
+    ``remove`` is a bool ``(T,)`` over the sentence's tokens, or ``(R, T)`` for ``R`` removals at
+    once (result ``(R, n_topics)``). Removed tokens get exactly zero attention weight, as if they
+    had not been written; removing nothing gives the original prediction exactly.
     """
     batch = make_batch([sentence], result.vocab)
     T = int(batch.mask.sum())
     r = np.asarray(remove)
-    if r.shape != (T,) or r.dtype != np.bool_:
+    if r.dtype != np.bool_ or r.ndim not in (1, 2) or r.shape[-1] != T:
         raise ValueError(
-            f"remove must be a bool array of shape ({T},) (one per token); got "
-            f"{shape_str(r.shape)} of dtype {r.dtype}"
+            f"remove must be a bool array of shape ({T},) or (R, {T}) (one entry per token); "
+            f"got {shape_str(r.shape)} of dtype {r.dtype}"
         )
-    keep = batch.mask.clone()  # (1, T)
-    keep[0, :T] &= ~torch.from_numpy(r)
+    rows = r.reshape(-1, T)  # (R, T)
+    keep = ~torch.from_numpy(rows)  # (R, T)
+    ids = batch.ids.expand(len(rows), T)  # (R, T)
     with torch.no_grad():
-        logits, _ = result.model(batch.ids, keep)  # (1, C)
-    return torch.softmax(logits[0].double(), dim=-1).numpy()  # (C,)
+        logits, _ = result.model(ids, keep)  # (R, C)
+    probs = torch.softmax(logits.double(), dim=-1).numpy()  # (R, C)
+    return probs[0] if r.ndim == 1 else probs
 
 
 def classifier_gradient_x_input(
@@ -260,19 +276,18 @@ def ablation_study(
                 continue
             c = int(p.argmax())
             grad = classifier_gradient_x_input(result, s, target=c)  # (T,)
-            for name, ranking in (("attention", w), ("gradient", grad)):
-                remove = np.zeros(T, dtype=bool)
-                remove[np.argsort(-ranking, kind="stable")[:k]] = True
-                q = ablate(result, s, remove)
-                rows[f"drop_{name}"].append(p[c] - q[c])
-                rows[f"flip_{name}"].append(float(q.argmax() != c))
-            drops, flips = [], []
-            for _ in range(n_random):
-                remove = np.zeros(T, dtype=bool)
-                remove[rng.choice(T, size=k, replace=False)] = True
-                q = ablate(result, s, remove)
-                drops.append(p[c] - q[c])
-                flips.append(float(q.argmax() != c))
-            rows["drop_random"].append(float(np.mean(drops)))
-            rows["flip_random"].append(float(np.mean(flips)))
+            masks = np.zeros((2 + n_random, T), dtype=bool)  # (R, T): attention, gradient, random
+            for row, ranking in enumerate((w, grad)):
+                masks[row, np.argsort(-ranking, kind="stable")[:k]] = True
+            for row in range(2, 2 + n_random):
+                masks[row, rng.choice(T, size=k, replace=False)] = True
+            q = ablate(result, s, masks)  # (R, C)
+            drop = p[c] - q[:, c]  # (R,)
+            flip = (q.argmax(axis=1) != c).astype(float)  # (R,)
+            rows["drop_attention"].append(drop[0])
+            rows["flip_attention"].append(flip[0])
+            rows["drop_gradient"].append(drop[1])
+            rows["flip_gradient"].append(flip[1])
+            rows["drop_random"].append(float(drop[2:].mean()))
+            rows["flip_random"].append(float(flip[2:].mean()))
     return AblationResult(k=k, **{key: np.asarray(v) for key, v in rows.items()})

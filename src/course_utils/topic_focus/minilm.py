@@ -9,7 +9,8 @@ have the ``[CLS]`` token, whose vector is often used instead. For one sentence,
   of ``[CLS]`` / averaged over every row (what the mean-pooled vector gathers in that layer);
 * ``cls_rollout`` / ``mean_rollout``: the same rows of :func:`attention_rollout` over all 6 layers;
 * ``gradient``: gradient × input of a zero-shot topic score (below) with respect to the word
-  embeddings.
+  embeddings, signed (positive = evidence for the topic); ``gradient_abs``: its magnitude;
+  ``saliency``: the length of the gradient, ``‖∂score/∂x_t‖`` (Simonyan et al. 2014).
 
 The model was not trained on our four topics, so the "prediction" we attribute is zero-shot: the
 cosine similarity of the sentence vector with the vector of "This sentence is about <topic>.",
@@ -33,14 +34,29 @@ from numpy.typing import NDArray
 from torch import Tensor
 
 from ..pretrained import load_tokenizer, run_encoder, tokenize, word_vectors
-from .attribution import attention_rollout, gradient_x_input
+from .attribution import attention_rollout, input_gradient
 from .classifier import one_thread
 from .dataset import TOPICS, TopicSentence, topic_mask
 
-__all__ = ["MEASURES", "MiniLMMeasures", "label_vectors", "minilm_measures", "sentence_vector"]
+__all__ = [
+    "MEASURES",
+    "MiniLMMeasures",
+    "label_vectors",
+    "minilm_measures",
+    "sentence_vector",
+    "to_words",
+]
 
 #: The names of the per-token scores, in the order the chapter shows them.
-MEASURES = ("cls_raw", "mean_raw", "cls_rollout", "mean_rollout", "gradient")
+MEASURES = (
+    "cls_raw",
+    "mean_raw",
+    "cls_rollout",
+    "mean_rollout",
+    "gradient",
+    "gradient_abs",
+    "saliency",
+)
 LABEL_TEMPLATE = "This sentence is about {}."
 
 
@@ -93,7 +109,9 @@ def minilm_measures(sentence: TopicSentence) -> MiniLMMeasures:
         with torch.no_grad():
             states, maps = run_encoder(word_vectors(ids))  # (L + 1, T, d), (L, H, T, T)
             zero_shot = (labels @ sentence_vector(states)).double().numpy()  # (C,)
-        grad = gradient_x_input(topic_score, word_vectors(ids)).double().numpy()  # (T,)
+        x = word_vectors(ids)  # (T, d)
+        grad = input_gradient(topic_score, x)  # (T, d)
+    grad_x = (grad * x).sum(dim=-1).double().numpy()  # (T,): gradient × input
     maps_np = maps.double().numpy()  # (L, H, T, T)
     last = maps_np[-1].mean(axis=0)  # (T, T): last layer, heads averaged
     rollout = attention_rollout(maps_np)  # (T, T)
@@ -102,7 +120,9 @@ def minilm_measures(sentence: TopicSentence) -> MiniLMMeasures:
         "mean_raw": last.mean(axis=0),
         "cls_rollout": rollout[0],
         "mean_rollout": rollout.mean(axis=0),
-        "gradient": grad,
+        "gradient": grad_x,
+        "gradient_abs": np.abs(grad_x),
+        "saliency": grad.norm(dim=-1).double().numpy(),
     }
     return MiniLMMeasures(
         tokens=tokens,
@@ -113,3 +133,19 @@ def minilm_measures(sentence: TopicSentence) -> MiniLMMeasures:
         scores=scores,
         zero_shot=zero_shot,
     )
+
+
+def to_words(measures: MiniLMMeasures, name: str, word_spans: list[tuple[int, int]]) -> NDArray:
+    """Scores of WordPiece tokens summed into words: ``(W,)`` for ``W`` word spans.
+
+    Each word gets the sum of the scores of the tokens that overlap it (``thunder ##storm ##s``
+    -> one word); ``[CLS]``, ``[SEP]`` and tokens outside every word (punctuation) are dropped.
+    """
+    if name not in measures.scores:
+        raise ValueError(f"name must be one of {sorted(measures.scores)}; got {name!r}")
+    scores = measures.scores[name]  # (T,)
+    out = np.zeros(len(word_spans))  # (W,)
+    for w, span in enumerate(word_spans):
+        inside = topic_mask(measures.spans, [span])  # (T,) tokens overlapping this word
+        out[w] = scores[inside].sum()
+    return out
