@@ -205,7 +205,7 @@ class TrainResult:
         """Class probabilities ``(N, n_topics)`` and every sentence's ``(T_i,)`` weights."""
         batch = make_batch(sentences, self.vocab)
         logits, weights = self.model(batch.ids, batch.mask)  # (N, C), (N, T)
-        probs = torch.softmax(logits, dim=-1).numpy()  # (N, C)
+        probs = torch.softmax(logits.double(), dim=-1).numpy()  # (N, C), float64
         lengths = batch.mask.sum(dim=1).tolist()
         return probs, [weights[i, :n].numpy() for i, n in enumerate(lengths)]
 
