@@ -72,6 +72,7 @@ class TopicSentence:
     lang: str  # "en" or "zh"
     topic_words: tuple[str, ...]  # as they appear in the text
     topic_spans: tuple[tuple[int, int], ...]  # (start, end) character spans of every occurrence
+    translation: str = ""  # English translation of a Chinese sentence
 
     @property
     def label(self) -> int:
@@ -135,17 +136,19 @@ def topic_mask(spans: Any, topic_spans: Any) -> NDArray[np.bool_]:
     return out
 
 
-def _sentence(text: str, topic: str, lang: str, words: list[str]) -> TopicSentence:
+def _sentence(
+    text: str, topic: str, lang: str, words: list[str], translation: str = ""
+) -> TopicSentence:
     if topic not in TOPICS:
         raise ValueError(f"topic must be one of {TOPICS}; got {topic!r}")
-    return TopicSentence(text, topic, lang, tuple(words), find_spans(text, words))
+    return TopicSentence(text, topic, lang, tuple(words), find_spans(text, words), translation)
 
 
 @lru_cache(maxsize=1)
 def real_sentences() -> tuple[TopicSentence, ...]:
     """The 48 hand-written sentences (32 English, then 16 Chinese), with their topic words."""
     return tuple(
-        _sentence(s["text"], s["topic"], s["lang"], s["topic_words"])
+        _sentence(s["text"], s["topic"], s["lang"], s["topic_words"], s.get("translation", ""))
         for s in load_topic_data()["sentences"]
     )
 
