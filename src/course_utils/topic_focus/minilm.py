@@ -99,18 +99,19 @@ def minilm_measures(sentence: TopicSentence) -> MiniLMMeasures:
     labels = label_vectors()  # (C, d)
     c = sentence.label
 
+    kept: dict[str, Tensor] = {}
+
     def topic_score(words: Tensor) -> Tensor:
-        states, _ = run_encoder(words)  # (L + 1, T, d)
+        states, maps = run_encoder(words)  # (L + 1, T, d), (L, H, T, T)
         sims = labels @ sentence_vector(states)  # (C,)
+        kept["maps"], kept["sims"] = maps.detach(), sims.detach()  # one forward serves both
         others = torch.cat([sims[:c], sims[c + 1 :]])  # (C - 1,)
         return sims[c] - others.mean()
 
     with one_thread():
-        with torch.no_grad():
-            states, maps = run_encoder(word_vectors(ids))  # (L + 1, T, d), (L, H, T, T)
-            zero_shot = (labels @ sentence_vector(states)).double().numpy()  # (C,)
         x = word_vectors(ids)  # (T, d)
         grad = input_gradient(topic_score, x)  # (T, d)
+    maps, zero_shot = kept["maps"], kept["sims"].double().numpy()  # (L, H, T, T), (C,)
     grad_x = (grad * x).sum(dim=-1).double().numpy()  # (T,): gradient × input
     maps_np = maps.double().numpy()  # (L, H, T, T)
     last = maps_np[-1].mean(axis=0)  # (T, T): last layer, heads averaged
