@@ -55,7 +55,7 @@ function render({ model, el }) {
       const top = Math.max(1e-9, ...vals.map((v) => Math.max(0, v)));
       tokens.forEach((tok, t) => {
         const shade = Math.max(0, vals[t]) / top; // positive evidence, scaled to the row's largest
-        const cls = ["cu-tf-tok"];
+        const cls = ["cu-token", "cu-tf-tok"];
         if (topic[t]) cls.push("cu-tf-topic");
         if (gone[t]) cls.push("cu-tf-gone");
         const chip = CU.token(row, tok, {
