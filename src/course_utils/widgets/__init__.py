@@ -16,6 +16,7 @@ from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
 from .sparse_patterns import SparsePatterns
 from .temperature_mix import TemperatureMix
+from .topic_word_focus import TopicWordFocus
 
 __all__ = [
     "BlockTracer",
@@ -28,4 +29,5 @@ __all__ = [
     "SentenceAttention",
     "SparsePatterns",
     "TemperatureMix",
+    "TopicWordFocus",
 ]
