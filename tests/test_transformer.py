@@ -325,3 +325,17 @@ def test_feedforward_is_per_token():
     ffn = FeedForward(8, 16, activation="gelu")
     x = torch.randn(2, 5, 8)
     torch.testing.assert_close(ffn(x)[:, 2], ffn(x[:, 2:3])[:, 0])
+
+
+@given(st.integers(2, 16), st.floats(0.1, 100.0), st.floats(-50.0, 50.0), st.integers(0, 10_000))
+def test_norm_invariances(d, scale, shift, seed):
+    """LayerNorm ignores a shift and a positive scale of x; RMSNorm ignores only the scale."""
+    x = torch.randn(3, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    x = x + 0.1  # keep the vectors away from all-equal entries, where LayerNorm is 0/eps
+    tol = {"rtol": 1e-6, "atol": 1e-6}
+    torch.testing.assert_close(rms_norm(scale * x, eps=0.0), rms_norm(x, eps=0.0), **tol)
+    torch.testing.assert_close(
+        layer_norm(scale * x + shift, eps=0.0), layer_norm(x, eps=0.0), **tol
+    )
+    y = rms_norm(x, eps=0.0)
+    torch.testing.assert_close(y.pow(2).mean(-1), torch.ones(3, dtype=torch.float64), **tol)

@@ -94,3 +94,15 @@ def test_the_js_only_looks_values_up():
     assert "export default { render }" in js
     for maths in ("Math.exp", "softmax", "Math.sqrt"):  # weights and norms come from Python
         assert maths not in js
+
+
+def test_post_ln_blocks_get_their_own_labels(setup):
+    _, x = setup
+    torch.manual_seed(1)
+    post = [TransformerBlock(16, 4, 64, norm_first=False).double().eval() for _ in range(2)]
+    w = BlockTracer(post, x, TOKENS)
+    assert w.step_labels[1] == "attention reads the stream itself"
+    vectors = unpack_array(w.vectors)
+    np.testing.assert_allclose(vectors[:, :, 1], vectors[:, :, 0], atol=0.006)  # attn_in = x
+    with pytest.raises(ValueError, match="all pre-LN or all post-LN"):
+        BlockTracer([post[0], TransformerBlock(16, 4, 64).double()], x, TOKENS)

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from ..transformer import TransformerBlock
 from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, pack_uint8
 
-__all__ = ["STEPS", "BlockTracer"]
+__all__ = ["POST_LN_LABELS", "STEPS", "BlockTracer"]
 
 #: The seven vector rows of the drawing: (BlockTrace field, label) for a pre-LN block.
 STEPS: tuple[tuple[str, str], ...] = (
@@ -43,6 +43,16 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("ffn_in", "LayerNorm 2: what the FFN reads"),
     ("ffn_out", "+ FFN output"),
     ("out", "= block output"),
+)
+#: The same rows for a post-LN block, where the sublayers read the stream itself.
+POST_LN_LABELS: tuple[str, ...] = (
+    "residual stream in",
+    "attention reads the stream itself",
+    "+ attention output",
+    "= LayerNorm 1(stream + attention)",
+    "the FFN reads the stream itself",
+    "+ FFN output",
+    "= LayerNorm 2(stream + FFN)",
 )
 MAX_TOKENS = 16
 
@@ -95,6 +105,8 @@ class BlockTracer(CourseWidget):
         for i, b in enumerate(blocks):
             if not isinstance(b, TransformerBlock):
                 raise TypeError(f"blocks[{i}] must be a TransformerBlock; got {type(b).__name__}")
+        if len({b.norm_first for b in blocks}) > 1:
+            raise ValueError("blocks must be all pre-LN or all post-LN (norm_first differs)")
         tokens = check_tokens(tokens, "tokens")
         if len(tokens) > MAX_TOKENS:
             raise ValueError(f"tokens has {len(tokens)} tokens; at most {MAX_TOKENS} fit")
@@ -113,7 +125,8 @@ class BlockTracer(CourseWidget):
         with self.hold_trait_notifications():
             self.tokens = tokens
             self.answers = answers or []
-            self.step_labels = [label for _, label in STEPS]
+            pre_ln = blocks[0].norm_first
+            self.step_labels = [label for _, label in STEPS] if pre_ln else list(POST_LN_LABELS)
             self.n_layers = len(blocks)
             self.vectors = pack_array(vectors, decimals=2)
             self.norms = pack_array(np.linalg.norm(vectors, axis=-1), decimals=2)
