@@ -177,6 +177,9 @@ def learner_copy(nb: Notebook) -> Notebook:
         if is_ex and cell.get("cell_type") == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
+            cell_tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            if "exercise" not in cell_tags:  # older chapters: mark it, as the standard does
+                cell_tags.append("exercise")
         cells.append(cell)
     out["cells"] = cells
     out.setdefault("metadata", {})["course_edition"] = "learner"

@@ -1,0 +1,154 @@
+"""The classroom kit covers every chapter: lesson plan, learner copy, deck (see also
+``tests/browser/test_browser_decks.py`` and ``tests/browser/test_pdf.py``).
+
+Chapters are found in ``chapters/`` at collection time, so a new chapter is covered with no edit
+here. Learner copies are built in a temporary folder from the committed notebooks:
+
+* no solution is left in them: no cell tagged ``solution``, no Markdown "Solution" block, and no
+  line of any solution's code or text (a line that also occurs outside the solutions excepted);
+* exercise cells keep their stub and their ``check_*`` call, with outputs cleared;
+* each learner copy runs top to bottom in a fresh kernel with its exercises unsolved, and every
+  exercise's checker reports "not yet right" instead of raising.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from course_utils.classroom import build_learner_copies
+from course_utils.classroom.lesson_plan import PLAN_SECTIONS, read_plan
+from course_utils.classroom.notebooks import (
+    exercise_flags,
+    is_solution,
+    is_widget,
+    learner_copy,
+    read_notebook,
+    solution_texts,
+    source,
+    strip_solution_blocks,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
+IDS = [p.stem for p in CHAPTERS]
+PLAN_HEADINGS = [*PLAN_SECTIONS, "Answer key"]
+
+
+def _toc_sections_of(file: str) -> list[str]:
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+
+    def walk(entries: list[dict]) -> list[str]:
+        for entry in entries:
+            if entry.get("file") == file:
+                return [s["file"] for s in entry.get("sections", [])]
+            for key in ("chapters", "sections", "parts"):
+                found = walk(entry.get(key, []))
+                if found:
+                    return found
+        return []
+
+    return walk(toc.get("parts", []) + toc.get("chapters", []))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_lesson_plan(path: Path) -> None:
+    """instructor/<stem>.md exists, has every section, a timed row per plan, and is in the toc."""
+    plan_path = REPO / "instructor" / f"{path.stem}.md"
+    assert plan_path.is_file(), f"no lesson plan {plan_path.relative_to(REPO)}"
+    text = plan_path.read_text(encoding="utf-8")
+    found = re.findall(r"^##\s+(.*?)\s*$", text, flags=re.M)
+    missing = [h for h in PLAN_HEADINGS if not any(f.startswith(h) for f in found)]
+    assert not missing, f"{plan_path.name}: missing sections {missing}"
+    notes = read_plan(plan_path)
+    kinds = {n.kind for n in notes}
+    assert set(PLAN_SECTIONS) <= kinds, (
+        f"{plan_path.name}: empty sections {set(PLAN_SECTIONS) - kinds}"
+    )
+    nb = read_notebook(path)
+    n_widgets = sum(is_widget(c) for c in nb["cells"])
+    questions = [n for n in notes if n.kind == "Predict, then move the slider"]
+    assert len(questions) >= n_widgets, (
+        f"{plan_path.name}: {len(questions)} predict-then-move questions for {n_widgets} widgets"
+    )
+    assert f"instructor/{path.stem}" in _toc_sections_of("instructor_guide"), (
+        f"instructor/{path.stem} is not a section of instructor_guide in _toc.yml"
+    )
+
+
+def _long_lines(text: str) -> set[str]:
+    return {ln.strip() for ln in text.splitlines() if len(ln.strip()) >= 12}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_learner_copy_has_no_solution(path: Path) -> None:
+    nb = read_notebook(path)
+    learner = learner_copy(nb)
+    solutions = solution_texts(nb)
+    assert solutions, f"{path.name}: no solutions found (tag them `solution`)"
+    # Lines that also occur outside the solutions (a stub's `def` line, a shared import) are not
+    # solution text.
+    elsewhere = "\n".join(
+        strip_solution_blocks(source(c)) for c in nb["cells"] if not is_solution(c)
+    )
+    solution_lines = {
+        ln for ln in set().union(*(_long_lines(t) for t in solutions)) if ln not in elsewhere
+    }
+    solution_lines -= {ln for ln in solution_lines if re.fullmatch(r"[`~:]{3,}.*", ln)}
+    assert solution_lines, f"{path.name}: solutions have no distinctive line to look for"
+    learner_text = "\n".join(source(c) for c in learner["cells"])
+    leaked = sorted(ln for ln in solution_lines if ln in learner_text)
+    assert not leaked, f"{path.name}: solution text in the learner copy: {leaked[:5]}"
+    assert not any("solution" in c.get("metadata", {}).get("tags", []) for c in learner["cells"])
+    assert not re.search(r"\{(admonition|dropdown)\}\s*Solution", learner_text)
+    # Exercises stay, with their checker calls, and no outputs.
+    exercises = [c for c, f in zip(nb["cells"], exercise_flags(nb), strict=True) if f]
+    kept = [c for c, f in zip(learner["cells"], exercise_flags(learner), strict=True) if f]
+    assert len(exercises) >= 3 and len(kept) == len(exercises)
+    for cell in kept:
+        assert "check_" in source(cell) and cell["outputs"] == []
+
+
+def test_learner_zip(tmp_path: Path) -> None:
+    import zipfile
+
+    written, zip_path = build_learner_copies(REPO, tmp_path, CHAPTERS)
+    assert [p.name for p in written] == [f"{p.stem}.learner.ipynb" for p in CHAPTERS]
+    names = zipfile.ZipFile(zip_path).namelist()
+    assert "attention-step-by-step/requirements.txt" in names
+    for p in CHAPTERS:
+        assert f"attention-step-by-step/chapters/{p.stem}.learner.ipynb" in names
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -> None:
+    """Top to bottom in a fresh kernel; every unsolved exercise says "not yet right"."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    learner = learner_copy(read_notebook(path))
+    node = nbformat.reads(__import__("json").dumps(learner), as_version=4)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    client = NotebookClient(
+        node,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(REPO / "chapters")}},
+    )
+    client.execute()  # raises CellExecutionError, with the traceback, if any cell raises
+    flags = exercise_flags(learner)
+    for cell, is_ex in zip(node.cells, flags, strict=True):
+        if not is_ex:
+            continue
+        text = "".join(
+            o.get("text", "") + "".join(o.get("data", {}).get("text/plain", ""))
+            for o in cell.outputs
+        )
+        assert "not yet right" in text.lower(), (
+            f"{path.name}: unsolved exercise printed no 'not yet right':\n{source(cell)[:200]}\n"
+            f"output: {text[:300]}"
+        )
