@@ -201,7 +201,7 @@ def _widget_classes(cell: dict[str, Any]) -> set[str]:
     return set(re.findall(r"\b([A-Z][A-Za-z0-9]+)\(", source(cell)))
 
 
-def _notes_cell(notes: list[lesson_plan.Note]) -> dict[str, Any]:
+def _notes_cell(notes: list[lesson_plan.Note], index: int) -> dict[str, Any]:
     by_kind: dict[str, list[str]] = {}
     for n in notes:
         by_kind.setdefault(n.kind, []).append(n.text)
@@ -210,6 +210,7 @@ def _notes_cell(notes: list[lesson_plan.Note]) -> dict[str, Any]:
         parts.append(f"**{kind}**\n\n" + "\n".join(f"- {t}" for t in texts))
     return {
         "cell_type": "markdown",
+        "id": f"cu-speaker-notes-{index}",
         "metadata": {"slideshow": {"slide_type": "notes"}},
         "source": "\n\n".join(parts),
     }
@@ -281,7 +282,7 @@ def deck_notebook(nb: Notebook, notes: list[lesson_plan.Note] | None = None) -> 
             used = _estimate_lines(cell)
         out_cells.append(cell)
         if i in attached:
-            out_cells.append(_notes_cell(attached[i]))
+            out_cells.append(_notes_cell(attached[i], i))
     deck["cells"] = out_cells
     return deck
 

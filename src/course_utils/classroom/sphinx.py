@@ -22,11 +22,36 @@ from course_utils.classroom import LEARNER_DIR, SLIDES_DIR, ZIP_NAME, build_kit,
 STATIC = Path(__file__).parent / "static"
 
 
+def launch_problem(theme_options: dict[str, Any]) -> str | None:
+    """Why the launch buttons that ``_config.yml`` asks for cannot work (None if they can).
+
+    >>> launch_problem({"launch_buttons": {"jupyterhub_url": ""}, "repository_url": ""}) is None
+    True
+    >>> launch_problem({"launch_buttons": {"binderhub_url": "https://mybinder.org"}})[:30]
+    'launch_buttons.binderhub_url i'
+    """
+    launch = theme_options.get("launch_buttons") or {}
+    wanted = [k for k in ("jupyterhub_url", "binderhub_url") if str(launch.get(k) or "").strip()]
+    repo = str(theme_options.get("repository_url") or "")
+    if wanted and "github.com/" not in repo:
+        return (
+            f"launch_buttons.{wanted[0]} is set in _config.yml, but repository.url is not a GitHub "
+            f"repository ({repo!r}): the launch buttons need the course's GitHub address"
+        )
+    return None
+
+
 def _config_inited(app: Any, config: Any) -> None:
     paths = list(config.html_static_path or [])
     if str(STATIC) not in paths:
         paths.append(str(STATIC))
     config.html_static_path = paths
+    options = config.html_theme_options if isinstance(config.html_theme_options, dict) else {}
+    problem = launch_problem(options)
+    if problem:
+        from sphinx.errors import ConfigError
+
+        raise ConfigError(problem)
 
 
 def _chapter_stem(app: Any, pagename: str) -> str | None:

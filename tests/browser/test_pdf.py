@@ -1,0 +1,108 @@
+"""The printable book (``make pdf``): ``_build/pdf/attention-step-by-step.pdf``.
+
+Read back with poppler's ``pdftotext``/``pdfimages``: every chapter's title is there and starts a
+page; the table of contents gives each chapter a page number; no raw TeX (``\\frac``, ``$$``, ...)
+is left in the text (MathJax typeset it); no page is blank (neither text nor image); each widget
+became a still image with a caption. The PDF is ``$COURSE_PDF_DIR`` (default ``_build/pdf``); a
+missing PDF skips, except in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from course_utils.classroom.notebooks import headings, is_widget, read_notebook
+from course_utils.classroom.pdf import PDF_NAME
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
+RAW_TEX = ["\\frac", "$$", "\\sqrt{", "\\begin{", "\\operatorname", "\\top"]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _title(path: Path) -> str:
+    nb = read_notebook(path)
+    return next(t for c in nb["cells"] for lvl, t in headings(c) if lvl == 1)
+
+
+def _cjk_font() -> bool:
+    if not shutil.which("fc-list"):
+        return False
+    out = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+    return bool(out.strip())
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[str]:
+    pdf = Path(os.environ.get("COURSE_PDF_DIR", REPO / "_build" / "pdf")) / PDF_NAME
+    if not pdf.is_file():
+        message = f"{pdf} not found (run `make pdf`)"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(message)
+        pytest.skip(message)
+    if not shutil.which("pdftotext"):
+        pytest.fail("pdftotext not found (apt-get install poppler-utils)")
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    found = text.split("\f")
+    if found and not found[-1].strip():
+        found = found[:-1]
+    pytest.pdf_path = pdf  # type: ignore[attr-defined]
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_starts_a_page(path: Path, pages: list[str]) -> None:
+    title = _title(path)
+    key = _norm(title) if _cjk_font() else _norm(title.split(" (")[0])
+    starts = [
+        i + 1
+        for i, page in enumerate(pages[2:], start=2)
+        if key in _norm("\n".join(page.strip().splitlines()[:4]))
+    ]
+    assert starts, f"no page starts with the chapter title {key!r}"
+    toc = _norm(pages[1])
+    assert re.search(re.escape(_norm(title.split(" (")[0])) + r".*?\d+", toc), (
+        f"{key!r} has no page number in the table of contents"
+    )
+
+
+def test_no_raw_tex(pages: list[str]) -> None:
+    text = "\n".join(pages)
+    found = [t for t in RAW_TEX if t in text]
+    assert not found, f"raw TeX in the PDF's text: {found}"
+
+
+def test_no_blank_pages(pages: list[str]) -> None:
+    pdf = pytest.pdf_path  # type: ignore[attr-defined]
+    blank = []
+    for i, page in enumerate(pages, start=1):
+        if page.strip():
+            continue
+        images = subprocess.run(
+            ["pdfimages", "-list", "-f", str(i), "-l", str(i), str(pdf)],
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()[2:]
+        if not images:
+            blank.append(i)
+    assert not blank, f"blank pages: {blank}"
+
+
+def test_widgets_are_still_images_with_captions(pages: list[str]) -> None:
+    n_widgets = sum(is_widget(c) for p in CHAPTERS for c in read_notebook(p)["cells"])
+    text = _norm("\n".join(pages))
+    captions = text.count("still image of the widget's initial state")
+    assert captions >= n_widgets, f"{captions} widget stills for {n_widgets} widgets"
