@@ -175,17 +175,34 @@ def _page_texts(pdf: Path) -> list[str]:
     return text.split("\f")
 
 
+def english_part(title: str) -> str:
+    """The title without its parenthesised Chinese, whitespace normalised (what pdftotext keeps in
+    order: it may move CJK text around on the line).
+
+    >>> english_part("1. Queries, keys and values (查询、键、值)")
+    '1. Queries, keys and values'
+    """
+    return re.sub(
+        r"\s+", " ", re.sub(r"\s*[(（][^)）]*[\u3000-\u9fff][^)）]*[)）]", "", title)
+    ).strip()
+
+
+def top_of_page(page: str, lines: int = 4) -> str:
+    found = [ln.strip() for ln in page.splitlines() if ln.strip()][:lines]
+    return re.sub(r"\s+", " ", " ".join(found))
+
+
 def chapter_start_pages(pdf: Path, titles: list[str], first: int = 3) -> list[int | None]:
-    """1-based page where each title first appears at or after page ``first`` (in order)."""
+    """1-based page whose top shows each title, searched in order from page ``first``."""
     pages = _page_texts(pdf)
     found: list[int | None] = []
     start = first - 1
     for t in titles:
-        key = re.sub(r"\s+", " ", t.split("(")[0]).strip()[:40]
+        key = english_part(t)
         hit = None
         for i in range(start, len(pages)):
-            if key and key in re.sub(r"\s+", " ", pages[i]):
-                hit, start = i + 1, i
+            if key and key in top_of_page(pages[i]):
+                hit, start = i + 1, i + 1
                 break
         found.append(hit)
     return found
@@ -197,6 +214,7 @@ def build_pdf(repo: Path, site: Path, out_dir: Path, *, title: str | None = None
     if title is None:
         config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
         title = str(config.get("title", "Book"))
+    site, out_dir = site.resolve(), out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     doc, titles = print_page(repo, site, out_dir, title)
     book_html = out_dir / "book.html"
