@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tests.browser.site_server import AT_END_JS, DRAWING_JS, block_outside, press_key_for, site_dir
+from tests.browser.site_server import AT_END_JS, DRAWING_JS, block_outside, press_key_for
 from tests.browser.test_browser_site import PageRecord
 
 pytestmark = pytest.mark.browser
@@ -90,6 +90,9 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
 
         total = page.evaluate("() => Reveal.getTotalSlides()")
         assert total >= 8, f"only {total} slides"
+        if (REPO / "instructor" / f"{stem}.md").is_file():
+            notes = page.evaluate("() => document.querySelectorAll('aside.notes').length")
+            assert notes >= 1, "the lesson plan gave no speaker notes"
 
         # Maths.
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
@@ -169,5 +172,13 @@ def test_slide_index_lists_every_deck(site_root: Path) -> None:
         assert f'href="{stem}.slides.html"' in text, f"slides/index.html does not list {stem}"
 
 
-def test_site_dir_is_the_one_tested() -> None:
-    assert site_dir().name  # the decks are looked up in the same site as the other browser tests
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_chapter_page_links_deck_and_learner_copy(stem: str, site_root: Path) -> None:
+    """The chapter page links to its deck and its learner copy; both files exist."""
+    text = (site_root / "chapters" / f"{stem}.html").read_text(encoding="utf-8")
+    assert f'href="../slides/{stem}.slides.html"' in text, "no link to the deck"
+    assert f'href="../learner/{stem}.learner.ipynb" download' in text, "no learner copy download"
+    assert (site_root / "learner" / f"{stem}.learner.ipynb").is_file()
+    intro = (site_root / "intro.html").read_text(encoding="utf-8")
+    assert 'href="learner/attention-step-by-step-learner.zip"' in intro
+    assert 'href="slides/index.html"' in intro

@@ -316,6 +316,7 @@ def build_deck(
     config = Config()
     config.SlidesExporter.extra_template_basedirs = [str(TEMPLATES)]
     config.SlidesExporter.template_name = "course_reveal"
+    config.SlidesExporter.exclude_anchor_links = True  # no "¶" links on a projector
     exporter = SlidesExporter(config=config)
     resources = {
         "deck": {
