@@ -152,3 +152,103 @@ def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -
             f"{path.name}: unsolved exercise printed no 'not yet right':\n{source(cell)[:200]}\n"
             f"output: {text[:300]}"
         )
+
+
+# ------------------------------------------------------------------------------------------
+# Deck derivation (no browser): boundaries, speaker notes, what is left out
+# ------------------------------------------------------------------------------------------
+
+
+def _md(text: str, **meta: object) -> dict:
+    return {"cell_type": "markdown", "metadata": dict(meta), "source": text}
+
+
+def _code(text: str, tags: list[str] | None = None, outputs: list | None = None) -> dict:
+    return {
+        "cell_type": "code",
+        "metadata": {"tags": tags or []},
+        "source": text,
+        "outputs": outputs or [],
+        "execution_count": 1,
+    }
+
+
+def test_deck_notebook_boundaries_notes_and_skips() -> None:
+    from course_utils.classroom.lesson_plan import parse_plan
+    from course_utils.classroom.slides import deck_notebook
+
+    view = {"data": {"application/vnd.jupyter.widget-view+json": {"model_id": "x"}}}
+    nb = {
+        "metadata": {},
+        "cells": [
+            _md("# 9. Title (标题)\n\nIntro"),
+            _md("## 9.1 First part\n\ntext"),
+            _code("x = 1"),
+            _md("### Try it: a widget"),
+            _code("w = QueryKeyPlane(keys)\nw", tags=["widget"], outputs=[view]),
+            _md("## Exercises"),
+            _code("def f(): ...\ncheck_f(f)", tags=["exercise"]),
+            _code(
+                "def f_solution(): return 1\ncheck_f(f_solution)", tags=["hide-cell", "solution"]
+            ),
+            _md("not on the slides", tags=["slides-skip"]),
+            _md("explicit", slideshow={"slide_type": "fragment"}),
+        ],
+    }
+    plan = parse_plan(
+        "## 45-minute plan\n| minutes | activity | cell/widget |\n|---|---|---|\n"
+        '| 0-5 | Hook | "First part" |\n| 5-9 | Nowhere | "No such section" |\n'
+        "## Predict, then move the slider\n- `QueryKeyPlane`: which key wins?\n"
+    )
+    deck = deck_notebook(nb, plan)
+    kinds = [c["metadata"]["slideshow"]["slide_type"] for c in deck["cells"]]
+    notes = [
+        source(c) for c in deck["cells"] if c["metadata"]["slideshow"]["slide_type"] == "notes"
+    ]
+    assert kinds[:2] == ["slide", "notes"]  # title slide, then the unmatched note
+    assert "Nowhere" in notes[0] and "Hook" in notes[1] and "which key wins" in notes[2]
+    by_source = {source(c)[:12]: k for c, k in zip(deck["cells"], kinds, strict=True)}
+    assert by_source["## 9.1 First"] == "slide"
+    assert by_source["### Try it: "] == "subslide"
+    assert by_source["def f_soluti"] == "skip"
+    assert by_source["not on the s"] == "skip"
+    assert by_source["explicit"] == "fragment"
+    assert by_source["def f(): ...\n"[:12]] == "-"
+    widget = next(c for c in deck["cells"] if "QueryKeyPlane" in source(c))
+    assert widget["metadata"]["transient"] == {"remove_source": True}
+    assert "(标题)" in source(deck["cells"][0])
+
+
+def test_long_sections_are_cut_into_subslides() -> None:
+    from course_utils.classroom.slides import SLIDE_LINES, deck_notebook
+
+    long = "\n".join(f"line {i}" for i in range(SLIDE_LINES - 2))
+    nb = {"metadata": {}, "cells": [_md("## A section"), _md(long), _md(long), _md(long)]}
+    kinds = [c["metadata"]["slideshow"]["slide_type"] for c in deck_notebook(nb)["cells"]]
+    assert kinds == ["slide", "-", "subslide", "subslide"]
+
+
+def test_deck_widget_runtime_exists() -> None:
+    """The decks' widget runtime scripts are files the site serves under _static/."""
+    from course_utils.classroom.slides import MATHJAX, widget_runtime
+
+    statics = [REPO / "src" / "course_utils" / "sphinx_ext" / "static"]
+    statics.append(REPO / "src" / "course_utils" / "classroom" / "static")
+    scripts = widget_runtime()
+    assert scripts
+    for rel in [s["src"] for s in scripts] + [MATHJAX]:
+        assert any((d / rel).is_file() for d in statics), f"_static/{rel} is not served"
+
+
+def test_reveal_is_vendored_with_licence_and_hashes() -> None:
+    import importlib.util
+    import json as _json
+
+    spec = importlib.util.spec_from_file_location(
+        "vendor_reveal", REPO / "scripts" / "vendor_reveal.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (module.DEST / "LICENSE").is_file()
+    manifest = _json.loads((module.DEST / "VERSIONS.json").read_text(encoding="utf-8"))
+    assert manifest["files"] == module.file_hashes(), "run scripts/vendor_reveal.py (hashes differ)"

@@ -9,7 +9,7 @@ Slide boundaries come from the chapter itself:
 * a cell's own ``slideshow.slide_type`` metadata (Jupyter's slideshow editor) always wins;
 * left out: solution cells and Markdown solution blocks, cells tagged ``slides-skip`` or
   ``remove-cell``; inputs tagged ``hide-input``/``remove-input`` and outputs tagged
-  ``hide-output``/``remove-output`` are dropped.
+  ``hide-output``/``remove-output`` are dropped; a widget cell shows the widget, not its code.
 
 MyST syntax that nbconvert does not know is rewritten for the deck: ``{term}`X (中)``` becomes
 ``X (中)``, ``{cite:p}`key``` becomes ``[key]``, admonitions become block quotes, dropdowns become
@@ -63,9 +63,9 @@ def widget_runtime() -> list[dict[str, Any]]:
     """Scripts (relative to ``_static/``) that make the decks' widgets live, in load order."""
     scripts = WIDGET_RUNTIME
     if scripts is None:
-        from course_utils.sphinx_ext import widget_scripts
+        from course_utils import sphinx_ext
 
-        scripts = widget_scripts()
+        scripts = sphinx_ext.widget_scripts()
     return [{"src": src, "attrs": dict(attrs or {})} for src, attrs in scripts.items()]
 
 
@@ -256,8 +256,10 @@ def deck_notebook(nb: Notebook, notes: list[lesson_plan.Note] | None = None) -> 
         if cell["cell_type"] == "markdown":
             cell["source"] = myst_to_markdown(strip_solution_blocks(source(cell)))
         if cell["cell_type"] == "code":
-            if cell_tags & NO_INPUT_TAGS:
-                cell["source"] = ""
+            # A widget is shown without the code that builds it: on a projector the widget
+            # needs the room (the code is on the chapter page).
+            if cell_tags & NO_INPUT_TAGS or is_widget(cell):
+                meta["transient"] = {"remove_source": True}
             if cell_tags & NO_OUTPUT_TAGS:
                 cell["outputs"] = []
             alt = meta.get("mystnb", {}).get("image", {}).get("alt")
