@@ -94,12 +94,15 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
             notes = page.evaluate("() => document.querySelectorAll('aside.notes').length")
             assert notes >= 1, "the lesson plan gave no speaker notes"
 
-        # Maths.
-        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
-        page.evaluate("() => MathJax.startup.promise")
-        typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
-        assert typeset > 0, "no formula typeset"
-        assert page.evaluate("() => document.querySelectorAll('mjx-merror').length") == 0
+        # Maths (a deck without maths loads no MathJax; the raw-TeX check below still applies).
+        if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+            )
+            page.evaluate("() => MathJax.startup.promise")
+            typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
+            assert typeset > 0, "no formula typeset"
+            assert page.evaluate("() => document.querySelectorAll('mjx-merror').length") == 0
         raw = page.evaluate(RAW_TEX_JS)
         assert not raw, f"raw TeX left in the slides' text: {raw}"
 
@@ -179,6 +182,7 @@ def test_chapter_page_links_deck_and_learner_copy(stem: str, site_root: Path) ->
     assert f'href="../slides/{stem}.slides.html"' in text, "no link to the deck"
     assert f'href="../learner/{stem}.learner.ipynb" download' in text, "no learner copy download"
     assert (site_root / "learner" / f"{stem}.learner.ipynb").is_file()
+    assert (site_root / "instructor" / f"{stem}.html").is_file(), "no lesson plan page"
     intro = (site_root / "intro.html").read_text(encoding="utf-8")
     assert 'href="learner/attention-step-by-step-learner.zip"' in intro
     assert 'href="slides/index.html"' in intro

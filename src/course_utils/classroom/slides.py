@@ -327,6 +327,11 @@ def build_deck(
             "static": static_prefix,
             "mathjax": MATHJAX,
             "widgets": has_widgets,
+            # MathJax only for a deck with maths (the site's rule: no MathJax on pages without).
+            "math": any(
+                c["cell_type"] == "markdown" and re.search(r"\$|\\\(|\\\[", source(c))
+                for c in deck_nb["cells"]
+            ),
             "widget_scripts": widget_runtime(),
         }
     }
