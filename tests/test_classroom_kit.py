@@ -252,3 +252,16 @@ def test_reveal_is_vendored_with_licence_and_hashes() -> None:
     assert (module.DEST / "LICENSE").is_file()
     manifest = _json.loads((module.DEST / "VERSIONS.json").read_text(encoding="utf-8"))
     assert manifest["files"] == module.file_hashes(), "run scripts/vendor_reveal.py (hashes differ)"
+
+
+def test_launch_buttons_default_off_and_one_setting_turns_them_on() -> None:
+    from course_utils.classroom.sphinx import launch_problem
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    launch = config["launch_buttons"]
+    assert not launch.get("jupyterhub_url") and not launch.get("binderhub_url"), "must be off"
+    assert "course_utils.classroom.sphinx" in config["sphinx"]["extra_extensions"]
+    repo = "https://github.com/example/attention"
+    on = {"launch_buttons": {**launch, "jupyterhub_url": "https://hub.example.edu"}}
+    assert launch_problem({**on, "repository_url": repo}) is None
+    assert "repository.url" in launch_problem({**on, "repository_url": ""})

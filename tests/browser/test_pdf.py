@@ -84,6 +84,13 @@ def test_chapter_starts_a_page(path: Path, pages: list[str]) -> None:
     )
 
 
+def test_pdf_has_an_outline(pages: list[str]) -> None:
+    """Bookmarks (Chromium's outline from the headings) for every chapter."""
+    data = pytest.pdf_path.read_bytes()  # type: ignore[attr-defined]
+    assert b"/Outlines" in data, "the PDF has no outline (bookmarks)"
+    assert data.count(b"/Title") >= len(CHAPTERS), "fewer bookmarks than chapters"
+
+
 def test_no_raw_tex(pages: list[str]) -> None:
     text = "\n".join(pages)
     found = sorted({m.group(0) for m in RAW_TEX.finditer(text)})
