@@ -24,6 +24,7 @@ from course_utils.classroom import build_learner_copies
 from course_utils.classroom.lesson_plan import PLAN_SECTIONS, read_plan
 from course_utils.classroom.notebooks import (
     exercise_flags,
+    is_placeholder,
     is_solution,
     is_widget,
     learner_copy,
@@ -36,6 +37,16 @@ from course_utils.classroom.notebooks import (
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
 IDS = [p.stem for p in CHAPTERS]
+
+
+def written(path: Path) -> dict:
+    """The chapter's notebook; a chapter still marked as being written is skipped."""
+    nb = read_notebook(path)
+    if is_placeholder(nb):
+        pytest.skip(f"{path.name} is still a placeholder")
+    return nb
+
+
 PLAN_HEADINGS = [*PLAN_SECTIONS, "Answer key"]
 
 
@@ -58,6 +69,7 @@ def _toc_sections_of(file: str) -> list[str]:
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_lesson_plan(path: Path) -> None:
     """instructor/<stem>.md exists, has every section, a timed row per plan, and is in the toc."""
+    nb = written(path)
     plan_path = REPO / "instructor" / f"{path.stem}.md"
     assert plan_path.is_file(), f"no lesson plan {plan_path.relative_to(REPO)}"
     text = plan_path.read_text(encoding="utf-8")
@@ -69,7 +81,6 @@ def test_lesson_plan(path: Path) -> None:
     assert set(PLAN_SECTIONS) <= kinds, (
         f"{plan_path.name}: empty sections {set(PLAN_SECTIONS) - kinds}"
     )
-    nb = read_notebook(path)
     n_widgets = sum(is_widget(c) for c in nb["cells"])
     questions = [n for n in notes if n.kind == "Predict, then move the slider"]
     assert len(questions) >= n_widgets, (
@@ -86,7 +97,7 @@ def _long_lines(text: str) -> set[str]:
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_learner_copy_has_no_solution(path: Path) -> None:
-    nb = read_notebook(path)
+    nb = written(path)
     learner = learner_copy(nb)
     solutions = solution_texts(nb)
     assert solutions, f"{path.name}: no solutions found (tag them `solution`)"
@@ -130,7 +141,7 @@ def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -
     import nbformat
     from nbclient import NotebookClient
 
-    learner = learner_copy(read_notebook(path))
+    learner = learner_copy(written(path))
     node = nbformat.reads(__import__("json").dumps(learner), as_version=4)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     client = NotebookClient(

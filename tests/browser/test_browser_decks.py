@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from course_utils.classroom.notebooks import is_placeholder, read_notebook
 from tests.browser.site_server import AT_END_JS, DRAWING_JS, block_outside, press_key_for
 from tests.browser.test_browser_site import PageRecord
 
@@ -72,6 +73,8 @@ def _deck_or_fail(site_root: Path, stem: str) -> Path:
 @pytest.mark.parametrize("stem", CHAPTERS)
 def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts: Path) -> None:
     _deck_or_fail(site_root, stem)
+    if is_placeholder(read_notebook(REPO / "chapters" / f"{stem}.ipynb")):
+        pytest.skip(f"{stem} is still a placeholder")
     record = PageRecord()
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     block_outside(context, (site_url,), record.blocked)
@@ -182,7 +185,8 @@ def test_chapter_page_links_deck_and_learner_copy(stem: str, site_root: Path) ->
     assert f'href="../slides/{stem}.slides.html"' in text, "no link to the deck"
     assert f'href="../learner/{stem}.learner.ipynb" download' in text, "no learner copy download"
     assert (site_root / "learner" / f"{stem}.learner.ipynb").is_file()
-    assert (site_root / "instructor" / f"{stem}.html").is_file(), "no lesson plan page"
+    if not is_placeholder(read_notebook(REPO / "chapters" / f"{stem}.ipynb")):
+        assert (site_root / "instructor" / f"{stem}.html").is_file(), "no lesson plan page"
     intro = (site_root / "intro.html").read_text(encoding="utf-8")
     assert 'href="learner/attention-step-by-step-learner.zip"' in intro
     assert 'href="slides/index.html"' in intro
