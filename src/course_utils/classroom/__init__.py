@@ -69,10 +69,13 @@ def build_learner_copies(repo: Path, site: Path, chapters: list[Path]) -> tuple[
 
 def build_kit(repo: Path, site: Path, *, title: str = "Attention, step by step") -> KitReport:
     """Learner copies, zip, decks and the slides index, into the built site ``site``."""
-    from course_utils.classroom.slides import build_deck, index_page
+    from course_utils.classroom.slides import LAB_CSS, build_deck, index_page, lab_css
 
     chapters = chapter_notebooks(repo)
     report = KitReport()
+    css = site / "_static" / LAB_CSS
+    css.parent.mkdir(parents=True, exist_ok=True)
+    css.write_text(lab_css(), encoding="utf-8")
     report.learner, report.zip_path = build_learner_copies(repo, site, chapters)
     for nb_path in chapters:
         plan = repo / "instructor" / f"{nb_path.stem}.md"

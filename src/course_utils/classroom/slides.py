@@ -47,6 +47,8 @@ TEMPLATES = Path(__file__).parent / "templates"
 #: Lines (of about 90 characters) that fit on one slide before the deck starts a sub-slide.
 SLIDE_LINES = 22
 MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
+#: JupyterLab's notebook CSS (nbconvert's lab template), one copy for all decks, under _static/.
+LAB_CSS = "course_kit/jupyterlab.css"
 
 #: The widget runtime the decks load, as ``{path under _static/: {attribute: value}}`` in load
 #: order. ``None``: the same scripts as the site's own pages
@@ -326,6 +328,7 @@ def build_deck(
             "language": language,
             "static": static_prefix,
             "mathjax": MATHJAX,
+            "lab_css": LAB_CSS,
             "widgets": has_widgets,
             # MathJax only for a deck with maths (the site's rule: no MathJax on pages without).
             "math": any(
@@ -352,6 +355,18 @@ def build_deck(
     )
     widgets = sum(1 for c in deck_nb["cells"] if is_widget(c))
     return DeckInfo(notebook.stem, title, max(1, slides), n_notes, widgets)
+
+
+def lab_css() -> str:
+    """nbconvert's JupyterLab notebook CSS (light theme), as its lab template would inline it."""
+    from jupyter_core.paths import jupyter_path
+
+    for base in jupyter_path("nbconvert", "templates"):
+        static = Path(base) / "lab" / "static"
+        if (static / "index.css").is_file():
+            parts = [static / "index.css", static / "theme-light.css"]
+            return "\n".join(p.read_text(encoding="utf-8") for p in parts if p.is_file())
+    raise FileNotFoundError("nbconvert's lab template CSS (lab/static/index.css) not found")
 
 
 def index_page(decks: list[DeckInfo], title: str, language: str = "en") -> str:
