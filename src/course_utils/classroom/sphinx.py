@@ -77,8 +77,9 @@ def kit_links(pagename: str, stem: str | None, root_doc: str) -> str:
         copy = rel(f"{LEARNER_DIR}/{learner_name(stem)}")
         return (
             '<p class="cu-kit-links">'
-            f'<a class="cu-kit-slides" href="{deck}">Slides for this chapter</a> · '
-            f'<a class="cu-kit-learner" href="{copy}" download>'
+            f'<a class="cu-kit-slides btn btn-sm btn-outline-primary" href="{deck}">'
+            "Slides for this chapter</a> "
+            f'<a class="cu-kit-learner btn btn-sm btn-outline-primary" href="{copy}" download>'
             "Download the learner copy (.ipynb, no solutions)</a></p>"
         )
     if pagename == root_doc:
