@@ -44,7 +44,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.ip=$(HOST) chapters
 
 execute: $(STAMP)
-	$(BIN)/python scripts/execute_notebooks.py chapters/*.ipynb
+	$(BIN)/python scripts/execute_notebooks.py chapters/*.ipynb appendix/*.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts benchmarks
@@ -58,7 +58,7 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils
 
 test-notebooks: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval chapters
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval chapters appendix
 
 test-book: book
 

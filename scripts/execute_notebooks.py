@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,6 +24,11 @@ from nbclient import NotebookClient
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+# An empty IPython/Jupyter configuration, as in the tests: a user's startup files or settings must
+# not change the committed outputs.
+_CLEAN = tempfile.mkdtemp(prefix="course-utils-execute-config-")
+os.environ["IPYTHONDIR"] = os.path.join(_CLEAN, "ipython")
+os.environ["JUPYTER_CONFIG_DIR"] = os.path.join(_CLEAN, "jupyter")
 
 
 def execute(path: Path, timeout: int) -> float:

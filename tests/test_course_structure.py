@@ -7,8 +7,9 @@ one test (or one parametrised test per chapter) each:
 
 1. ``_toc.yml`` and ``chapters/`` agree, and every toc file exists.
 2. A written chapter has a title ``# N. ...``, learning objectives, a summary, an "Exercises"
-   section with at least 3 exercises whose cells call a ``course_utils.exercises`` checker, a
-   revealable solution after each, and "Check your understanding". A chapter that still says
+   section with at least 3 exercises (code cells tagged ``exercise`` that call ``chNN.check_*``),
+   an executed hidden solution cell tagged ``["hide-cell", "solution"]`` after each that calls the
+   same checker, and "Check your understanding". A chapter that still says
    "(This chapter is being written.)" is skipped, with that reason.
 3. Notebooks: python3 kernel; executed top to bottom in one fresh run (counts 1..n, outputs kept);
    no error or stderr outputs; no nbval exemptions unless whitelisted below with a reason; if the
@@ -256,6 +257,24 @@ def calls_checker(cell: dict[str, Any]) -> bool:
     return False
 
 
+def checker_calls(cell: dict[str, Any]) -> list[tuple[str | None, str]]:
+    """``(module, checker)`` of every checker call in a cell: ``("ch01", "check_shapes")`` for
+    ``ch01.check_shapes(...)``, ``(None, "check_shapes")`` for a bare ``check_shapes(...)``."""
+    tree = parse_cell(cell)
+    if tree is None:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in checker_names():
+                owner = func.value.id if isinstance(func.value, ast.Name) else None
+                found.append((owner, func.attr))
+            elif isinstance(func, ast.Name) and func.id in checker_names():
+                found.append((None, func.id))
+    return found
+
+
 def sections(nb: dict[str, Any]) -> list[tuple[int, int, str]]:
     """(cell index, level, title) of every heading of the notebook, in order."""
     return [
@@ -381,21 +400,53 @@ def test_chapter_exercises_call_checkers_and_have_solutions(path: Path):
         f"(cells {exercises}); need >= 3"
     )
     problems = []
+    number = int(re.match(r"\d+", path.stem).group())
+    module = f"ch{number:02d}"
     bounds = [*exercises[1:], span[1] + 1]
     for i, nxt in zip(exercises, bounds, strict=True):
-        # the solution follows its exercise: a hidden code cell or a dropdown in markdown, before
-        # the next exercise (the last exercise's solution may share the next heading's cell)
-        after = nb["cells"][i + 1 : min(nxt, len(nb["cells"]))]
-        revealable = any(
-            (c["cell_type"] == "code" and tags(c) & HIDING_TAGS)
-            or (c["cell_type"] == "markdown" and has_dropdown(source(c)))
-            for c in after
-        )
-        if not revealable:
+        cell = nb["cells"][i]
+        if "exercise" not in tags(cell):
+            problems.append(f"exercise cell {i} is not tagged 'exercise'")
+        called = checker_calls(cell)
+        if not called or any(owner != module for owner, _ in called):
             problems.append(
-                f"exercise cell {i} has no revealable solution after it (a code cell tagged "
-                f"{sorted(HIDING_TAGS)} or a markdown dropdown, e.g. ```{{admonition}} with "
-                f":class: dropdown)"
+                f"exercise cell {i} must call its checker as {module}.check_...(...) (one call "
+                f"style in every chapter: `from course_utils.exercises import {module}`); found "
+                f"{[f'{o}.{n}' if o else n for o, n in called]}"
+            )
+        # The solution follows its exercise, before the next one: an EXECUTED code cell tagged
+        # ["hide-cell", "solution"] (hidden behind a click in the book, checked by nbval) that calls
+        # the same checker. Markdown dropdowns are not accepted: nbval could not check them.
+        after = list(enumerate(nb["cells"][i + 1 : min(nxt, len(nb["cells"]))], start=i + 1))
+        solutions = [
+            (j, c)
+            for j, c in after
+            if c["cell_type"] == "code" and {"hide-cell", "solution"} <= tags(c)
+        ]
+        if not solutions:
+            problems.append(
+                f"exercise cell {i} has no solution after it: a code cell tagged "
+                f"['hide-cell', 'solution'] (as chapter 1 does), executed, that calls the checker"
+            )
+            continue
+        j, solution = solutions[0]
+        if solution.get("execution_count") is None or not solution.get("outputs"):
+            problems.append(f"solution cell {j} was not executed (no execution_count or outputs)")
+        if {n for _, n in checker_calls(solution)} != {n for _, n in called}:
+            problems.append(
+                f"solution cell {j} must call the same checker as exercise cell {i} "
+                f"({sorted({n for _, n in called})}); it calls "
+                f"{sorted({n for _, n in checker_calls(solution)})}"
+            )
+        dropdowns = [
+            k
+            for k, c in after
+            if c["cell_type"] == "markdown" and "{admonition} Solution" in source(c)
+        ]
+        if dropdowns:
+            problems.append(
+                f"cells {dropdowns}: a markdown solution dropdown; use the hidden solution cell "
+                f"only (one reveal style across chapters)"
             )
     assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
 

@@ -111,7 +111,7 @@ def test_bank_tokens_are_the_seed_sentence():
     ex = bank_example()
     assert "".join(ex.tokens) == "小明在银行边的长椅上看书"
     assert ex.tokens == ("小明", "在", "银行", "边", "的", "长椅", "上", "看书")
-    assert ex.translation == "Xiao Ming is reading on a bench by the bank [river bank]"
+    assert ex.translation == "Xiao Ming is reading on a bench by the bank"  # no pun: see ch. 1
     assert ex.language == "zh"
     assert ex.feature_names == FEATURES
 
@@ -122,7 +122,7 @@ def test_bank_attention_pattern_from_the_docstring():
     i = {t: n for n, t in enumerate(ex.tokens)}
     assert w[i["看书"]].argmax() == i["小明"]  # who reads?
     assert w[i["小明"]].argmax() == i["看书"]
-    assert w[i["银行"]].argmax() == i["长椅"]  # a bank with a bench: a river bank
+    assert w[i["银行"]].argmax() == i["长椅"]  # 银行 looks at its context, the bench
     bench = w[i["长椅"]]
     top_two = set(np.argsort(-bench)[:2])
     assert top_two == {i["银行"], i["边"]}  # where is the bench?

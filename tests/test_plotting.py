@@ -27,6 +27,7 @@ from matplotlib.ft2font import FT2Font
 from course_utils.data import bank_example, query_plane_example, reading_example
 from course_utils.fonts import (
     CJK_FONT_NAME,
+    COURSE_CJK_FAMILY,
     cjk_font_family,
     cjk_font_path,
     contains_cjk,
@@ -117,11 +118,15 @@ def test_importing_and_plotting_changes_no_rcparams():
 
 
 def test_import_registers_no_font_until_first_use():
-    """Lazy: importing course_utils.plotting adds nothing to matplotlib's font list."""
+    """Lazy: importing course_utils.plotting adds nothing to matplotlib's font list.
+
+    It looks for the package's own file, so a system font of the same family (Debian's
+    fonts-noto-cjk) does not count; tests/test_environment.py runs this with such a font."""
     code = (
         "import matplotlib; matplotlib.use('Agg'); from matplotlib import font_manager as fm\n"
         "import course_utils.plotting as p\n"
-        "has = lambda: any('NotoSansCJK' in f.fname for f in fm.fontManager.ttflist)\n"
+        "from course_utils.fonts import cjk_font_path; path = str(cjk_font_path())\n"
+        "has = lambda: any(f.fname == path for f in fm.fontManager.ttflist)\n"
         "before = has(); p.cjk_font_family(); print(before, has())\n"
     )
     result = subprocess.run(
@@ -300,7 +305,7 @@ def test_cjk_font_file_ships_with_mplfonts():
 def test_cjk_font_family_is_a_fresh_fallback_list():
     a = cjk_font_family()
     b = cjk_font_family()
-    assert a == ["DejaVu Sans", CJK_FONT_NAME] and a is not b
+    assert a == ["DejaVu Sans", COURSE_CJK_FAMILY] and a is not b
     assert token_font_kwargs() == {"fontfamily": a}
 
 

@@ -24,12 +24,24 @@ def shape_str(shape: Sequence[int | str]) -> str:
     return "(" + ", ".join(parts) + ")"
 
 
+def _untorch(x: Any) -> Any:
+    """A torch tensor (also one that requires grad, or on another device) as a numpy array.
+
+    Without importing torch: the numpy functions accept tensors as they accept lists. The result
+    is a copy of the values, detached from autograd (these functions are not differentiable).
+    """
+    if hasattr(x, "detach") and hasattr(x, "numpy") and hasattr(x, "cpu"):
+        return x.detach().cpu().numpy()
+    return x
+
+
 def as_float_array(x: Any, name: str, *, min_ndim: int = 0, expected: str | None = None) -> NDArray:
     """Return ``x`` as a floating-point numpy array, or raise a clear error.
 
     Integer and boolean inputs are converted to float64; float16/32/64 keep their dtype, so that the
-    chapters can show what happens in low precision. NaN is rejected, and so is +inf; -inf is
-    allowed because it is how a masked score is written.
+    chapters can show what happens in low precision. Torch tensors are accepted, also those that
+    require grad (their values are used; the result is a numpy array, outside autograd). NaN is
+    rejected, and so is +inf; -inf is allowed because it is how a masked score is written.
 
     >>> as_float_array([[1, 2]], "q", min_ndim=2).dtype
     dtype('float64')
@@ -39,9 +51,9 @@ def as_float_array(x: Any, name: str, *, min_ndim: int = 0, expected: str | None
     ValueError: q must have at least 2 dimensions (..., T_q, d_k); got shape (2,)
     """
     try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as err:  # ragged nested lists, for instance
-        raise TypeError(f"{name} must be a numeric array; could not convert it: {err}") from err
+        arr = np.asarray(_untorch(x))
+    except Exception as err:  # ragged nested lists, for instance
+        raise TypeError(f"{name} must be a numeric array; could not convert it: {err}") from None
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
@@ -72,7 +84,10 @@ def as_bool_array(x: Any, name: str) -> NDArray[np.bool_]:
     Masks are boolean on purpose: a float mask of 0/1 is ambiguous (additive or multiplicative?),
     and PyTorch's float masks are *added* to the scores, which is a different contract.
     """
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(_untorch(x))
+    except Exception as err:
+        raise TypeError(f"{name} must be a boolean array; could not convert it: {err}") from None
     if arr.dtype != np.bool_:
         raise TypeError(
             f"{name} must be a boolean array (True = may attend); got dtype {arr.dtype} "

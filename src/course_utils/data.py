@@ -17,10 +17,11 @@ The examples
     the same projection matrices. The two "the" get identical rows: attention alone knows nothing of
     word order.
 ``"bank"``  (:func:`bank_example`)
-    The seed's sentence 小明在银行边的长椅上看书 ("Xiao Ming is reading on a bench by the bank
-    [river bank]"), segmented into words 小明/在/银行/边/的/长椅/上/看书. Hand-designed so that the
-    pattern can be read: 看书 attends to 小明 (who reads?), 小明 to 看书, 长椅 to 银行 and 边 (where
-    is the bench?), 银行 to 长椅 (a bank with a bench beside it is probably a river bank).
+    The seed's sentence 小明在银行边的长椅上看书 ("Xiao Ming is reading on a bench by the bank"),
+    segmented into words 小明/在/银行/边/的/长椅/上/看书. Hand-designed so that the pattern can be
+    read: 看书 attends to 小明 (who reads?), 小明 to 看书, 长椅 to 银行 and 边 (where is the
+    bench?), 银行 to 长椅 (the context of the word "bank"; chapter 1 explains why "river bank" is a
+    pun that works in English only).
 ``"reading"``  (:func:`reading_example`)
     The seed's causal-attention sentence 看书真好 (看/书/真/好, "Reading is really nice"), seeded
     random numbers rounded to one decimal; used with :func:`course_utils.masks.causal_mask`.
@@ -332,11 +333,13 @@ def _feature_example(
 def bank_example() -> ToyExample:
     """The seed's 小明在银行边的长椅上看书: "Xiao Ming is reading on a bench by the bank".
 
-    The translation adds "[river bank]", the reading the context makes likely.
+    In Chinese 银行 is the financial bank (a place that keeps money); the seed's reading "river
+    bank" (河岸) is an English pun, explained once, in chapter 1. The translation keeps the plain
+    "by the bank".
 
     Hand-designed features (see the module docstring): 看书 (reading) attends to 小明 (who reads),
-    小明 to 看书, 长椅 (bench) to 银行 (bank) and 边 (side) equally, and 银行 to 长椅, the cue that
-    makes "bank" a river bank here (the seed's head 4, 词义消歧).
+    小明 to 看书, 长椅 (bench) to 银行 (bank) and 边 (side) equally, and 银行 to 长椅: the context
+    the seed's head 4 (词义消歧, word-sense disambiguation) would look at.
 
     >>> ex = bank_example()
     >>> _, weights = ex.attention()  # (8, 8)
@@ -346,7 +349,7 @@ def bank_example() -> ToyExample:
     return _feature_example(
         "bank",
         ("小明", "在", "银行", "边", "的", "长椅", "上", "看书"),
-        "Xiao Ming is reading on a bench by the bank [river bank]",
+        "Xiao Ming is reading on a bench by the bank",
         "the seed's sentence, 8 words, hand-designed 6-feature embeddings",
         "zh",
     )

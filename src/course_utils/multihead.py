@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -52,6 +53,62 @@ def _check_tensor(x: object, name: str, expected: str) -> Tensor:
     return x
 
 
+def _check_qk_mask(q: object, k: object, mask: object) -> None:
+    """Validate the arguments of :func:`attention_weights` like the numpy functions do."""
+    for name, x, expected in (("q", q, "(..., T_q, d_k)"), ("k", k, "(..., T_k, d_k)")):
+        if not isinstance(x, Tensor):
+            raise TypeError(
+                f"{name} must be a torch.Tensor of shape {expected}; got {type(x).__name__}"
+            )
+        if not x.is_floating_point():
+            raise TypeError(
+                f"{name} must be a floating-point tensor of shape {expected}; "
+                f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
+            )
+        if x.dim() < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dimensions {expected}; "
+                f"got shape {shape_str(tuple(x.shape))}"
+            )
+    assert isinstance(q, Tensor) and isinstance(k, Tensor)
+    d_k = q.size(-1)
+    if k.size(-1) != d_k or d_k == 0:
+        raise ValueError(
+            f"k has shape {shape_str(tuple(k.shape))}, expected (..., T_k, {d_k}): its last "
+            f"dimension must equal d_k = {d_k}, the last dimension of q {shape_str(tuple(q.shape))}"
+            + (" (and d_k >= 1)" if d_k == 0 else "")
+        )
+    if k.size(-2) == 0:
+        raise ValueError(
+            f"k has shape {shape_str(tuple(k.shape))}, expected (..., T_k, {d_k}) with T_k >= 1: "
+            "there must be at least one key to attend to"
+        )
+    if q.dtype != k.dtype:
+        raise TypeError(f"q and k must have the same dtype; got {q.dtype} and {k.dtype}")
+    try:
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the batch dimensions of q {shape_str(tuple(q.shape))} and k "
+            f"{shape_str(tuple(k.shape))} (all but the last two) must broadcast"
+        ) from None
+    if mask is None:
+        return
+    if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
+        got = f"dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
+        raise TypeError(f"mask must be a boolean torch.Tensor (True = may attend); got {got}")
+    expected_shape = (*batch, q.size(-2), k.size(-2))
+    try:
+        fits = torch.broadcast_shapes(mask.shape, expected_shape) == torch.Size(expected_shape)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"mask has shape {shape_str(tuple(mask.shape))}, expected a shape that broadcasts to "
+            f"{shape_str(expected_shape)} (..., T_q, T_k) without enlarging it"
+        )
+
+
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
     """Steps 1-3 for every head at once: ``softmax(q kᵀ / √d_k)`` with masked keys set to weight 0.
 
@@ -64,7 +121,15 @@ def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tenso
     >>> k = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
     >>> attention_weights(q, k).round(decimals=3)
     tensor([[0.9440, 0.0560]])
+
+    Bad input is an error that names the argument, as in the numpy functions:
+
+    >>> attention_weights(q, torch.ones(2, 3))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: k has shape (2, 3), expected (..., T_k, 2): its last dimension must equal ...
     """
+    _check_qk_mask(q, k, mask)
     d_k = q.size(-1)
     # Scaling q before the product gives the same scores as dividing them afterwards, and touches
     # T_q * d_k numbers instead of T_q * T_k (much fewer for long sequences).
@@ -87,6 +152,7 @@ class MultiHeadAttention(nn.Module):
         Number of heads ``h``; must divide ``d_model``.
     bias : bool
         Whether the four projections ``W_Q, W_K, W_V, W_O`` have a bias (PyTorch's default: yes).
+        Must be a bool (``bias="no"`` is an error, not a truthy string).
 
     The parameter count, ``4 d_model² (+ 4 d_model)``, does not depend on ``n_heads``: eight
     heads of 64 cost exactly what one head of 512 costs.
@@ -105,11 +171,17 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
         super().__init__()
+        sizes = {}
         for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
                 raise TypeError(f"{name} must be an int; got {type(value).__name__}")
             if value < 1:
                 raise ValueError(f"{name} must be >= 1; got {value}")
+            sizes[name] = int(value)  # numpy integers become plain ints
+        d_model, n_heads = sizes["d_model"], sizes["n_heads"]
+        if not isinstance(bias, bool | np.bool_):
+            raise TypeError(f"bias must be True or False; got {type(bias).__name__} {bias!r}")
+        bias = bool(bias)
         if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads so that every head gets "
@@ -163,6 +235,11 @@ class MultiHeadAttention(nn.Module):
                     f"d_model = {self.d_model}: its last dimension must equal d_model"
                 )
         B, T_q, T_k = query.size(0), query.size(1), key.size(1)
+        if T_k == 0:
+            raise ValueError(
+                f"key has shape {shape_str(tuple(key.shape))}, expected (B, T_k, {self.d_model}) "
+                "with T_k >= 1: there must be at least one key to attend to"
+            )
         if key.size(0) != B or value.size(0) != B:
             raise ValueError(
                 f"query, key and value must have the same batch size B; got query "
@@ -219,7 +296,9 @@ class MultiHeadAttention(nn.Module):
         shape ``(B, T_k)`` pass ``mask[:, None, :]``). Returns the output ``(B, T_q, d_model)``,
         or ``(output, weights)`` with weights ``(B, n_heads, T_q, T_k)`` when ``return_weights``
         is true.
-        ``fast`` chooses the path: by default the fast one when no weights are asked for.
+        ``fast`` chooses the path: by default the fast one when no weights are asked for. Both
+        paths give the same output on every input, also on NaN or inf (which propagate as in the
+        four steps: a NaN query gives a NaN output row).
         """
         mask = self._check_inputs(query, key, value, mask)
         if fast is None:
@@ -234,7 +313,11 @@ class MultiHeadAttention(nn.Module):
         k = self.split_heads(self.W_K(key))  # (B, n_heads, T_k, d_k)
         v = self.split_heads(self.W_V(value))  # (B, n_heads, T_k, d_k)
 
-        # 2. Scaled dot-product attention in every head at once.
+        # 2. Scaled dot-product attention in every head at once. The fast kernel may handle NaN or
+        # inf differently from the four steps (it can return a finite row where they give NaN), so
+        # non-finite projections take the readable path: both paths agree on every input.
+        if fast and not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
+            fast = False
         if fast:
             context = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask

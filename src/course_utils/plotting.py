@@ -70,7 +70,7 @@ def token_font_kwargs() -> dict[str, Any]:
     """Keyword arguments that make a matplotlib text call render Chinese and Latin characters.
 
     >>> token_font_kwargs()["fontfamily"]
-    ['DejaVu Sans', 'Noto Sans CJK SC']
+    ['DejaVu Sans', 'Noto Sans CJK SC (course_utils)']
     """
     return {"fontfamily": cjk_font_family()}
 

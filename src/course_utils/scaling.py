@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from ._validation import as_float_array, shape_str
 from .saturation import softmax_entropy, softmax_jacobian_norm
 from .softmax import softmax
 
@@ -145,10 +146,24 @@ def saturation_stats(scores: NDArray, *, scale: float = 1.0) -> SaturationStats:
     >>> st.max_weight, round(st.entropy, 4), round(st.jacobian_norm, 4)
     (0.25, 1.3863, 0.433)
     """
-    scores = np.asarray(scores)
-    if scores.ndim != 2:
-        raise ValueError(f"scores must have shape (n_rows, T_k); got shape {scores.shape}")
-    weights = softmax(scores * scale, axis=-1)  # (n_rows, T_k)
+    scores = as_float_array(scores, "scores")
+    if scores.ndim != 2 or scores.shape[-1] == 0:
+        raise ValueError(
+            f"scores must have shape (n_rows, T_k); got shape {shape_str(scores.shape)} "
+            "(and T_k must be >= 1)"
+        )
+    if isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
+        raise TypeError(f"scale must be a number; got {type(scale).__name__}")
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be finite; got {scale}")
+    with np.errstate(over="ignore"):
+        scaled = scores * scores.dtype.type(scale)  # (n_rows, T_k)
+    if np.isposinf(scaled).any() or np.isnan(scaled).any():
+        raise ValueError(
+            f"scores * scale overflowed (shape {shape_str(scores.shape)}, scale {scale:g}); "
+            "use smaller scores or a smaller scale"
+        )
+    weights = softmax(scaled, axis=-1)  # (n_rows, T_k)
     return SaturationStats(
         max_weight=float(weights.max(axis=-1).mean()),
         entropy=float(softmax_entropy(weights).mean()),

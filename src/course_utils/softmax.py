@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import as_float_array, check_positive_finite
+from ._validation import as_float_array, check_positive_finite, shape_str
 
 __all__ = ["softmax"]
 
@@ -23,13 +23,13 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
 
     Parameters
     ----------
-    x : array_like
+    x : array_like (numpy, list or torch tensor)
         Real scores (logits). ``-inf`` entries get weight exactly 0 (that is how masks work). NaN
         and ``+inf`` are rejected.
     axis : int
         The axis that is normalised (sums to 1). Default: the last one.
     temperature : float
-        ``softmax(x / T)``. ``T -> 0`` approaches a one-hot argmax, ``T -> inf`` the uniform
+        ``softmax(x / τ)``. ``τ -> 0`` approaches a one-hot argmax, ``τ -> inf`` the uniform
         distribution.
 
     Returns
@@ -50,18 +50,28 @@ def softmax(x: Any, axis: int = -1, temperature: float = 1.0) -> NDArray:
     """
     scores = as_float_array(x, "x")
     temperature = check_positive_finite(temperature, "temperature")
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise TypeError(f"axis must be an int (the one axis that sums to 1, e.g. -1); got {axis!r}")
     if scores.ndim == 0:
         raise ValueError("x must have at least 1 dimension; got a scalar (shape ())")
     if not -scores.ndim <= axis < scores.ndim:
-        raise ValueError(f"axis {axis} is out of range for x with {scores.ndim} dimensions")
+        raise ValueError(
+            f"axis {axis} is out of range for x with {scores.ndim} dimensions "
+            f"(shape {shape_str(scores.shape)})"
+        )
+    if scores.shape[axis] == 0:
+        raise ValueError(
+            f"x has shape {shape_str(scores.shape)}: softmax needs at least one entry along axis "
+            f"{axis}, expected a length >= 1 there"
+        )
     # float16 is computed in float32 (as PyTorch accumulates it) and rounded back at the end.
     work = scores.astype(np.promote_types(scores.dtype, np.float32), copy=False)
     t = work.dtype.type(temperature)
     if t == 0 or not np.isfinite(t):  # e.g. T = 1e-50 is 0 in float32: divide in float64 instead
         work = work.astype(np.float64)
         t = np.float64(temperature)
-    # Subtract the maximum *before* dividing by the temperature: softmax((x - max x) / T) equals
-    # softmax(x / T) because T > 0, and x / T alone could overflow to inf for a small T.
+    # Subtract the maximum *before* dividing by the temperature: softmax((x - max x) / τ) equals
+    # softmax(x / τ) because τ > 0, and x / τ alone could overflow to inf for a small τ.
     row_max = np.max(work, axis=axis, keepdims=True)  # (..., 1, ...) along axis
     # A row that is all -inf has max -inf; subtracting it would give nan. Shift such rows by 0:
     # exp(-inf) = 0 everywhere, the sum is 0, and the row ends up all zeros below.

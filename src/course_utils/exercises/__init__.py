@@ -22,31 +22,57 @@ Generic checkers (in ``_checks.py``)
 
 All accept lists, numpy arrays and torch tensors (converted with ``.detach().cpu().numpy()``).
 
+Chapter checkers (one module per chapter)
+-----------------------------------------
+- ``ch01``: ``ch01.check_dot_product``, ``ch01.check_all_scores``, ``ch01.check_attend_one``,
+  ``ch01.check_shapes``;
+- ``ch02``: ``ch02.check_score_variance``, ``ch02.check_jacobian``,
+  ``ch02.check_saturation_threshold``;
+- ``ch03``: ``ch03.check_stable_softmax``, ``ch03.check_temperature_limits``,
+  ``ch03.check_attention``;
+- ``ch04``: ``ch04.check_split_heads``, ``ch04.check_parameter_count``,
+  ``ch04.check_head_weights``, ``ch04.check_torch_mask``.
+
+Running a learner's function
+----------------------------
+Most exercises ask for a *function*. :func:`run_cases` (in ``_learner.py``) is the one loop every
+chapter checker uses: it says so if the answer is still the starter ``...``, calls the function on
+copies of each test case, stops it after :data:`TIME_LIMIT` seconds (a loop that never ends gets
+feedback, not a hung notebook), turns a crash or a ``None`` into feedback, compares the result,
+and reports the first test case that fails.
+
 Adding a chapter's exercises
 ----------------------------
-Write ``course_utils/exercises/chNN.py`` (e.g. ``ch01.py``) with one function per exercise, named
-after it, that builds the expected answer with the package (never a pasted copy) and delegates to a
-generic
-checker, adding chapter-specific :class:`Mistake` values when a typical error is known::
+Write ``course_utils/exercises/chNN.py`` (e.g. ``ch01.py``) with one ``check_*`` function per
+exercise. It builds the expected answer with the package (never a pasted copy), runs the learner's
+function through :func:`run_cases`, and compares each result with a generic checker, adding
+chapter-specific :class:`Mistake` values when a typical error is known::
 
-    from ..data import by_hand_example
-    from ._checks import Mistake, check_array, check_scores
+    from ._checks import check_scores
     from ._feedback import Feedback
+    from ._learner import run_cases
 
-    def exercise_1_1(scores) -> Feedback:
-        \"\"\"Raw scores Q·Kᵀ of "the cat sat down".\"\"\"
-        ex = by_hand_example()
-        return check_scores(scores, ex.Q, ex.K, scaled=False, name="scores")
+    def check_all_scores(all_scores) -> Feedback:
+        \"\"\"Check ``all_scores(Q, K)``: the raw scores Q Kᵀ.\"\"\"
+        cases = [("Q (2, 3) and K (5, 3)", (Q, K))]  # seeded test data, built in the module
+        return run_cases(
+            "all scores", all_scores, "all_scores", cases,
+            lambda result, Q, K: check_scores(result, Q, K, scaled=False),
+            "all {n} test cases match Q Kᵀ",
+        )
 
-In the notebook: ``from course_utils.exercises import ch01`` then ``ch01.exercise_1_1(my_scores)``.
-Import the chapter module explicitly (this package does not import chapter modules, so adding one
-never slows down or breaks the others). Add its tests to ``tests/test_exercises_chNN.py``: the
-worked solution passes and each typical wrong answer gets its specific message. Use :func:`merge` to
-combine several checks into one :class:`Feedback`.
+In the notebook, one call style everywhere: ``from course_utils.exercises import ch01`` (in the
+chapter's Exercises section), then ``ch01.check_all_scores(all_scores)`` in the exercise cell and
+``ch01.check_all_scores(all_scores_solution)`` in the hidden solution cell below it. This package
+does not import chapter modules, so adding one never slows down or breaks the others. Add its tests
+to ``tests/test_exercises_chNN.py``: the worked solution passes, right answers in other styles pass
+(torch or numpy, float32, lists, einsum), and each typical wrong answer gets its specific hint. Use
+:func:`merge` to combine several checks into one :class:`Feedback`.
 """
 
 from ._checks import (
     Mistake,
+    answer_tolerance,
     as_answer_array,
     check_array,
     check_attention_output,
@@ -58,10 +84,13 @@ from ._checks import (
     format_pair,
 )
 from ._feedback import Feedback, merge
+from ._learner import TIME_LIMIT, run_cases
 
 __all__ = [
+    "TIME_LIMIT",
     "Feedback",
     "Mistake",
+    "answer_tolerance",
     "as_answer_array",
     "check_array",
     "check_attention_output",
@@ -72,4 +101,5 @@ __all__ = [
     "format_index",
     "format_pair",
     "merge",
+    "run_cases",
 ]

@@ -25,6 +25,7 @@ from ._feedback import Feedback
 
 __all__ = [
     "Mistake",
+    "answer_tolerance",
     "as_answer_array",
     "check_array",
     "check_attention_output",
@@ -49,33 +50,71 @@ class Mistake:
     value: Any
 
 
+def _plain(answer: Any) -> Any:
+    """Torch tensors (also inside lists, also with ``requires_grad``) as numpy, without torch."""
+    if hasattr(answer, "detach") and hasattr(answer, "numpy"):  # a torch tensor
+        return answer.detach().cpu().numpy()
+    if isinstance(answer, list | tuple):
+        return [_plain(a) for a in answer]
+    return answer
+
+
 def as_answer_array(answer: Any, name: str) -> NDArray:
     """Convert a learner's answer (list, numpy array, torch tensor) to a numpy array.
 
-    Raises ``TypeError`` naming ``name`` when the answer is not numeric. Booleans stay boolean.
+    Raises ``TypeError`` naming ``name`` when the answer is not numeric (``None``, strings, ragged
+    lists, ...). Booleans stay boolean. Torch tensors may require grad.
 
     >>> as_answer_array([[1, 2]], "scores").dtype
     dtype('int64')
+    >>> as_answer_array([[1, 2], [3]], "scores")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: scores could not be turned into an array: it is not rectangular ...
     """
-    if answer is None:
-        raise TypeError(f"{name} is None: did the cell assign or return a value?")
-    if hasattr(answer, "detach") and hasattr(
-        answer, "numpy"
-    ):  # a torch tensor, without importing torch
-        answer = answer.detach().cpu().numpy()
+    if answer is None or answer is Ellipsis:
+        raise TypeError(f"{name} is {answer!r}: did the cell assign or return a value?")
+    if isinstance(answer, str | bytes):
+        raise TypeError(f"{name} must be a numeric array; got the text {answer!r:.40}")
     try:
-        arr = np.asarray(answer)
-    except (TypeError, ValueError) as err:
+        arr = np.asarray(_plain(answer))
+    except ValueError:
+        raise TypeError(
+            f"{name} could not be turned into an array: it is not rectangular "
+            "(rows of different lengths?)"
+        ) from None
+    except Exception as err:  # anything numpy cannot read: say so, never a traceback
         raise TypeError(f"{name} could not be turned into an array: {err}") from None
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
-        raise TypeError(
-            f"{name} must be a numeric array; got {type(answer).__name__} of dtype {arr.dtype}"
-        )
+        what = "text" if arr.dtype.kind in "US" else f"dtype {arr.dtype}"
+        raise TypeError(f"{name} must be a numeric array; got {type(answer).__name__} of {what}")
     if np.issubdtype(arr.dtype, np.complexfloating):
         raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
     return arr
+
+
+def answer_tolerance(
+    dtype: Any, rtol: float, atol: float, scale: float = 1.0
+) -> tuple[float, float]:
+    """Tolerances for an answer of ``dtype``: at least what its precision can represent.
+
+    A right answer computed in float32 (numpy or torch) differs from the float64 reference by a
+    few units of float32's last place; it is accepted. ``scale`` is the size of the largest
+    expected entry, so that ``atol`` grows with the numbers compared.
+
+    >>> answer_tolerance(np.float64, 1e-9, 0.0)
+    (1e-09, 0.0)
+    >>> rtol, atol = answer_tolerance(np.float32, 1e-9, 0.0)
+    >>> bool(rtol > 1e-6)
+    True
+    """
+    dt = np.dtype(dtype)
+    if not np.issubdtype(dt, np.floating) or dt.itemsize >= 8:
+        return rtol, atol
+    eps = float(np.finfo(dt).eps)
+    return max(rtol, 32 * eps), max(atol, 32 * eps * max(1.0, float(scale)))
 
 
 def format_index(index: Sequence[int]) -> str:
@@ -174,6 +213,9 @@ def check_array(
         return Feedback(False, name, (str(err),))
     want = np.asarray(expected)
     mistakes = list(mistakes)
+    size = np.abs(want.astype(np.float64))
+    size = size[np.isfinite(size)]
+    rtol, atol = answer_tolerance(got.dtype, rtol, atol, float(size.max()) if size.size else 1.0)
     if np.issubdtype(got.dtype, np.floating) and np.isnan(got).any():
         where = format_index(np.argwhere(np.isnan(got))[0])
         hints = (nan_hint,) if nan_hint else ()
@@ -310,6 +352,15 @@ def _weights_mistakes(
 
     mistakes = [
         Mistake(f"did you forget to divide by {_scale_text(d_k)}?", softmax(masked(raw, mask))),
+    ]
+    if scale is None and d_k > 1:
+        mistakes.append(
+            Mistake(
+                f"you divided by d_k = {d_k}; divide by its square root, {_scale_text(d_k)}",
+                softmax(masked(raw / d_k, mask)),
+            )
+        )
+    mistakes += [
         Mistake(
             "the columns sum to 1, not the rows: softmax over the wrong axis (use axis=-1)",
             softmax(masked(scores, mask), axis=-2),
@@ -568,12 +619,12 @@ def check_softmax(
     if temperature != 1.0:
         mistakes += [
             Mistake(
-                f"the temperature was ignored; divide the scores by T = {temperature:g} first",
+                f"the temperature was ignored; divide the scores by τ = {temperature:g} first",
                 softmax(xa, axis=axis),
             ),
             Mistake(
                 "you multiplied by the temperature; "
-                f"divide the scores by T = {temperature:g} instead",
+                f"divide the scores by τ = {temperature:g} instead",
                 softmax(xa * temperature, axis=axis),
             ),
         ]

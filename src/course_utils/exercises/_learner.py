@@ -1,9 +1,10 @@
 """Running a learner's function safely, for the chapter checkers.
 
-Every chapter checker starts the same way: is the answer a function yet (not the starter
-``...``)? Call it on copies of the test inputs (so an in-place edit cannot corrupt the next test
-case), and turn a crash, a ``None`` or an ``...`` into feedback instead of a traceback. This module
-is that one shared step.
+Every chapter checker does the same thing: is the answer a function yet (not the starter ``...``)?
+Call it on copies of each test input (so an in-place edit cannot corrupt the next test case), stop
+it if it does not return within :data:`TIME_LIMIT` seconds, turn a crash, a ``None`` or an ``...``
+into feedback instead of a traceback, compare the result, and report the first test case that
+fails. :func:`run_cases` is that one loop; :func:`call_learner` is one call of it.
 
 >>> from course_utils.exercises._learner import call_learner, not_a_function
 >>> not_a_function("exercise", ..., "dot").messages
@@ -15,27 +16,67 @@ is that one shared step.
   - test case: x = 1
   - your function raised ZeroDivisionError: division by zero
   hint: run your function on a small example (the one above the exercise) to see where it fails
+>>> def never_returns(x):
+...     while True:
+...         x += 1
+>>> print(call_learner("exercise", never_returns, (1,), "x = 1", time_limit=0.2))
+✗ exercise: not yet right
+  - test case: x = 1
+  - your function did not return within 0.2 s, so the checker stopped it
+  hint: look for a loop that never ends (a `while` whose condition stays true)
+
+How a function that never returns is stopped
+--------------------------------------------
+The learner's function runs in a worker thread; the checker waits at most ``time_limit`` seconds
+(default :data:`TIME_LIMIT`; one setting for every checker). It does not use ``signal.alarm``,
+which works only in the main thread and only on Unix, and it does not fork: a forked Jupyter
+kernel (ipykernel, with its own threads, and torch's) is not safe to copy. When the time is up, the
+checker raises an exception *inside* the worker thread (CPython's ``PyThreadState_SetAsyncExc``),
+which stops any Python loop at its next bytecode, and returns feedback that says so. This works the
+same in a Jupyter kernel and in a plain script, on Linux, macOS and Windows.
+
+The one limit, on every platform (Windows included): a function stuck inside a single long C call
+(``time.sleep(1e9)``, one enormous numpy product) cannot be interrupted until that call returns.
+The checker still returns after ``time_limit`` seconds with the same feedback; the abandoned call
+finishes (or not) in the background, and restarting the kernel ends it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from ._feedback import Feedback
 
-__all__ = ["STARTER_HINT", "call_learner", "not_a_function"]
+__all__ = [
+    "STARTER_HINT",
+    "TIME_LIMIT",
+    "call_learner",
+    "fail_on",
+    "not_a_function",
+    "run_cases",
+]
+
+#: Seconds a learner's function may take on one test case. Every checker uses this one setting.
+TIME_LIMIT = 5.0
 
 _CRASH_HINT = (
     "run your function on a small example (the one above the exercise) to see where it fails"
 )
-
+_TIMEOUT_HINT = "look for a loop that never ends (a `while` whose condition stays true)"
 STARTER_HINT = (
     "replace the `...` with your code, and end the function with `return ...` of your result"
 )
+_STACK_SIZE = 64 * 2**20  # macOS gives new threads 512 KiB; deep recursion needs the usual room
+
+
+class _Stopped(BaseException):
+    """Raised inside the worker thread to stop a learner's function that ran out of time."""
 
 
 def not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
@@ -62,26 +103,143 @@ def _private_copy(value: Any) -> Any:
     return clone() if callable(clone) else value
 
 
-def call_learner(title: str, fn: Callable[..., Any], args: tuple[Any, ...], described: str) -> Any:
+def _stop(thread: threading.Thread) -> None:
+    """Raise :class:`_Stopped` in ``thread`` at its next Python bytecode (CPython only)."""
+    ident = thread.ident
+    if ident is None or not thread.is_alive():
+        return
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(_Stopped))
+
+
+def _run_with_time_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit: float) -> dict:
+    """Run ``fn(*args)`` in a worker thread; ``{"result": ...}``, ``{"error": ...}`` or ``{}``."""
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            with np.errstate(all="ignore"):  # numpy's error state is per thread
+                outcome["result"] = fn(*args)
+        except _Stopped:
+            pass
+        except Exception as err:  # the learner's code may raise anything
+            outcome["error"] = err
+
+    previous = threading.stack_size()
+    try:
+        threading.stack_size(_STACK_SIZE)
+    except (ValueError, RuntimeError):  # pragma: no cover - platform without settable stacks
+        previous = None
+    try:
+        worker = threading.Thread(target=work, name="course-utils-learner", daemon=True)
+        worker.start()
+    finally:
+        if previous is not None:
+            threading.stack_size(previous)
+    try:
+        worker.join(limit)
+    finally:  # also on KeyboardInterrupt (the kernel's stop button): stop the worker too
+        if worker.is_alive():
+            _stop(worker)
+            worker.join(0.5)
+    return outcome
+
+
+def call_learner(
+    title: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    described: str,
+    *,
+    time_limit: float | None = None,
+) -> Any:
     """Call ``fn`` on copies of ``args``; return its result, or a :class:`Feedback` if it failed.
 
-    ``described`` says which test case this is, in the learner's terms ("q = (1, 2, 3)"). Overflow
-    warnings are silenced while the learner's code runs: the checkers report NaN/inf in the result
-    themselves, with a better explanation than a RuntimeWarning.
+    ``described`` says which test case this is, in the learner's terms ("q = (1, 2, 3)"). The call
+    is stopped after ``time_limit`` seconds (default :data:`TIME_LIMIT`; see the module docstring).
+    Overflow warnings are silenced while the learner's code runs: the checkers report NaN/inf in
+    the result themselves, with a better explanation than a RuntimeWarning.
     """
+    limit = TIME_LIMIT if time_limit is None else float(time_limit)
     copies = tuple(_private_copy(a) for a in args)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            with np.errstate(all="ignore"):
-                result = fn(*copies)
-    except Exception as err:  # the learner's code may raise anything
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        outcome = _run_with_time_limit(fn, copies, limit)
+    if "error" in outcome:
+        err = outcome["error"]
         return Feedback(
             False,
             title,
             (f"test case: {described}", f"your function raised {type(err).__name__}: {err}"),
             (_CRASH_HINT,),
         )
+    if "result" not in outcome:
+        return Feedback(
+            False,
+            title,
+            (
+                f"test case: {described}",
+                f"your function did not return within {limit:g} s, so the checker stopped it",
+            ),
+            (_TIMEOUT_HINT,),
+        )
+    result = outcome["result"]
     if result is None or result is Ellipsis:
         return Feedback(False, title, (f"your function returned {result!r}",), (STARTER_HINT,))
     return result
+
+
+def fail_on(title: str, described: str, fb: Feedback) -> Feedback:
+    """``fb`` as the failure of the test case ``described``: its title, the case first."""
+    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
+
+
+def run_cases(
+    title: str,
+    fn: Any,
+    name: str,
+    cases: Iterable[tuple[str, tuple[Any, ...]]],
+    compare: Callable[..., Feedback],
+    passed: str,
+    *,
+    time_limit: float | None = None,
+) -> Feedback:
+    """Run a learner's function ``fn`` on every test case; feedback on the first that fails.
+
+    ``cases`` are ``(described, args)`` pairs; ``compare(result, *args)`` returns a
+    :class:`Feedback` for one result (it gets the original arguments, never the copies the learner's
+    function saw). ``passed`` is the message when every case passes; ``{n}`` in it is replaced by
+    the number of cases. A crash inside ``compare`` on a strange result (a learner can return
+    anything) becomes feedback too.
+
+    >>> cases = [("x = 1", (1,)), ("x = 2", (2,))]
+    >>> same = lambda r, x: Feedback(r == 2 * x, "double", (f"got {r}, expected {2 * x}",))
+    >>> print(run_cases("double", lambda x: x + x, "double", cases, same, "all {n} cases right"))
+    ✓ double: correct
+      - all 2 cases right
+    >>> print(run_cases("double", lambda x: x + 1, "double", cases, same, "all {n} cases right"))
+    ✗ double: not yet right
+      - test case: x = 2
+      - got 3, expected 4
+    """
+    early = not_a_function(title, fn, name)
+    if early is not None:
+        return early
+    cases = list(cases)
+    for described, args in cases:
+        result = call_learner(title, fn, args, described, time_limit=time_limit)
+        if isinstance(result, Feedback):
+            return result
+        try:
+            fb = compare(result, *args)
+        except Exception as err:  # a result so strange that comparing it failed: still feedback
+            return Feedback(
+                False,
+                title,
+                (
+                    f"test case: {described}",
+                    f"could not check your result ({type(result).__name__}): {err}",
+                ),
+            )
+        if not fb:
+            return fail_on(title, described, fb)
+    return Feedback(True, title, (passed.format(n=len(cases)),))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -36,9 +37,9 @@ from numpy.typing import NDArray
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..data import by_hand_example
 from ..softmax import softmax
-from ._checks import Mistake, check_array, check_scores
+from ._checks import Mistake, as_answer_array, check_array, check_scores
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
+from ._learner import run_cases
 
 __all__ = [
     "SHAPES_SCENARIO",
@@ -51,10 +52,6 @@ __all__ = [
 _SEED = 2017  # the checkers' own test data, independent of the notebook's rng
 
 Case = tuple[str, tuple[NDArray, ...]]  # (description, arguments)
-
-
-def _first_failure(title: str, described: str, fb: Feedback) -> Feedback:
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
 
 
 # --- exercise 1: one dot product ------------------------------------------------------------------
@@ -89,24 +86,18 @@ def check_dot_product(dot: Callable[[Any, Any], Any]) -> Feedback:
       hint: you returned the products q[m] * k[m]; add them up to get one number
     """
     title = "dot product"
-    cases = _dot_cases()
-    early = not_a_function(title, dot, "dot")
-    if early is not None:
-        return early
-    for described, (q, k) in cases:
-        result = call_learner(title, dot, (q, k), described)
-        if isinstance(result, Feedback):
-            return result
-        expected = np.dot(q, k)  # ()
+
+    def compare(result: Any, q: NDArray, k: NDArray) -> Feedback:
         mistakes = [
             Mistake("you returned the products q[m] * k[m]; add them up to get one number", q * k),
             Mistake("multiply entry by entry first (q[m] * k[m]), then add up", q.sum() * k.sum()),
             Mistake("the entries are multiplied, not added: q[m] * k[m]", np.sum(q + k)),
         ]
-        fb = check_array(title, result, expected, mistakes=mistakes)
-        if not fb:
-            return _first_failure(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} test cases give the right dot product",))
+        return check_array(title, result, np.dot(q, k), mistakes=mistakes)
+
+    return run_cases(
+        title, dot, "dot", _dot_cases(), compare, "all {n} test cases give the right dot product"
+    )
 
 
 # --- exercise 2: all the scores at once -----------------------------------------------------------
@@ -140,19 +131,13 @@ def check_all_scores(all_scores: Callable[[Any, Any], Any]) -> Feedback:
       hint: this is K·Qᵀ (one row per key); compute Q @ K.T so that row i belongs to query i
     """
     title = "all scores"
-    cases = _scores_cases()
-    early = not_a_function(title, all_scores, "all_scores")
-    if early is not None:
-        return early
-    for described, (Q, K) in cases:
-        result = call_learner(title, all_scores, (Q, K), described)
-        if isinstance(result, Feedback):
-            return result
-        fb = check_scores(result, Q, K, scaled=False, name="scores")
-        if not fb:
-            return _first_failure(title, described, fb)
-    return Feedback(
-        True, title, (f"all {len(cases)} test cases match Q Kᵀ, including one with T_q ≠ T_k",)
+    return run_cases(
+        title,
+        all_scores,
+        "all_scores",
+        _scores_cases(),
+        lambda result, Q, K: check_scores(result, Q, K, scaled=False, name="scores"),
+        "all {n} test cases match Q Kᵀ, including one with T_q ≠ T_k",
     )
 
 
@@ -201,14 +186,8 @@ def check_attend_one(attend_one: Callable[[Any, Any, Any], Any]) -> Feedback:
       hint: step 2: divide the scores by √d_k = √3 before the softmax
     """
     title = "attend one query"
-    cases = _attend_cases()
-    early = not_a_function(title, attend_one, "attend_one")
-    if early is not None:
-        return early
-    for described, (q, K, V) in cases:
-        result = call_learner(title, attend_one, (q, K, V), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, q: NDArray, K: NDArray, V: NDArray) -> Feedback:
         if not isinstance(result, tuple | list) or len(result) != 2:
             return Feedback(
                 False,
@@ -229,39 +208,54 @@ def check_attend_one(attend_one: Callable[[Any, Any, Any], Any]) -> Feedback:
             Mistake(f"divide by √d_k = √{d_k}, not by d_k = {d_k}", softmax(raw / d_k)),
         ]
         fb_w = check_array("weights", result[0], weights[0], mistakes=weight_mistakes)
-        if not fb_w:
-            w_got = np.asarray(result[0]) if result[0] is not None else None
-            if w_got is not None and w_got.shape == output[0].shape != weights[0].shape:
-                return Feedback(
-                    False,
-                    title,
-                    (f"on {described}: the first item has the shape of the output, {w_got.shape}",),
-                    ("return the weights first, then the output: `return weights, output`",),
-                )
-            return _first_failure(title, described, fb_w)
-        output_mistakes = [
-            Mistake("step 4 mixes the values V, not the keys K", weights[0] @ K),
-            Mistake(
-                "add up over the keys: weights @ V gives one vector of length d_v",
-                weights[0][:, None] * V,
-            ),
-            Mistake("step 4 multiplies the weights by V: output = weights @ V", V.T),
-        ]
-        fb_o = check_array("output", result[1], output[0], mistakes=output_mistakes)
-        if not fb_o:
-            return _first_failure(title, described, fb_o)
-    return Feedback(
-        True,
+        if fb_w:
+            output_mistakes = [
+                Mistake("step 4 mixes the values V, not the keys K", weights[0] @ K),
+                Mistake(
+                    "add up over the keys: weights @ V gives one vector of length d_v",
+                    weights[0][:, None] * V,
+                ),
+                Mistake("step 4 multiplies the weights by V: output = weights @ V", V.T),
+            ]
+            return check_array("output", result[1], output[0], mistakes=output_mistakes)
+        swapped = [check_array("", result[0], output[0]), check_array("", result[1], weights[0])]
+        if all(swapped):
+            return Feedback(
+                False,
+                title,
+                ("the pair is in the wrong order: the first item is the output",),
+                ("return the weights first, then the output: `return weights, output`",),
+            )
+        try:
+            first = as_answer_array(result[0], "weights")
+        except TypeError:
+            return fb_w
+        if first.shape == output[0].shape != weights[0].shape:
+            return Feedback(
+                False,
+                title,
+                (f"the first item has the shape of the output, {first.shape}",),
+                ("return the weights first, then the output: `return weights, output`",),
+            )
+        return fb_w
+
+    return run_cases(
         title,
-        (f"weights and output match scaled_dot_product_attention on all {len(cases)} test cases",),
+        attend_one,
+        "attend_one",
+        _attend_cases(),
+        compare,
+        "weights and output match scaled_dot_product_attention on all {n} test cases",
     )
 
 
 # --- exercise 4: predict the shapes ---------------------------------------------------------------
 
-SHAPES_SCENARIO: dict[str, int] = {"T": 6, "d": 8, "d_k": 4, "d_v": 5}
-"""The sentence of the shapes exercise: ``T`` tokens, embeddings of size ``d``, ``W_Q`` and ``W_K``
-of shape ``(d, d_k)``, ``W_V`` of shape ``(d, d_v)``."""
+_SCENARIO = (("T", 6), ("d", 8), ("d_k", 4), ("d_v", 5))  # what the checker uses: immutable
+SHAPES_SCENARIO: Mapping[str, int] = MappingProxyType(dict(_SCENARIO))
+"""The sentence of the shapes exercise (read-only; the checker keeps its own copy, so changing or
+replacing this in a notebook cannot change the right answer): ``T`` tokens, embeddings of size
+``d``, ``W_Q`` and ``W_K`` of shape ``(d, d_k)``, ``W_V`` of shape ``(d, d_v)``."""
 
 _SHAPE_WHY = {
     "Q": "Q = X W_Q is (T, d) @ (d, d_k)",
@@ -274,10 +268,11 @@ _SHAPE_WHY = {
 
 
 def _expected_shapes() -> dict[str, tuple[int, int]]:
-    T, d_k, d_v = SHAPES_SCENARIO["T"], SHAPES_SCENARIO["d_k"], SHAPES_SCENARIO["d_v"]
-    X = np.zeros((T, SHAPES_SCENARIO["d"]))  # (T, d): the shapes come from the real computation
-    W_QK = np.zeros((SHAPES_SCENARIO["d"], d_k))  # (d, d_k)
-    W_V = np.zeros((SHAPES_SCENARIO["d"], d_v))  # (d, d_v)
+    scenario = dict(_SCENARIO)
+    T, d, d_k, d_v = scenario["T"], scenario["d"], scenario["d_k"], scenario["d_v"]
+    X = np.zeros((T, d))  # (T, d): the shapes come from the real computation
+    W_QK = np.zeros((d, d_k))  # (d, d_k)
+    W_V = np.zeros((d, d_v))  # (d, d_v)
     Q, K, V = X @ W_QK, X @ W_QK, X @ W_V  # (T, d_k), (T, d_k), (T, d_v)
     output, weights = scaled_dot_product_attention(Q, K, V)  # (T, d_v), (T, T)
     return {
@@ -288,6 +283,16 @@ def _expected_shapes() -> dict[str, tuple[int, int]]:
         "weights": weights.shape,
         "output": output.shape,
     }
+
+
+def _as_shape(answer: Any) -> tuple[int, ...] | None:
+    """``answer`` as a tuple of ints, or None (for ``(6.7, 4.2)`` or ``"(6, 4)"``)."""
+    if isinstance(answer, str | bytes) or not hasattr(answer, "__iter__"):
+        return None
+    items = list(answer)
+    if not all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in items):
+        return None
+    return tuple(int(n) for n in items)
 
 
 def check_shapes(shapes: Mapping[str, Any]) -> Feedback:
@@ -322,10 +327,10 @@ def check_shapes(shapes: Mapping[str, Any]) -> Feedback:
         if answer is Ellipsis or answer is None:
             messages.append(f"{name}: not filled in yet")
             continue
-        try:
-            got = tuple(int(n) for n in answer)
-        except (TypeError, ValueError):
+        got = _as_shape(answer)
+        if got is None:
             messages.append(f"{name}: expected a tuple of ints such as (6, 4); got {answer!r:.40}")
+            hints.append(f"{name}: a shape is a tuple of whole numbers, one per dimension")
             continue
         if got == shape:
             right += 1

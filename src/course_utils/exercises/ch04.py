@@ -35,19 +35,11 @@ import torch
 from ..multihead import MultiHeadAttention
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
+from ._learner import run_cases
 
 __all__ = ["check_head_weights", "check_parameter_count", "check_split_heads", "check_torch_mask"]
 
 _SEED = 2019
-
-
-def _fail(title: str, described: str, fb: Feedback) -> Feedback:
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
-
-
-def _numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
 # --- exercise 4.1: split the heads --------------------------------------------------------------
@@ -65,20 +57,15 @@ def check_split_heads(split_heads: Callable[[torch.Tensor, int], Any]) -> Feedba
       hint: the shape is right but the numbers are scrambled: ...
     """
     title = "split heads"
-    early = not_a_function(title, split_heads, "split_heads")
-    if early is not None:
-        return early
     g = torch.Generator().manual_seed(_SEED)
     cases = [
-        ("x of shape (1, 3, 4), n_heads = 2", torch.arange(12.0).reshape(1, 3, 4), 2),
-        ("x of shape (2, 5, 12), n_heads = 3", torch.randn(2, 5, 12, generator=g), 3),
-        ("x of shape (3, 2, 8), n_heads = 8", torch.randn(3, 2, 8, generator=g), 8),
-        ("x of shape (2, 4, 6), n_heads = 1", torch.randn(2, 4, 6, generator=g), 1),
+        ("x of shape (1, 3, 4), n_heads = 2", (torch.arange(12.0).reshape(1, 3, 4), 2)),
+        ("x of shape (2, 5, 12), n_heads = 3", (torch.randn(2, 5, 12, generator=g), 3)),
+        ("x of shape (3, 2, 8), n_heads = 8", (torch.randn(3, 2, 8, generator=g), 8)),
+        ("x of shape (2, 4, 6), n_heads = 1", (torch.randn(2, 4, 6, generator=g), 1)),
     ]
-    for described, x, n_heads in cases:
-        result = call_learner(title, split_heads, (x, n_heads), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, x: torch.Tensor, n_heads: int) -> Feedback:
         B, T, d_model = x.shape
         expected = MultiHeadAttention(d_model, n_heads).split_heads(x)  # (B, n_heads, T, d_k)
         mistakes = [
@@ -92,10 +79,16 @@ def check_split_heads(split_heads: Callable[[torch.Tensor, int], Any]) -> Feedba
                 x.view(B, T, n_heads, d_model // n_heads).numpy(),
             ),
         ]
-        fb = check_array(title, _numpy(result), expected.numpy(), mistakes=mistakes)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} test cases give (B, n_heads, T, d_k)",))
+        return check_array(title, result, expected.numpy(), mistakes=mistakes)
+
+    return run_cases(
+        title,
+        split_heads,
+        "split_heads",
+        cases,
+        compare,
+        "all {n} test cases give (B, n_heads, T, d_k)",
+    )
 
 
 # --- exercise 4.2: count the parameters ---------------------------------------------------------
@@ -108,15 +101,18 @@ def check_parameter_count(count: Callable[[int, int, bool], Any]) -> Feedback:
     True
     """
     title = "parameter count"
-    early = not_a_function(title, count, "count")
-    if early is not None:
-        return early
-    cases = [(512, 8, True), (512, 1, True), (768, 12, False), (384, 12, True), (6, 3, False)]
-    for d_model, n_heads, bias in cases:
-        described = f"d_model = {d_model}, n_heads = {n_heads}, bias = {bias}"
-        result = call_learner(title, count, (d_model, n_heads, bias), described)
-        if isinstance(result, Feedback):
-            return result
+    cases = [
+        (f"d_model = {d}, n_heads = {h}, bias = {b}", (d, h, b))
+        for d, h, b in [
+            (512, 8, True),
+            (512, 1, True),
+            (768, 12, False),
+            (384, 12, True),
+            (6, 3, False),
+        ]
+    ]
+
+    def compare(result: Any, d_model: int, n_heads: int, bias: bool) -> Feedback:
         mha = MultiHeadAttention(d_model, n_heads, bias=bias)
         expected = sum(p.numel() for p in mha.parameters())
         b = d_model if bias else 0
@@ -134,13 +130,15 @@ def check_parameter_count(count: Callable[[int, int, bool], Any]) -> Feedback:
             ),
             Mistake("count the biases when bias is True: one per output", 4 * d_model * d_model),
         ]
-        fb = check_array(title, _numpy(result), np.array(expected), mistakes=mistakes, rtol=0)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(
-        True,
+        return check_array(title, result, np.array(expected), mistakes=mistakes, rtol=0)
+
+    return run_cases(
         title,
-        (f"all {len(cases)} cases right: the count does not depend on n_heads",),
+        count,
+        "count",
+        cases,
+        compare,
+        "all {n} cases right: the count does not depend on n_heads",
     )
 
 
@@ -172,22 +170,21 @@ def check_head_weights(head_weights: Callable[..., Any]) -> Feedback:
     True
     """
     title = "head weights"
-    early = not_a_function(title, head_weights, "head_weights")
-    if early is not None:
-        return early
     rng = np.random.default_rng(_SEED + 3)
     cases = []
     for T, d_model, n_heads in [(4, 4, 2), (5, 12, 3), (3, 8, 4), (6, 6, 1)]:
         X = rng.normal(size=(T, d_model)).round(2)
         W_Q = rng.normal(size=(d_model, d_model)).round(2)
         W_K = rng.normal(size=(d_model, d_model)).round(2)
-        cases.append((f"T = {T}, d_model = {d_model}, n_heads = {n_heads}", X, W_Q, W_K, n_heads))
-    for described, X, W_Q, W_K, n_heads in cases:
-        result = call_learner(
-            title, head_weights, (X.copy(), W_Q.copy(), W_K.copy(), n_heads), described
-        )
-        if isinstance(result, Feedback):
-            return result
+        cases.append((f"T = {T}, d_model = {d_model}, n_heads = {n_heads}", (X, W_Q, W_K, n_heads)))
+
+    def soft(s: np.ndarray) -> np.ndarray:
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def compare(
+        result: Any, X: np.ndarray, W_Q: np.ndarray, W_K: np.ndarray, n_heads: int
+    ) -> Feedback:
         mha = _module_with(W_Q, W_K, n_heads)
         x = torch.from_numpy(X)[None]  # (1, T, d_model)
         with torch.no_grad():
@@ -197,11 +194,6 @@ def check_head_weights(head_weights: Callable[..., Any]) -> Feedback:
             raw = (q @ k.transpose(-2, -1)).numpy()  # (n_heads, T, T)
         d_model = X.shape[1]
         d_k = d_model // n_heads
-
-        def soft(s: np.ndarray) -> np.ndarray:
-            e = np.exp(s - s.max(-1, keepdims=True))
-            return e / e.sum(-1, keepdims=True)
-
         mistakes = [
             Mistake(
                 f"divide by √d_k = √{d_k}, the width of one head, not √d_model = √{d_model}",
@@ -213,11 +205,15 @@ def check_head_weights(head_weights: Callable[..., Any]) -> Feedback:
                 soft(raw.swapaxes(-1, -2) / math.sqrt(d_k)).swapaxes(-1, -2),
             ),
         ]
-        fb = check_array(title, _numpy(result), w[0].numpy(), mistakes=mistakes)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(
-        True, title, (f"all {len(cases)} test cases match MultiHeadAttention's weights",)
+        return check_array(title, result, w[0].numpy(), mistakes=mistakes)
+
+    return run_cases(
+        title,
+        head_weights,
+        "head_weights",
+        cases,
+        compare,
+        "all {n} test cases match MultiHeadAttention's weights",
     )
 
 
@@ -239,37 +235,27 @@ def check_torch_mask(to_torch_mask: Callable[[torch.Tensor], Any]) -> Feedback:
       hint: nn.MultiheadAttention reads True as 'may NOT attend': flip every entry with ~mask
     """
     title = "torch mask"
-    early = not_a_function(title, to_torch_mask, "to_torch_mask")
-    if early is not None:
-        return early
     g = torch.Generator().manual_seed(_SEED + 4)
     random_mask = torch.rand(5, 5, generator=g) < 0.5
     random_mask[:, 0] = True
     cases = [
-        ("a causal mask, T = 4", torch.ones(4, 4, dtype=torch.bool).tril()),
-        ("a random mask, T = 5", random_mask),
+        ("a causal mask, T = 4", (torch.ones(4, 4, dtype=torch.bool).tril(),)),
+        ("a random mask, T = 5", (random_mask,)),
     ]
-    for described, mask in cases:
-        result = call_learner(title, to_torch_mask, (mask,), described)
-        if isinstance(result, Feedback):
-            return result
-        if not isinstance(result, torch.Tensor) or result.dtype != torch.bool:
-            got = result.dtype if isinstance(result, torch.Tensor) else type(result).__name__
-            return Feedback(
-                False,
-                title,
-                (f"test case: {described}", f"expected a boolean torch.Tensor; got {got}"),
-                ("a float mask is ADDED to the scores by PyTorch; keep it boolean",),
-            )
+
+    def compare(result: Any, mask: torch.Tensor) -> Feedback:
+        wrong_type = _wrong_mask_type(result)
+        if wrong_type is not None:
+            return wrong_type
         mistakes = [
             Mistake(
                 "nn.MultiheadAttention reads True as 'may NOT attend': flip every entry with ~mask",
                 mask.numpy(),
             )
         ]
-        fb = check_array(title, result.numpy(), (~mask).numpy(), mistakes=mistakes)
+        fb = check_array(title, result, (~mask).numpy(), mistakes=mistakes)
         if not fb:
-            return _fail(title, described, fb)
+            return fb
         # And it really does what ours does, in PyTorch's module.
         T = mask.shape[0]
         torch.manual_seed(_SEED)
@@ -280,7 +266,43 @@ def check_torch_mask(to_torch_mask: Callable[[torch.Tensor], Any]) -> Feedback:
             want = ours(x, x, x, mask=mask)
             got = ref(x, x, x, attn_mask=result, need_weights=False)[0]
         if not torch.allclose(want, got, atol=1e-10):  # pragma: no cover - equal masks agree
-            return Feedback(False, title, (f"test case: {described}", "outputs differ"))
-    return Feedback(
-        True, title, (f"all {len(cases)} masks give nn.MultiheadAttention the same output as ours",)
+            return Feedback(False, title, ("outputs differ",))
+        return fb
+
+    return run_cases(
+        title,
+        to_torch_mask,
+        "to_torch_mask",
+        cases,
+        compare,
+        "all {n} masks give nn.MultiheadAttention the same output as ours",
     )
+
+
+def _wrong_mask_type(result: Any) -> Feedback | None:
+    """Feedback matched to what came back when it is not a boolean torch tensor."""
+    title = "torch mask"
+    if isinstance(result, torch.Tensor) and result.dtype == torch.bool:
+        return None
+    if isinstance(result, np.ndarray):
+        got = f"a numpy array of dtype {result.dtype}"
+        hint = (
+            "PyTorch's module needs a torch.Tensor: apply ~ to the tensor you were given "
+            "(or convert with torch.from_numpy(...))"
+        )
+    elif isinstance(result, torch.Tensor) and result.is_floating_point():
+        got = f"a float tensor ({result.dtype})"
+        hint = (
+            "a float mask is ADDED to the scores by PyTorch (0 = keep, -inf = block), so 0/1 "
+            "floats block nothing; keep it boolean: ~mask"
+        )
+    elif isinstance(result, torch.Tensor):
+        got = f"an integer tensor ({result.dtype})"
+        hint = (
+            "PyTorch rejects integer masks: 1 - mask gives ints; use ~mask, which keeps the "
+            "tensor boolean"
+        )
+    else:
+        got = type(result).__name__
+        hint = "return a boolean torch.Tensor of the same shape as the mask: ~mask"
+    return Feedback(False, title, (f"expected a boolean torch.Tensor; got {got}",), (hint,))

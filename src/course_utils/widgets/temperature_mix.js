@@ -1,11 +1,11 @@
-// TemperatureMix: a temperature slider over one row of scores. Bars show softmax(s / T) (precomputed
+// TemperatureMix: a temperature slider over one row of scores. Bars show softmax(s / τ) (precomputed
 // in Python, frames.weights (n_T, T_k)); the plane shows the values, their convex hull and the output
 // (frames.output (n_T, 2)). This file only looks frames up. CU is prepended by Python.
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-tmix");
   const slider = CU.slider({
-    label: "Temperature T",
+    label: "Temperature τ",
     n: model.get("temperatures").length,
     value: model.get("t_index"),
     format: (i) => CU.fmt(model.get("temperatures")[i], 2),
@@ -87,7 +87,7 @@ function render({ model, el }) {
     plane.dots.forEach((dot, j) => dot.setAttribute("fill", CU.colour(w[j])));
     plane.outDot.setAttribute("x", plane.px(o[0]) - 6);
     plane.outDot.setAttribute("y", plane.py(o[1]) - 6);
-    const text = `T = ${CU.fmt(T, 2)}: weights ${w.map((x) => CU.fmt(x, 2)).join(", ")}; ` +
+    const text = `τ = ${CU.fmt(T, 2)}: weights ${w.map((x) => CU.fmt(x, 2)).join(", ")}; ` +
       `output = Σ weight × value = (${CU.fmt(o[0], 2)}, ${CU.fmt(o[1], 2)})`;
     out.textContent = text;
     barsTitle.textContent = `Softmax weights at temperature ${CU.fmt(T, 2)}: ${w.map((x) => CU.fmt(x, 2)).join(", ")}`;

@@ -1,10 +1,10 @@
 """Chapter 3's temperature slider: a row of scores, its softmax weights, the weighted sum of values.
 
 The row of scores ``s`` (one query against ``T_k`` keys) is fixed; the slider picks a temperature
-``T``. For every ``T`` of the grid Python precomputes the weights ``softmax(s / T)``
+``τ``. For every ``τ`` of the grid Python precomputes the weights ``softmax(s / τ)``
 (:func:`course_utils.softmax.softmax`) and the output ``weights @ values`` (加权求和). The values
 are 2-D points, so the output can be drawn: it always lies inside their convex hull, moving
-towards the best-matching value as ``T -> 0`` and towards the plain average as ``T -> inf``.
+towards the best-matching value as ``τ -> 0`` and towards the plain average as ``τ -> inf``.
 
 >>> w = TemperatureMix([2.0, 1.0, 0.0], [[0, 0], [4, 0], [0, 3]], temperatures=[0.5, 1.0, 100.0])
 >>> w.temperature
@@ -162,5 +162,5 @@ class TemperatureMix(CourseWidget):
 
     @property
     def output(self) -> NDArray:
-        """The weighted sum of the values for the current ``T``, shape ``(2,)``."""
+        """The weighted sum of the values for the current ``τ``, shape ``(2,)``."""
         return self.weights @ np.asarray(self.values)  # (2,)
