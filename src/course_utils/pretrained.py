@@ -41,7 +41,9 @@ __all__ = [
     "load_model",
     "load_tokenizer",
     "model_dir",
+    "run_encoder",
     "tokenize",
+    "word_vectors",
 ]
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -199,31 +201,53 @@ def encode(text: str) -> Encoding:
     ((7, 6, 384), (6, 12, 6, 6))
     """
     tokens, ids = tokenize(text)
-    model = load_model()
-    T = len(ids)
-    d_model = model.word_embeddings.size(1)
     with torch.no_grad():
-        x = (
-            model.word_embeddings[torch.tensor(ids)]  # (T, d_model)
-            + model.position_embeddings[:T]  # (T, d_model)
-            + model.token_type_embeddings[0]  # (d_model,): every token is in segment A
-        )[None]  # (1, T, d_model)
-        x = F.layer_norm(x, (d_model,), *model.ln_embeddings, eps=model.eps)  # (1, T, d_model)
-        states, maps = [x[0]], []
-        for layer in model.layers:
-            a, weights = layer.attention(x, x, x, return_weights=True)  # (1, T, d), (1, h, T, T)
-            x = F.layer_norm(x + a, (d_model,), *layer.ln_attention, eps=model.eps)  # (1, T, d)
-            h = F.gelu(F.linear(x, layer.W_1, layer.b_1))  # (1, T, d_ff)
-            x = F.linear(h, layer.W_2, layer.b_2) + x  # (1, T, d)
-            x = F.layer_norm(x, (d_model,), *layer.ln_output, eps=model.eps)  # (1, T, d)
-            states.append(x[0])
-            maps.append(weights[0])
-    return Encoding(
-        tokens=tokens,
-        ids=ids,
-        hidden_states=torch.stack(states),  # (n_layers + 1, T, d_model)
-        attentions=torch.stack(maps),  # (n_layers, n_heads, T, T)
-    )
+        states, maps = run_encoder(word_vectors(ids))  # (L + 1, T, d), (L, h, T, T)
+    return Encoding(tokens=tokens, ids=ids, hidden_states=states, attentions=maps)
+
+
+def word_vectors(ids: list[int]) -> Tensor:
+    """The rows of the word-embedding table for ``ids``: ``(T, d_model)``, a fresh copy.
+
+    This is the "input" of gradient attributions: pass it to :func:`run_encoder` after
+    ``requires_grad_()``.
+    """
+    return load_model().word_embeddings[torch.tensor(ids)].clone()  # (T, d_model)
+
+
+def run_encoder(words: Tensor) -> tuple[Tensor, Tensor]:
+    """The encoder from word vectors ``(T, d_model)`` on: ``(hidden_states, attentions)``.
+
+    Position and segment embeddings are added here, so gradients with respect to ``words`` (when
+    it requires grad) flow through every layer. Returns ``(n_layers + 1, T, d_model)`` states and
+    ``(n_layers, n_heads, T, T)`` attention weights.
+    """
+    model = load_model()
+    d_model = model.word_embeddings.size(1)
+    if not isinstance(words, Tensor) or words.dim() != 2 or words.size(1) != d_model:
+        got = tuple(words.shape) if isinstance(words, Tensor) else type(words).__name__
+        raise ValueError(f"words must be a (T, {d_model}) tensor; got {got}")
+    T = words.size(0)
+    if not 1 <= T <= model.position_embeddings.size(0):
+        raise ValueError(
+            f"words has {T} rows; expected 1 to {model.position_embeddings.size(0)} tokens"
+        )
+    x = (
+        words  # (T, d_model)
+        + model.position_embeddings[:T]  # (T, d_model)
+        + model.token_type_embeddings[0]  # (d_model,): every token is in segment A
+    )[None]  # (1, T, d_model)
+    x = F.layer_norm(x, (d_model,), *model.ln_embeddings, eps=model.eps)  # (1, T, d_model)
+    states, maps = [x[0]], []
+    for layer in model.layers:
+        a, weights = layer.attention(x, x, x, return_weights=True)  # (1, T, d), (1, h, T, T)
+        x = F.layer_norm(x + a, (d_model,), *layer.ln_attention, eps=model.eps)  # (1, T, d)
+        h = F.gelu(F.linear(x, layer.W_1, layer.b_1))  # (1, T, d_ff)
+        x = F.linear(h, layer.W_2, layer.b_2) + x  # (1, T, d)
+        x = F.layer_norm(x, (d_model,), *layer.ln_output, eps=model.eps)  # (1, T, d)
+        states.append(x[0])
+        maps.append(weights[0])
+    return torch.stack(states), torch.stack(maps)  # (n_layers + 1, T, d), (n_layers, h, T, T)
 
 
 def attention_maps(text: str) -> tuple[list[str], NDArray[np.float32]]:

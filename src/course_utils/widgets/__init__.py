@@ -7,19 +7,27 @@ See ``_base.py`` for the shared base and the rules (text only via ``textContent`
 """
 
 from ._base import CourseWidget
+from .block_tracer import BlockTracer
 from .four_steps import FourSteps
 from .head_explorer import HeadExplorer
 from .query_key_plane import QueryKeyPlane
+from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
+from .sparse_patterns import SparsePatterns
 from .temperature_mix import TemperatureMix
+from .topic_word_focus import TopicWordFocus
 
 __all__ = [
+    "BlockTracer",
     "CourseWidget",
     "FourSteps",
     "HeadExplorer",
     "QueryKeyPlane",
+    "RopeDial",
     "ScalingExplorer",
     "SentenceAttention",
+    "SparsePatterns",
     "TemperatureMix",
+    "TopicWordFocus",
 ]

@@ -1,0 +1,252 @@
+"""Checkers for the exercises of chapter 5, "Where is each word? Positional information".
+
+The learner writes a function; the checker calls it on its own cases (sizes the chapter never used,
+so a hard-coded answer fails) and compares with :mod:`course_utils.positions`. Answers may be numpy
+arrays, torch tensors (also with ``requires_grad``), float32 or lists. A checker never raises.
+
+- :func:`check_sinusoidal`: ``sinusoid(n_positions, d_model)``, the encoding matrix;
+- :func:`check_rope`: ``rope(x, positions, base)``, rotate-half RoPE of ``x`` ``(T, d)``;
+- :func:`check_alibi`: ``alibi(n_heads, T)``, the ALiBi bias ``(n_heads, T, T)``;
+- :func:`check_learned_parameters`: ``count(max_positions, d_model)``, the size of a learned table.
+
+>>> from course_utils.positions import sinusoidal_encoding
+>>> bool(check_sinusoidal(lambda n, d: sinusoidal_encoding(n, d)))
+True
+>>> print(check_sinusoidal(lambda n, d: ...))
+✗ sinusoidal encoding: not yet right
+  - your function returned Ellipsis
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..positions import alibi_bias, alibi_slopes, apply_rope, sinusoidal_encoding
+from ._checks import Mistake, check_array
+from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
+
+__all__ = ["check_alibi", "check_learned_parameters", "check_rope", "check_sinusoidal"]
+
+_SEED = 2021
+_ATOL = 1e-5  # float32 answers round at about 1e-7 relative; entries here are of order 1
+
+
+def _fail(title: str, described: str, fb: Feedback) -> Feedback:
+    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
+
+
+def _numpy(x: Any) -> Any:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+# --- exercise 5.1: the sinusoidal encoding -------------------------------------------------------
+
+
+def _sinusoid_variant(n: int, d: int, *, swap=False, exponent=2.0, halves=False, start=0):
+    p = np.arange(start, start + n, dtype=np.float64)[:, None]  # (n, 1)
+    i = np.arange(d // 2)[None, :]  # (1, d/2)
+    angle = p / 10000.0 ** (exponent * i / d)  # (n, d/2)
+    first, second = (np.cos(angle), np.sin(angle)) if swap else (np.sin(angle), np.cos(angle))
+    if halves:
+        return np.concatenate([first, second], axis=1)  # (n, d)
+    out = np.empty((n, d))
+    out[:, 0::2], out[:, 1::2] = first, second
+    return out
+
+
+def check_sinusoidal(sinusoid: Callable[[int, int], Any]) -> Feedback:
+    """Check ``sinusoid(n_positions, d_model)`` against :func:`sinusoidal_encoding` (base 10000).
+
+    >>> print(check_sinusoidal(lambda n, d: sinusoidal_encoding(n, d)[:, ::-1]))
+    ... # doctest: +ELLIPSIS
+    ✗ sinusoidal encoding: not yet right
+      - test case: n_positions = 4, d_model = 2
+      ...
+    """
+    title = "sinusoidal encoding"
+    early = not_a_function(title, sinusoid, "sinusoid")
+    if early is not None:
+        return early
+    cases = [(4, 2), (10, 8), (50, 16), (7, 6)]
+    for n, d in cases:
+        described = f"n_positions = {n}, d_model = {d}"
+        result = call_learner(title, sinusoid, (n, d), described)
+        if isinstance(result, Feedback):
+            return result
+        mistakes = [
+            Mistake(
+                "sine and cosine are swapped: even columns 2i hold sin, odd columns 2i+1 hold cos",
+                _sinusoid_variant(n, d, swap=True),
+            ),
+            Mistake(
+                "the exponent is 2i/d_model with i the index of the PAIR (0 .. d_model/2 - 1), "
+                "not of the column",
+                _sinusoid_variant(n, d, exponent=4.0),
+            ),
+            Mistake(
+                "the exponent is 2i/d_model, not i/d_model",
+                _sinusoid_variant(n, d, exponent=1.0),
+            ),
+            Mistake(
+                "you put all sines in the first half and all cosines in the second; the paper "
+                "interleaves them: column 2i is sin, column 2i+1 is cos",
+                _sinusoid_variant(n, d, halves=True),
+            ),
+            Mistake("positions start at 0, not 1", _sinusoid_variant(n, d, start=1)),
+        ]
+        expected = sinusoidal_encoding(n, d)  # (n, d)
+        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(
+        True, title, (f"all {len(cases)} cases equal PE(p, 2i) = sin, PE(p, 2i+1) = cos",)
+    )
+
+
+# --- exercise 5.2: RoPE, rotate-half ------------------------------------------------------------
+
+
+def check_rope(rope: Callable[[np.ndarray, np.ndarray, float], Any]) -> Feedback:
+    """Check ``rope(x, positions, base)`` (``x`` a numpy ``(T, d)``, ``positions`` ints ``(T,)``).
+
+    The expected answer is :func:`course_utils.positions.apply_rope` with the rotate-half pairing.
+
+    >>> def rope(x, positions, base):
+    ...     return apply_rope(torch.from_numpy(x), torch.from_numpy(positions), base=base)
+    >>> bool(check_rope(rope))
+    True
+    """
+    title = "RoPE"
+    early = not_a_function(title, rope, "rope")
+    if early is not None:
+        return early
+    rng = np.random.default_rng(_SEED)
+    cases = [
+        (rng.normal(size=(3, 2)).round(2), np.array([0, 1, 2]), 10000.0),
+        (rng.normal(size=(5, 8)).round(2), np.array([0, 1, 2, 3, 4]), 10000.0),
+        (rng.normal(size=(4, 6)).round(2), np.array([7, 3, 100, 0]), 100.0),
+    ]
+    for x, positions, base in cases:
+        described = f"x of shape {x.shape}, positions {positions.tolist()}, base {base:g}"
+        result = call_learner(title, rope, (x.copy(), positions.copy(), base), described)
+        if isinstance(result, Feedback):
+            return result
+        xt, pt = torch.from_numpy(x), torch.from_numpy(positions)
+        d = x.shape[1]
+        expected = apply_rope(xt, pt, base=base).numpy()  # (T, d)
+        theta_wrong = base ** (-np.arange(d // 2) / d)  # (d/2,): exponent i/d instead of 2i/d
+        a, b = x[:, : d // 2], x[:, d // 2 :]
+        ang = positions[:, None] * theta_wrong  # (T, d/2)
+        half_wrong = np.concatenate(
+            [a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)], axis=1
+        )
+        mistakes = [
+            Mistake(
+                "you paired dimension 2i with 2i+1 (the RoFormer paper's interleaved pairing); "
+                "this exercise uses rotate-half, as Llama does: dimension i with i + d/2",
+                apply_rope(xt, pt, base=base, interleaved=True).numpy(),
+            ),
+            Mistake(
+                "the rotation goes the wrong way: (a, b) -> (a cos - b sin, a sin + b cos)",
+                apply_rope(xt, -pt, base=base).numpy(),
+            ),
+            Mistake("theta_i = base^(-2i/d), not base^(-i/d)", half_wrong),
+            Mistake(
+                "the angle is position × theta_i: did you leave out the position?",
+                apply_rope(xt, torch.ones_like(pt), base=base).numpy(),
+            ),
+        ]
+        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(
+        True, title, (f"all {len(cases)} cases equal apply_rope (rotate-half pairing)",)
+    )
+
+
+# --- exercise 5.3: ALiBi ------------------------------------------------------------------------
+
+
+def check_alibi(alibi: Callable[[int, int], Any]) -> Feedback:
+    """Check ``alibi(n_heads, T)`` -> ``(n_heads, T, T)`` with ``-m_h |i - j|`` (power-of-2 heads).
+
+    >>> bool(check_alibi(lambda n, T: alibi_bias(n, T)))
+    True
+    >>> print(check_alibi(lambda n, T: -alibi_bias(n, T)))
+    ✗ ALiBi: not yet right
+      - test case: n_heads = 2, T = 3
+      - entry [0, 0, 1] is 0.0625, expected -0.0625
+      - 12 of 18 entries differ
+      hint: the bias is a penalty: it must be negative (or zero), -m_h × distance
+    """
+    title = "ALiBi"
+    early = not_a_function(title, alibi, "alibi")
+    if early is not None:
+        return early
+    cases = [(2, 3), (8, 5), (4, 6), (16, 4)]
+    for n_heads, T in cases:
+        described = f"n_heads = {n_heads}, T = {T}"
+        result = call_learner(title, alibi, (n_heads, T), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = alibi_bias(n_heads, T).double().numpy()  # (n_heads, T, T)
+        slopes = alibi_slopes(n_heads).numpy()  # (n_heads,)
+        i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+        mistakes = [
+            Mistake(
+                "the bias is a penalty: it must be negative (or zero), -m_h × distance",
+                -expected,
+            ),
+            Mistake(
+                "use the distance |i - j|: -m_h × (i - j) rewards keys to the right of the query",
+                -slopes[:, None, None] * (i - j),
+            ),
+            Mistake(
+                "the slopes go down from head 0: m_0 = 2^(-8/n) is the largest, the last is 2^-8",
+                expected[::-1],
+            ),
+            Mistake(
+                "the first slope is 2^(-8/n), not 1: m_h = 2^(-8(h+1)/n) for h = 0 .. n-1",
+                -(2.0 ** (-8.0 * np.arange(n_heads) / n_heads))[:, None, None] * np.abs(i - j),
+            ),
+        ]
+        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"all {len(cases)} cases equal alibi_bias",))
+
+
+# --- exercise 5.4: the cost of a learned table ---------------------------------------------------
+
+
+def check_learned_parameters(count: Callable[[int, int], Any]) -> Feedback:
+    """Check ``count(max_positions, d_model)``: parameters of a learned position table.
+
+    >>> bool(check_learned_parameters(lambda n, d: n * d))
+    True
+    """
+    title = "learned position parameters"
+    early = not_a_function(title, count, "count")
+    if early is not None:
+        return early
+    cases = [(512, 384), (512, 768), (1024, 768), (1024, 1600)]  # MiniLM, BERT, GPT-2, GPT-2 XL
+    for n, d in cases:
+        described = f"max_positions = {n}, d_model = {d}"
+        result = call_learner(title, count, (n, d), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = n * d  # = torch.nn.Embedding(n, d).weight.numel(), one row per position
+        mistakes = [
+            Mistake("one vector of d_model numbers per position: multiply, don't add", n + d),
+            Mistake("the table has one row per position, not per pair of dimensions", n * d // 2),
+        ]
+        fb = check_array(title, _numpy(result), np.array(expected), mistakes=mistakes, rtol=0)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"all {len(cases)} tables counted right",))

@@ -1,0 +1,304 @@
+"""Checkers for the exercises of chapter 6, "Attention inside a Transformer block".
+
+The learner writes a *function*; the checker calls it on its own seeded cases and compares with the
+package (:mod:`course_utils.norms`, :class:`course_utils.transformer.TransformerBlock`,
+:func:`course_utils.transformer_cost.block_parameter_count`). A checker never raises on a wrong
+answer, and names the typical mistake when it recognises one.
+
+- :func:`check_layer_norm`: ``layer_norm(x, gamma, beta, eps)``;
+- :func:`check_rms_norm`: ``rms_norm(x, gamma, eps)``;
+- :func:`check_pre_ln_block`: ``pre_ln_block(x, attn, ffn, norm1, norm2)``, the pre-LN wiring;
+- :func:`check_block_parameters`: ``count(d_model, d_ff, bias)``, the parameters of a block.
+
+>>> def rms_norm(x, gamma, eps):
+...     return x / (x ** 2).mean(-1, keepdim=True).add(eps).sqrt() * gamma
+>>> bool(check_rms_norm(rms_norm))
+True
+>>> print(check_rms_norm(lambda x, gamma, eps: ...))
+✗ RMSNorm: not yet right
+  - your function returned Ellipsis
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..norms import layer_norm as _layer_norm
+from ..norms import rms_norm as _rms_norm
+from ..transformer import TransformerBlock
+from ..transformer_cost import block_parameter_count
+from ._checks import Mistake, check_array
+from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
+
+__all__ = ["check_block_parameters", "check_layer_norm", "check_pre_ln_block", "check_rms_norm"]
+
+_SEED = 2020
+
+
+def _fail(title: str, described: str, fb: Feedback) -> Feedback:
+    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
+
+
+def _numpy(x: Any) -> Any:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+def _norm_cases(seed: int) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for shape in [(1, 4), (3, 8), (2, 5, 6)]:
+        x = torch.randn(shape, generator=g, dtype=torch.float64) * 2 + 1  # mean != 0 on purpose
+        gamma = torch.rand(shape[-1], generator=g, dtype=torch.float64) + 0.5
+        beta = torch.randn(shape[-1], generator=g, dtype=torch.float64)
+        cases.append((f"x of shape {shape}", x, gamma, beta))
+    return cases
+
+
+# --- exercise 6.1: LayerNorm ---------------------------------------------------------------------
+
+
+def check_layer_norm(layer_norm: Callable[..., Any]) -> Feedback:
+    """Check ``layer_norm(x, gamma, beta, eps)`` (torch tensors, normalise the last axis) against
+    ``torch.nn.functional.layer_norm``.
+
+    >>> def layer_norm(x, gamma, beta, eps):
+    ...     mean = x.mean(-1, keepdim=True)
+    ...     var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    ...     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+    >>> bool(check_layer_norm(layer_norm))
+    True
+    >>> def unbiased(x, gamma, beta, eps):
+    ...     y = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps)
+    ...     return y * gamma + beta
+    >>> print(check_layer_norm(unbiased).hints[0])  # doctest: +ELLIPSIS
+    LayerNorm divides by d_model, not d_model - 1: ...
+    """
+    title = "LayerNorm"
+    early = not_a_function(title, layer_norm, "layer_norm")
+    if early is not None:
+        return early
+    eps = 1e-5
+    for described, x, gamma, beta in _norm_cases(_SEED):
+        result = call_learner(title, layer_norm, (x, gamma, beta, eps), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = torch.nn.functional.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+        centred = x - x.mean(-1, keepdim=True)
+        mistakes = [
+            Mistake(
+                "LayerNorm divides by d_model, not d_model - 1: use the biased variance, "
+                "((x - mean) ** 2).mean(-1) or x.var(-1, unbiased=False)",
+                centred / torch.sqrt(x.var(-1, keepdim=True) + eps) * gamma + beta,
+            ),
+            Mistake("normalise over the last axis (each token's own vector)", None),
+            Mistake("apply the gain gamma and the bias beta", _layer_norm(x, eps=eps)),
+            Mistake(
+                "multiply by gamma, then add beta (not the other way round)",
+                (_layer_norm(x, eps=eps) + beta) * gamma,
+            ),
+            Mistake(
+                "that is RMSNorm: LayerNorm subtracts the mean first",
+                _rms_norm(x, gamma, eps) + beta,
+            ),
+        ]
+        if x.dim() == 2 and x.shape[0] > 1:
+            mistakes[1] = Mistake(
+                "normalise over the last axis (each token's own vector), not over the tokens",
+                _layer_norm(x.T, eps=eps).T * gamma + beta,
+            )
+        mistakes = [m for m in mistakes if m.value is not None]
+        fb = check_array(
+            title,
+            _numpy(result),
+            expected.numpy(),
+            atol=1e-6,
+            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes],
+        )
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, ("all 3 test cases match torch.nn.functional.layer_norm",))
+
+
+# --- exercise 6.2: RMSNorm -----------------------------------------------------------------------
+
+
+def check_rms_norm(rms_norm: Callable[..., Any]) -> Feedback:
+    """Check ``rms_norm(x, gamma, eps)`` (torch tensors, last axis) against ``torch.nn.RMSNorm``.
+
+    >>> print(check_rms_norm(lambda x, gamma, eps: x / (x ** 2).mean(-1, keepdim=True) * gamma))
+    ... # doctest: +ELLIPSIS
+    ✗ RMSNorm: not yet right
+    ...
+      hint: take the square root: divide by sqrt(mean(x²) + eps), the root mean square
+    """
+    title = "RMSNorm"
+    early = not_a_function(title, rms_norm, "rms_norm")
+    if early is not None:
+        return early
+    eps = 1e-6
+    for described, x, gamma, _ in _norm_cases(_SEED + 1):
+        result = call_learner(title, rms_norm, (x, gamma, eps), described)
+        if isinstance(result, Feedback):
+            return result
+        ref = torch.nn.RMSNorm(x.shape[-1], eps=eps, dtype=torch.float64)
+        with torch.no_grad():
+            ref.weight.copy_(gamma)
+            expected = ref(x)
+        ms = (x**2).mean(-1, keepdim=True)  # (..., 1)
+        mistakes = [
+            Mistake(
+                "RMSNorm does not subtract the mean (that is LayerNorm): x / sqrt(mean(x²) + eps)",
+                _layer_norm(x, gamma, eps=eps),
+            ),
+            Mistake(
+                "take the square root: divide by sqrt(mean(x²) + eps), the root mean square",
+                x / (ms + eps) * gamma,
+            ),
+            Mistake("multiply by the gain gamma", _rms_norm(x, eps=eps)),
+            Mistake(
+                "mean(x²), not sum(x²): divide the sum of squares by d_model",
+                x / torch.sqrt((x**2).sum(-1, keepdim=True) + eps) * gamma,
+            ),
+        ]
+        fb = check_array(
+            title,
+            _numpy(result),
+            expected.detach().numpy(),
+            atol=1e-6,
+            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes],
+        )
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, ("all 3 test cases match torch.nn.RMSNorm",))
+
+
+# --- exercise 6.3: the pre-LN wiring -------------------------------------------------------------
+
+
+def check_pre_ln_block(pre_ln_block: Callable[..., Any]) -> Feedback:
+    """Check ``pre_ln_block(x, attn, ffn, norm1, norm2)`` against :class:`TransformerBlock`.
+
+    ``attn``, ``ffn``, ``norm1`` and ``norm2`` are functions ``(B, T, d_model) -> (B, T, d_model)``
+    taken from a real block; the answer must wire them as a pre-LN block.
+
+    >>> bool(check_pre_ln_block(lambda x, attn, ffn, n1, n2: (h := x + attn(n1(x))) + ffn(n2(h))))
+    True
+    >>> print(check_pre_ln_block(lambda x, attn, ffn, n1, n2: n2((h := n1(x + attn(x))) + ffn(h))))
+    ... # doctest: +ELLIPSIS
+    ✗ pre-LN block: not yet right
+    ...
+      hint: that is the post-LN block (normalise after the add); pre-LN normalises ...
+    """
+    title = "pre-LN block"
+    early = not_a_function(title, pre_ln_block, "pre_ln_block")
+    if early is not None:
+        return early
+    g = torch.Generator().manual_seed(_SEED + 2)
+    cases = []
+    for B, T, d_model, n_heads in [(1, 3, 4, 1), (2, 5, 8, 2)]:
+        torch.manual_seed(_SEED + T)
+        block = TransformerBlock(d_model, n_heads, 4 * d_model).double().eval()
+        with torch.no_grad():  # move LayerNorm away from (1, 0), so skipping it shows
+            for p in (*block.norm1.parameters(), *block.norm2.parameters()):
+                p.normal_(0.5, 0.5, generator=g)
+        x = torch.randn(B, T, d_model, generator=g, dtype=torch.float64)
+        cases.append((f"x of shape {(B, T, d_model)}, n_heads = {n_heads}", block, x))
+    for described, block, x in cases:
+        attn = block.self_attention
+        ffn, n1, n2 = block.ffn, block.norm1, block.norm2
+        with torch.no_grad():
+            result = call_learner(title, pre_ln_block, (x, attn, ffn, n1, n2), described)
+            if isinstance(result, Feedback):
+                return result
+            expected = block(x)
+            h = x + attn(n1(x))  # (B, T, d_model)
+            post = n1(x + attn(x))  # (B, T, d_model)
+            mistakes = [
+                Mistake(
+                    "that is the post-LN block (normalise after the add); pre-LN normalises each "
+                    "sublayer's input",
+                    n2(post + ffn(post)),
+                ),
+                Mistake(
+                    "keep the residual connections: add each sublayer's output to its input x",
+                    ffn(n2(attn(n1(x)))),
+                ),
+                Mistake(
+                    "the residual stream carries x itself, not LN(x): x + attn(norm1(x))",
+                    (n1(x) + attn(n1(x))) + ffn(n2(n1(x) + attn(n1(x)))),
+                ),
+                Mistake(
+                    "the FFN reads the stream after the attention add (h = x + attn(...)), "
+                    "not the block's input x",
+                    h + ffn(n2(x)),
+                ),
+                Mistake("use norm2 (the FFN's own LayerNorm) before the FFN", h + ffn(n1(h))),
+            ]
+        fb = check_array(
+            title,
+            _numpy(result),
+            expected.numpy(),
+            atol=1e-6,
+            mistakes=[Mistake(m.hint, m.value.numpy()) for m in mistakes],
+        )
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"all {len(cases)} test cases equal TransformerBlock's output",))
+
+
+# --- exercise 6.4: count the parameters -----------------------------------------------------------
+
+
+def check_block_parameters(count: Callable[[int, int, bool], Any]) -> Feedback:
+    """Check ``count(d_model, d_ff, bias)`` against the parameters of ``TransformerBlock``.
+
+    >>> bool(check_block_parameters(lambda d, f, b: 4*d*d + 2*d*f + (7*d + f) * b + 2*d))
+    True
+    """
+    title = "block parameters"
+    early = not_a_function(title, count, "count")
+    if early is not None:
+        return early
+    cases = [(512, 2048, True), (768, 3072, True), (64, 256, False), (6, 10, True)]
+    for d, f, bias in cases:
+        described = f"d_model = {d}, d_ff = {f}, bias = {bias}"
+        result = call_learner(title, count, (d, f, bias), described)
+        if isinstance(result, Feedback):
+            return result
+        parts = block_parameter_count(d, 1, f, bias=bias)
+        b = int(bias)
+        mistakes = [
+            Mistake(
+                "you counted only the weight matrices: add the biases and the LayerNorms' gains",
+                4 * d * d + 2 * d * f,
+            ),
+            Mistake(
+                "don't forget the two LayerNorms (a gain, and a bias if bias is True)",
+                parts["attention"] + parts["ffn"],
+            ),
+            Mistake(
+                "don't forget the attention's four d_model × d_model matrices",
+                parts["ffn"] + parts["norms"],
+            ),
+            Mistake(
+                "the FFN has two matrices, d_model × d_ff and d_ff × d_model",
+                parts["total"] - d * f - d * b,
+            ),
+            Mistake(
+                "count the biases: 4·d_model (attention), d_ff + d_model (FFN), 2·d_model "
+                "(LayerNorm β)",
+                parts["total"] - b * (4 * d + f + d + 2 * d),
+            ),
+        ]
+        fb = check_array(title, _numpy(result), np.array(parts["total"]), rtol=0, mistakes=mistakes)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(
+        True, title, (f"all {len(cases)} cases equal the parameters of TransformerBlock",)
+    )

@@ -1,0 +1,238 @@
+"""Checkers for the exercises of chapter 9, "Sparse attention".
+
+The learner writes a *function*; the checker calls it on its own cases (sizes the chapter never
+printed, so a hard-coded answer fails) and compares with :mod:`course_utils.sparse`. A checker
+never raises on a wrong answer.
+
+- :func:`check_window_mask`: ``window_mask(t, window)``, the causal sliding-window mask;
+- :func:`check_layers_needed`: ``layers_needed(t, window)``, layers of a sliding window for the
+  last token to hear the first;
+- :func:`check_window_attention`: ``window_attention(q, k, v, window)``, causal sliding-window
+  attention for one sequence ``(T, d)``, by any method.
+
+>>> import numpy as np
+>>> def window_mask(t, window):
+...     i, j = np.arange(t)[:, None], np.arange(t)[None, :]
+...     return (j <= i) & (j > i - window)
+>>> bool(check_window_mask(window_mask))
+True
+>>> print(check_window_mask(lambda t, window: ...))
+✗ window mask: not yet right
+  - your function returned Ellipsis
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..sparse import sliding_window_attention, sliding_window_mask, window_layers_needed
+from ._checks import Mistake, check_array
+from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
+
+__all__ = ["check_layers_needed", "check_window_attention", "check_window_mask"]
+
+_SEED = 2019
+
+
+def _fail(title: str, described: str, fb: Feedback) -> Feedback:
+    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
+
+
+def _numpy(x: Any) -> Any:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+# --- exercise 9.1: the causal sliding-window mask ----------------------------------------------
+
+
+def check_window_mask(window_mask: Callable[[int, int], Any]) -> Feedback:
+    """Check ``window_mask(t, window)`` -> ``(t, t)`` bool, ``True`` where ``i - window < j <= i``.
+
+    >>> print(check_window_mask(lambda t, window: np.tri(t, t, dtype=bool)))
+    ✗ window mask: not yet right
+      - test case: t = 6, window = 3
+      - entry [3, 0] is 1, expected 0
+      - 6 of 36 entries differ
+      hint: this is the plain causal mask: also drop the keys with j <= i - window
+    """
+    title = "window mask"
+    early = not_a_function(title, window_mask, "window_mask")
+    if early is not None:
+        return early
+    cases = [(6, 3), (5, 1), (9, 4), (4, 7), (12, 5)]
+    for t, w in cases:
+        described = f"t = {t}, window = {w}"
+        result = call_learner(title, window_mask, (t, w), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = sliding_window_mask(t, window=w)  # (t, t)
+        i, j = np.arange(t)[:, None], np.arange(t)[None, :]
+        mistakes = [
+            Mistake(
+                "the course's masks are True where a query MAY attend: flip it with ~mask",
+                ~expected,
+            ),
+            Mistake(
+                "one key too many: query i sees `window` keys, itself included, so keep "
+                "j > i - window (not j >= i - window)",
+                (j <= i) & (j >= i - w),
+            ),
+            Mistake(
+                "one key too few: keep the query itself (j <= i), and j > i - window",
+                (j < i) & (j >= i - w),
+            ),
+            Mistake(
+                "this is the plain causal mask: also drop the keys with j <= i - window",
+                j <= i,
+            ),
+            Mistake(
+                "this window is two-sided (|i - j| < window); the causal window never looks ahead",
+                np.abs(i - j) < w,
+            ),
+        ]
+        answer = _numpy(result)
+        fb = check_array(title, np.asarray(answer), expected, mistakes=mistakes)
+        if not fb:
+            return _fail(title, described, fb)
+        if np.asarray(answer).dtype != np.bool_:
+            return Feedback(
+                False,
+                title,
+                (
+                    f"test case: {described}",
+                    f"the values are right but the dtype is "
+                    f"{np.asarray(answer).dtype}; masks are boolean",
+                ),
+                ("return the comparison itself (a bool array), not .astype(int)",),
+            )
+    return Feedback(True, title, (f"all {len(cases)} masks match sliding_window_mask",))
+
+
+# --- exercise 9.2: layers to hear the whole sequence --------------------------------------------
+
+
+def check_layers_needed(layers_needed: Callable[[int, int], Any]) -> Feedback:
+    """Check ``layers_needed(t, window)``: the smallest number of sliding-window layers after
+    which the last of ``t`` tokens has heard the first (``window >= 2``).
+
+    >>> bool(check_layers_needed(lambda t, w: max(1, math.ceil((t - 1) / (w - 1)))))
+    True
+    """
+    title = "layers needed"
+    early = not_a_function(title, layers_needed, "layers_needed")
+    if early is not None:
+        return early
+    cases = [(30, 4), (4096, 256), (100, 10), (11, 2), (32768, 4096), (5, 8), (64, 8), (2, 2)]
+    for t, w in cases:
+        described = f"t = {t}, window = {w}"
+        result = call_learner(title, layers_needed, (t, w), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = window_layers_needed(t, w)
+        mistakes = [
+            Mistake(
+                "a layer moves information window - 1 positions, not window (the window "
+                "includes the token itself)",
+                math.ceil((t - 1) / w),
+            ),
+            Mistake(
+                "the first and last tokens are t - 1 positions apart, not t",
+                math.ceil(t / (w - 1)),
+            ),
+            Mistake(
+                "round up: a part of a step still needs a whole layer",
+                (t - 1) // (w - 1),
+            ),
+            Mistake("t / window is the count of windows, not of layers", math.ceil(t / w)),
+        ]
+        fb = check_array(title, _numpy(result), np.array(expected), mistakes=mistakes, rtol=0)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"all {len(cases)} cases right",))
+
+
+# --- exercise 9.3: sliding-window attention, any method -----------------------------------------
+
+
+def _masked_attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray, scale: float
+) -> np.ndarray:
+    """Dense masked attention in numpy, for the outputs of typical mistakes."""
+    s = np.where(mask, q @ k.T * scale, -np.inf)  # (T, T)
+    e = np.exp(s - s.max(-1, keepdims=True))  # (T, T)
+    return (e / e.sum(-1, keepdims=True)) @ v  # (T, d_v)
+
+
+def check_window_attention(window_attention: Callable[..., Any]) -> Feedback:
+    """Check ``window_attention(q, k, v, window)`` for one sequence: ``q``, ``k`` ``(T, d_k)``,
+    ``v`` ``(T, d_v)`` float64 numpy arrays; returns ``(T, d_v)``, causal, scaled by ``1/√d_k``.
+
+    >>> from course_utils.softmax import softmax
+    >>> def window_attention(q, k, v, window):
+    ...     out = np.zeros((len(q), v.shape[1]))
+    ...     for i in range(len(q)):
+    ...         lo = max(0, i - window + 1)
+    ...         w = softmax(k[lo : i + 1] @ q[i] / np.sqrt(q.shape[1]))
+    ...         out[i] = w @ v[lo : i + 1]
+    ...     return out
+    >>> bool(check_window_attention(window_attention))
+    True
+    """
+    title = "window attention"
+    early = not_a_function(title, window_attention, "window_attention")
+    if early is not None:
+        return early
+    rng = np.random.default_rng(_SEED + 9)
+    cases = []
+    for t, d_k, d_v, w in [(6, 4, 4, 2), (10, 3, 5, 4), (7, 2, 2, 9), (16, 8, 3, 5)]:
+        q, k = rng.normal(size=(2, t, d_k)).round(2)
+        v = rng.normal(size=(t, d_v)).round(2)
+        cases.append((f"T = {t}, d_k = {d_k}, d_v = {d_v}, window = {w}", q, k, v, w))
+    for described, q, k, v, w in cases:
+        result = call_learner(title, window_attention, (q, k, v, w), described)
+        if isinstance(result, Feedback):
+            return result
+        tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
+        expected = sliding_window_attention(tq, tk, tv, window=w).numpy()  # (T, d_v)
+
+        t, d_k = q.shape
+        scale = 1 / math.sqrt(d_k)
+        masked = functools.partial(_masked_attention, q, k, v)
+        mistakes = [
+            Mistake(
+                "scale the scores by 1/√d_k before the softmax",
+                masked(sliding_window_mask(t, window=w), 1.0),
+            ),
+            Mistake(
+                "every key is used: keep only the window (i - window < j <= i)",
+                masked(np.ones((t, t), dtype=bool), scale),
+            ),
+            Mistake(
+                "this is causal attention over all earlier keys; drop those with j <= i - window",
+                masked(np.tri(t, dtype=bool), scale),
+            ),
+            Mistake(
+                "one key too many: query i sees j = i - window + 1 .. i",
+                masked(sliding_window_mask(t, window=w + 1), scale),
+            ),
+            Mistake(
+                "the window must be causal (keys j <= i only)",
+                masked(sliding_window_mask(t, window=w, causal=False), scale),
+            ),
+        ]
+        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, rtol=1e-6, atol=1e-9)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(
+        True,
+        title,
+        (f"all {len(cases)} cases match sliding_window_attention (and so SDPA with the mask)",),
+    )

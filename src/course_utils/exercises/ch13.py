@@ -1,0 +1,200 @@
+"""Checkers for the exercises of chapter 13, "Attention at work: topic-word focusing".
+
+The learner writes a function; the checker runs it on its own seeded cases and compares it with
+:mod:`course_utils.topic_focus`. A checker never raises on a wrong answer.
+
+- :func:`check_topic_share`: ``topic_share(weights, is_topic)``, the attention weight that lands on
+  topic words, per sentence;
+- :func:`check_rollout`: ``rollout(maps)``, attention rollout of ``(L, H, T, T)`` maps;
+- :func:`check_precision_at_k`: ``precision_at_k(scores, is_topic, k)``.
+
+>>> import numpy as np
+>>> bool(check_topic_share(lambda w, m: (np.asarray(w) * m).sum(axis=-1)))
+True
+>>> print(check_topic_share(lambda w, m: (np.asarray(w) * m).mean(axis=-1)))
+... # doctest: +ELLIPSIS
+✗ topic share: not yet right
+  - test case: one sentence of 4 tokens
+  ...
+  hint: you averaged over all tokens (divided by T); the share is a sum
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..topic_focus.attribution import attention_rollout, top_k_precision
+from ._checks import Mistake, check_array
+from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
+
+__all__ = ["check_precision_at_k", "check_rollout", "check_topic_share"]
+
+_SEED = 2020
+
+
+def _fail(title: str, described: str, fb: Feedback) -> Feedback:
+    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
+
+
+def _to_numpy(x: Any) -> Any:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else x
+
+
+def _distributions(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    w = rng.random(shape) + 0.05
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+# --- exercise 13.1: the share of attention on topic words ----------
+
+
+def check_topic_share(topic_share: Callable[[Any, Any], Any]) -> Feedback:
+    """Check ``topic_share(weights, is_topic)``: ``(B, T)`` weights and bool mask -> ``(B,)``.
+
+    The expected answer is ``Σ_t weights[b, t] · is_topic[b, t]`` for every sentence ``b``.
+    """
+    title = "topic share"
+    early = not_a_function(title, topic_share, "topic_share")
+    if early is not None:
+        return early
+    rng = np.random.default_rng(_SEED)
+    one = np.array([[0.1, 0.6, 0.2, 0.1]])
+    cases = [
+        ("one sentence of 4 tokens", one, np.array([[False, True, True, False]])),
+        ("3 sentences of 6 tokens", _distributions(rng, (3, 6)), rng.random((3, 6)) < 0.4),
+        (
+            "2 sentences, one without topic words",
+            _distributions(rng, (2, 5)),
+            np.array([[True, False, False, False, True], [False] * 5]),
+        ),
+    ]
+    for described, w, m in cases:
+        result = call_learner(title, topic_share, (w.copy(), m.copy()), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = (w * m).sum(axis=-1)  # (B,)
+        n = np.maximum(m.sum(axis=-1), 1)
+        mistakes = [
+            Mistake(
+                "you averaged the weights on topic words; the share is their sum", expected / n
+            ),
+            Mistake(
+                "you averaged over all tokens (divided by T); the share is a sum",
+                (w * m).mean(axis=-1),
+            ),
+            Mistake(
+                "that is the topic words' share of the *tokens*; weight each token by its "
+                "attention weight instead",
+                m.mean(axis=-1),
+            ),
+            Mistake(
+                "you summed over the wrong axis: sum over the tokens (axis=-1)", (w * m).sum(0)
+            ),
+        ]
+        fb = check_array(title, _to_numpy(result), expected, rtol=1e-6, mistakes=mistakes)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"right on all {len(cases)} cases, one per sentence",))
+
+
+# --- exercise 13.2: attention rollout ----------
+
+
+def check_rollout(rollout: Callable[[Any], Any]) -> Feedback:
+    """Check ``rollout(maps)`` against :func:`course_utils.topic_focus.attention_rollout`.
+
+    >>> from course_utils.topic_focus import attention_rollout
+    >>> bool(check_rollout(attention_rollout))
+    True
+    """
+    title = "rollout"
+    early = not_a_function(title, rollout, "rollout")
+    if early is not None:
+        return early
+    rng = np.random.default_rng(_SEED + 1)
+    hand = np.array([[[[1.0, 0.0], [0.5, 0.5]]], [[[0.0, 1.0], [0.0, 1.0]]]])  # (2, 1, 2, 2)
+    cases = [
+        ("the 2-layer, 1-head example of the chapter", hand),
+        ("maps of shape (3, 2, 4, 4)", _distributions(rng, (3, 2, 4, 4))),
+        ("maps of shape (1, 4, 5, 5)", _distributions(rng, (1, 4, 5, 5))),
+    ]
+    for described, maps in cases:
+        result = call_learner(title, rollout, (maps.copy(),), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = attention_rollout(maps)  # (T, T)
+        mean = maps.mean(axis=1)  # (L, T, T)
+        eye = np.eye(maps.shape[-1])
+        wrong_order = eye
+        plain = eye
+        for A in mean:
+            wrong_order = wrong_order @ (0.5 * eye + 0.5 * A)
+            plain = A @ plain
+        mistakes = [
+            Mistake(
+                "the layers are multiplied in the wrong order: the later layer goes on the "
+                "left, R = A_1 A_0",
+                wrong_order,
+            ),
+            Mistake(
+                "no residual: use A = 0.5 I + 0.5 W (and renormalise the rows)",
+                plain,
+            ),
+        ]
+        fb = check_array(title, _to_numpy(result), expected, rtol=1e-6, mistakes=mistakes)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(
+        True, title, (f"right on all {len(cases)} cases, including more than one head",)
+    )
+
+
+# --- exercise 13.3: top-k precision ------------------------------------------------------------
+
+
+def check_precision_at_k(precision_at_k: Callable[[Any, Any, int], Any]) -> Feedback:
+    """Check ``precision_at_k(scores, is_topic, k)`` against ``top_k_precision``.
+
+    >>> def precision_at_k(scores, is_topic, k):
+    ...     top = np.argsort(-np.asarray(scores), kind="stable")[:k]
+    ...     return is_topic[top].mean()
+    >>> bool(check_precision_at_k(precision_at_k))
+    True
+    """
+    title = "precision at k"
+    early = not_a_function(title, precision_at_k, "precision_at_k")
+    if early is not None:
+        return early
+    rng = np.random.default_rng(_SEED + 2)
+    cases = [
+        (
+            "scores [0.1, 0.5, 0.3, 0.1], topic tokens 1 and 3, k = 2",
+            np.array([0.1, 0.5, 0.3, 0.1]),
+            np.array([False, True, False, True]),
+            2,
+        ),
+        ("8 random scores, k = 3", rng.random(8), rng.random(8) < 0.4, 3),
+        ("6 random scores, k = 1", rng.random(6), np.array([True, False] * 3), 1),
+        ("5 random scores, k = 4", rng.random(5), np.array([True, True, False, False, True]), 4),
+    ]
+    for described, scores, m, k in cases:
+        result = call_learner(title, precision_at_k, (scores.copy(), m.copy(), k), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = top_k_precision(scores, m, k)
+        low = np.argsort(scores, kind="stable")[:k]
+        mistakes = [
+            Mistake("you took the k *lowest* scores: sort in descending order", m[low].mean()),
+            Mistake(
+                "you divided by the number of topic tokens; precision divides by k",
+                m[np.argsort(-scores, kind="stable")[:k]].sum() / max(1, m.sum()),
+            ),
+        ]
+        fb = check_array(title, _to_numpy(result), expected, rtol=1e-9, mistakes=mistakes)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"right on all {len(cases)} cases",))

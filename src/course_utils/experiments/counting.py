@@ -1,0 +1,164 @@
+"""A tiny Transformer built from our blocks learns to count: "how many times does my token occur?"
+
+Task ("histogram", Weiss et al., 2021): a sequence of ``T`` random letters from a vocabulary of
+``V``; at every position the model outputs how often that position's letter occurs in the whole
+sequence (1 to ``T``). For ``a b a c a`` the answer is ``3 1 3 1 3``. A token cannot answer
+alone: it has to find the other copies of itself, which is what attention is for. The answer does
+not depend on the order of the tokens, so the model needs no positional information (chapter 5):
+token embeddings -> ``n_layers`` :class:`~course_utils.transformer.TransformerBlock` s ->
+LayerNorm -> a linear layer over the counts.
+
+Runs are seeded and deterministic (one thread, deterministic algorithms): the same call returns
+the same numbers on the same machine and PyTorch version.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..transformer import BlockTrace, TransformerBlock
+from .heads import _deterministic
+
+__all__ = ["CountingModel", "CountingRun", "decode", "encode", "make_batch", "train_counting"]
+
+LETTERS = string.ascii_lowercase
+
+
+def make_batch(batch: int, T: int, V: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Tokens ``(batch, T)`` in ``0..V-1`` and targets ``(batch, T)``: the count of each token.
+
+    >>> x, y = make_batch(1, 6, 3, torch.Generator().manual_seed(0))
+    >>> bool((y == (x[:, :, None] == x[:, None, :]).sum(-1)).all())
+    True
+    """
+    x = torch.randint(0, V, (batch, T), generator=generator)  # (B, T)
+    y = (x[:, :, None] == x[:, None, :]).sum(dim=-1)  # (B, T): copies of x[i] in the row, >= 1
+    return x, y
+
+
+def encode(text: str) -> Tensor:
+    """``"abca"`` -> ``tensor([[0, 1, 2, 0]])`` (B = 1); letters only."""
+    if not isinstance(text, str) or not text or any(c not in LETTERS for c in text):
+        raise ValueError(f"text must be a non-empty string of lowercase letters; got {text!r}")
+    return torch.tensor([[LETTERS.index(c) for c in text]])  # (1, T)
+
+
+def decode(x: Tensor) -> list[str]:
+    """Token ids ``(T,)`` -> letters."""
+    return [LETTERS[int(i)] for i in x]
+
+
+class CountingModel(nn.Module):
+    """Embeddings -> ``n_layers`` blocks (pre-LN by default) -> LayerNorm -> logits over counts."""
+
+    def __init__(
+        self, V: int, T: int, *, d_model: int = 16, n_heads: int = 4, d_ff: int = 64,
+        n_layers: int = 2, dropout: float = 0.0, norm_first: bool = True,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        if not 1 <= V <= len(LETTERS):
+            raise ValueError(f"V must be between 1 and {len(LETTERS)}; got {V}")
+        self.V, self.T = V, T
+        self.embed = nn.Embedding(V, d_model)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, T + 1)  # class c = "occurs c times" (0 never happens)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.embed(x)  # (B, T, d_model)
+        for block in self.blocks:
+            h = block(h)  # (B, T, d_model)
+        return self.head(self.norm(h))  # (B, T, T + 1)
+
+    def traces(self, x: Tensor) -> list[BlockTrace]:
+        """Every block's intermediates (:meth:`TransformerBlock.trace`) for tokens ``x``."""
+        h = self.embed(x)  # (B, T, d_model)
+        out = []
+        for block in self.blocks:
+            out.append(block.trace(h))
+            h = out[-1].out  # (B, T, d_model)
+        return out
+
+    def predict(self, x: Tensor) -> Tensor:
+        """The predicted count at every position, ``(B, T)``."""
+        with torch.no_grad():
+            return self(x).argmax(dim=-1)  # (B, T)
+
+
+def _test_loss(model: CountingModel, x: Tensor, y: Tensor) -> float:
+    """Mean cross-entropy (nats) of ``model`` on tokens ``x`` and counts ``y``, both ``(B, T)``."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(x)  # (B, T, T + 1)
+        return float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+
+
+@dataclass(frozen=True)
+class CountingRun:
+    seed: int
+    steps: list[int]  # the steps at which the test loss was measured (0 = before training)
+    losses: list[float]  # test loss (cross-entropy, nats) at those steps
+    accuracy: float  # final test accuracy over all positions
+    model: CountingModel
+
+
+def train_counting(
+    seeds: Sequence[int] = (0, 1, 2),
+    *,
+    V: int = 6,
+    T: int = 10,
+    d_model: int = 16,
+    n_heads: int = 4,
+    d_ff: int = 64,
+    n_layers: int = 2,
+    dropout: float = 0.0,
+    norm_first: bool = True,
+    steps: int = 300,
+    batch: int = 64,
+    lr: float = 5e-3,
+    eval_every: int = 50,
+) -> list[CountingRun]:
+    """Train one :class:`CountingModel` per seed with Adam; return the test curve and accuracy.
+
+    The test set (512 sequences) is the same for every seed; each seed has its own
+    initialisation and its own training batches.
+
+    >>> runs = train_counting(seeds=(0,), steps=2, eval_every=1, batch=4)
+    >>> runs[0].steps, len(runs[0].losses)            # step 0: before training
+    ([0, 1, 2], 3)
+    """
+    runs = []
+    with _deterministic():
+        test_x, test_y = make_batch(512, T, V, torch.Generator().manual_seed(12345))
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = CountingModel(
+                V, T, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers,
+                dropout=dropout, norm_first=norm_first,
+            )  # fmt: skip
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            data = torch.Generator().manual_seed(1000 + seed)
+            at, losses = [0], [_test_loss(model, test_x, test_y)]  # step 0: about ln(T + 1)
+            for step in range(1, steps + 1):
+                model.train()
+                x, y = make_batch(batch, T, V, data)  # (B, T), (B, T)
+                loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if step % eval_every == 0 or step == steps:
+                    at.append(step)
+                    losses.append(_test_loss(model, test_x, test_y))
+            model.eval()
+            accuracy = float((model.predict(test_x) == test_y).float().mean())
+            runs.append(CountingRun(seed, at, losses, accuracy, model))
+    return runs

@@ -1,0 +1,189 @@
+"""Does the model need positions? The same tiny model with none, sinusoidal, learned or RoPE.
+
+Task ("previous token"): a sequence of ``T`` random tokens from a vocabulary of ``V``; at every
+position ``i >= 1`` the model must output the token at position ``i - 1`` (position 0 has no
+target). The answer is fixed by word order alone: without positional information a bidirectional
+self-attention layer sees a *set* of tokens (it is permutation-equivariant), so it cannot know
+which token came just before.
+
+The model: token embedding (+ positions, for ``"sinusoidal"`` and ``"learned"``) -> one
+single-head self-attention layer (for ``"rope"`` the queries and keys are rotated with
+:func:`course_utils.positions.apply_rope`) -> residual -> LayerNorm -> linear read-out to ``V``
+classes. No causal mask: a causal mask alone leaks position information (a token can count how many
+tokens it sees), which would blur the comparison.
+
+After training on length ``T`` every model is also tested on longer sequences (``T_long``). A
+learned table has no row for positions past ``T - 1``, so that test is not possible for it
+(reported as ``None``): the reason learned absolute embeddings cannot go past the trained length.
+
+The run is seeded and deterministic (``torch.use_deterministic_algorithms``, one thread).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..positions import apply_rope, sinusoidal_encoding
+from .heads import _deterministic
+
+__all__ = [
+    "KINDS",
+    "PositionResult",
+    "PreviousTokenModel",
+    "make_previous_token_batch",
+    "run_positions_experiment",
+]
+
+#: The four variants, in the order the chapter reports them.
+KINDS = ("none", "sinusoidal", "learned", "rope")
+IGNORE = -100  # target of position 0 (no previous token); cross_entropy skips it
+
+
+def make_previous_token_batch(
+    batch: int, T: int, V: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """Tokens and targets, both ``(batch, T)``: ``y[:, i] = x[:, i - 1]``; ``y[:, 0]`` is ignored.
+
+    >>> x, y = make_previous_token_batch(1, 4, 5, torch.Generator().manual_seed(0))
+    >>> bool((y[0, 1:] == x[0, :-1]).all()), int(y[0, 0])
+    (True, -100)
+    """
+    x = torch.randint(0, V, (batch, T), generator=generator)  # (B, T)
+    y = torch.full_like(x, IGNORE)  # (B, T)
+    y[:, 1:] = x[:, :-1]  # (B, T-1): the previous token
+    return x, y
+
+
+class PreviousTokenModel(nn.Module):
+    """Embedding (+ positions) -> one self-attention head (RoPE optional) -> LayerNorm -> ``V``."""
+
+    def __init__(self, kind: str, V: int, T: int, d_model: int) -> None:
+        super().__init__()
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+        self.kind, self.T, self.d_model = kind, T, d_model
+        self.tok = nn.Embedding(V, d_model)
+        if kind == "learned":
+            self.pos = nn.Embedding(T, d_model)  # one trained row per position 0..T-1
+        self.W_Q = nn.Linear(d_model, d_model)
+        self.W_K = nn.Linear(d_model, d_model)
+        self.W_V = nn.Linear(d_model, d_model)
+        self.W_O = nn.Linear(d_model, d_model)
+        self.norm = nn.LayerNorm(d_model)
+        self.out = nn.Linear(d_model, V)
+
+    def embed(self, x: Tensor) -> Tensor:
+        T = x.size(1)
+        h = self.tok(x)  # (B, T, d_model)
+        if self.kind == "sinusoidal":
+            pe = torch.from_numpy(sinusoidal_encoding(T, self.d_model)).float()  # (T, d_model)
+            h = h + pe
+        elif self.kind == "learned":
+            if T > self.T:
+                raise ValueError(
+                    f"a learned position table has rows for positions 0..{self.T - 1} only; "
+                    f"got a sequence of T = {T}"
+                )
+            h = h + self.pos(torch.arange(T))  # (B, T, d_model)
+        return h
+
+    def weights(self, x: Tensor) -> Tensor:
+        """Attention weights ``(B, T, T)`` of the single head."""
+        h = self.embed(x)  # (B, T, d_model)
+        q, k = self.W_Q(h), self.W_K(h)  # (B, T, d_model) each
+        if self.kind == "rope":
+            q, k = apply_rope(q), apply_rope(k)  # positions 0..T-1
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_model)  # (B, T, T)
+        return torch.softmax(scores, dim=-1)  # (B, T, T)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.embed(x)  # (B, T, d_model)
+        mixed = self.weights(x) @ self.W_V(h)  # (B, T, d_model)
+        h = h + self.W_O(mixed)  # (B, T, d_model)
+        return self.out(self.norm(h))  # (B, T, V)
+
+
+@dataclass(frozen=True)
+class PositionResult:
+    kind: str
+    seed: int
+    n_params: int  # all parameters of the model
+    n_position_params: int  # parameters spent on positions (the learned table), else 0
+    losses: list[float]  # test loss every ``eval_every`` steps
+    accuracy: float  # test accuracy at the trained length (positions 1..T-1)
+    accuracy_long: float | None  # test accuracy on length ``T_long``; None for "learned"
+
+
+def _accuracy(model: PreviousTokenModel, x: Tensor, y: Tensor) -> float:
+    keep = y != IGNORE  # (B, T)
+    pred = model(x).argmax(-1)  # (B, T)
+    return float((pred[keep] == y[keep]).float().mean())
+
+
+def run_positions_experiment(
+    kinds: Sequence[str] = KINDS,
+    seeds: Sequence[int] = (0, 1),
+    *,
+    V: int = 8,
+    T: int = 12,
+    T_long: int = 24,
+    d_model: int = 16,
+    steps: int = 300,
+    batch: int = 64,
+    lr: float = 1e-2,
+    eval_every: int = 50,
+) -> list[PositionResult]:
+    """Train one model per ``(kind, seed)`` on the previous-token task; return test results.
+
+    >>> r = run_positions_experiment(("none", "learned"), seeds=(0,), steps=2, eval_every=1)
+    >>> [(x.kind, len(x.losses), x.accuracy_long is None) for x in r]
+    [('none', 2, False), ('learned', 2, True)]
+    """
+    for kind in kinds:
+        if kind not in KINDS:
+            raise ValueError(f"kinds must hold names from {KINDS}; got {kind!r}")
+    results = []
+    with _deterministic():
+        test_x, test_y = make_previous_token_batch(1024, T, V, torch.Generator().manual_seed(99))
+        long_x, long_y = make_previous_token_batch(512, T_long, V, torch.Generator().manual_seed(7))
+        for kind in kinds:
+            for seed in seeds:
+                torch.manual_seed(seed)
+                model = PreviousTokenModel(kind, V, T, d_model)
+                opt = torch.optim.Adam(model.parameters(), lr=lr)
+                data = torch.Generator().manual_seed(1000 + seed)  # same batches for every kind
+                losses = []
+                for step in range(1, steps + 1):
+                    x, y = make_previous_token_batch(batch, T, V, data)
+                    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    if step % eval_every == 0:
+                        with torch.no_grad():
+                            logits = model(test_x)  # (1024, T, V)
+                            test_loss = F.cross_entropy(
+                                logits.flatten(0, 1), test_y.flatten(), ignore_index=IGNORE
+                            )
+                        losses.append(float(test_loss))
+                with torch.no_grad():
+                    accuracy = _accuracy(model, test_x, test_y)
+                    long = None if kind == "learned" else _accuracy(model, long_x, long_y)
+                results.append(
+                    PositionResult(
+                        kind=kind,
+                        seed=seed,
+                        n_params=sum(p.numel() for p in model.parameters()),
+                        n_position_params=T * d_model if kind == "learned" else 0,
+                        losses=losses,
+                        accuracy=accuracy,
+                        accuracy_long=long,
+                    )
+                )
+    return results

@@ -1,0 +1,293 @@
+"""Ways to say which tokens a prediction rests on, and ways to check them.
+
+* :func:`attention_rollout`: attention weights followed through every layer (Abnar & Zuidema 2020);
+* :func:`gradient_x_input`: the gradient of a score times the input, summed per token;
+* :func:`ablate`: remove tokens and see the prediction change (the check: an explanation should
+  name the tokens whose removal matters);
+* :func:`top_k_precision` and :func:`bootstrap_ci`: overlap with the ground truth, and its spread
+  over sentences.
+
+>>> import numpy as np
+>>> top_k_precision(np.array([0.1, 0.7, 0.2]), np.array([False, True, False]))
+1.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from torch import Tensor
+
+from .._validation import as_float_array, shape_str
+from .classifier import TrainResult, make_batch, one_thread
+from .dataset import TopicSentence
+
+__all__ = [
+    "AblationResult",
+    "ablate",
+    "ablation_study",
+    "attention_rollout",
+    "bootstrap_ci",
+    "classifier_gradient_x_input",
+    "gradient_x_input",
+    "input_gradient",
+    "top_k_precision",
+]
+
+
+def attention_rollout(maps: Any, *, residual: float = 0.5) -> NDArray[np.float64]:
+    """Attention rollout (Abnar & Zuidema 2020) of ``(L, H, T, T)`` maps: a ``(T, T)`` matrix.
+
+    The variant of the paper's Eq. (1) with heads averaged:
+
+    1. average the heads of layer ``l``: ``W_l = mean_h maps[l, h]``;
+    2. account for the residual connection: ``A_l = residual · I + (1 − residual) · W_l`` (the
+       paper uses ``0.5 W + 0.5 I``), then divide each row by its sum (a no-op when the rows of
+       ``maps`` sum to 1; kept so that the definition is the paper's);
+    3. multiply through the layers, the last on the left: ``R = A_{L-1} ⋯ A_1 A_0``.
+
+    Row ``i`` of ``R`` says how much token ``i`` at the top "draws from" each input token, if
+    information moved only along attention weights and the residual path (value vectors and the
+    feed-forward layers are ignored: it is an approximation, not a measurement of the model).
+    ``maps`` is what :func:`course_utils.pretrained.attention_maps` returns.
+
+    By hand: ``A_0 = ½I + ½[[1, 0], [½, ½]] = [[1, 0], [¼, ¾]]``,
+    ``A_1 = ½I + ½[[0, 1], [0, 1]] = [[½, ½], [0, 1]]``, and ``R = A_1 A_0``:
+
+    >>> A0 = [[1.0, 0.0], [0.5, 0.5]]
+    >>> A1 = [[0.0, 1.0], [0.0, 1.0]]
+    >>> attention_rollout(np.array([[A0], [A1]]))   # (L=2, H=1, T=2, T=2)
+    array([[0.625, 0.375],
+           [0.25 , 0.75 ]])
+    """
+    if isinstance(maps, Tensor):
+        maps = maps.detach().cpu().numpy()
+    arr = as_float_array(maps, "maps", min_ndim=4, expected="(L, H, T, T)").astype(np.float64)
+    if arr.ndim != 4 or arr.shape[-1] != arr.shape[-2] or 0 in arr.shape:
+        raise ValueError(f"maps must have shape (L, H, T, T); got shape {shape_str(arr.shape)}")
+    if not np.isfinite(arr).all() or (arr < 0).any():
+        raise ValueError("maps must hold attention weights: finite and >= 0")
+    if not np.allclose(arr.sum(axis=-1), 1.0, atol=1e-3):
+        raise ValueError("every row of maps must sum to 1 (attention weights over the keys)")
+    if not 0.0 <= float(residual) <= 1.0:
+        raise ValueError(f"residual must be in [0, 1]; got {residual!r}")
+    L, _, T, _ = arr.shape
+    eye = np.eye(T)  # (T, T)
+    rollout = eye
+    for layer in range(L):
+        A = residual * eye + (1.0 - residual) * arr[layer].mean(axis=0)  # (T, T)
+        A = A / A.sum(axis=-1, keepdims=True)  # (T, T), rows sum to 1
+        rollout = A @ rollout  # (T, T): this layer on the left of the layers below it
+    return rollout
+
+
+def input_gradient(score: Callable[[Tensor], Tensor], x: Any) -> Tensor:
+    """``∂score/∂x`` for an input ``x`` of shape ``(T, d)``; ``score(x)`` returns one number.
+
+    >>> input_gradient(lambda x: (x**2).sum(), torch.tensor([[1.0, -2.0]]))
+    tensor([[ 2., -4.]])
+    """
+    if not isinstance(x, Tensor):
+        x = torch.as_tensor(np.asarray(x, dtype=np.float64))
+    if x.dim() != 2 or not x.is_floating_point():
+        raise ValueError(f"x must be a floating (T, d) tensor; got shape {tuple(x.shape)}")
+    x = x.detach().clone().requires_grad_(True)  # (T, d)
+    out = score(x)
+    if not isinstance(out, Tensor) or out.numel() != 1:
+        raise ValueError("score(x) must return a scalar tensor (one number)")
+    (grad,) = torch.autograd.grad(out.reshape(()), x)  # (T, d)
+    return grad
+
+
+def gradient_x_input(score: Callable[[Tensor], Tensor], x: Any) -> Tensor:
+    """Gradient × input per token: ``Σ_d x[t, d] · ∂score/∂x[t, d]`` for ``x`` of shape ``(T, d)``.
+
+    ``score(x)`` must return a scalar tensor. For a linear score ``f(x) = Σ w·x + b`` the entries
+    add up exactly to ``f(x) − f(0)``, the change from an all-zero input (the baseline); for a
+    non-linear model they are a first-order estimate of that change, no more (Shrikumar et al.
+    2017 discuss the method and its limits).
+
+    >>> w = torch.tensor([[1.0, 2.0], [0.0, -1.0]])
+    >>> x = torch.tensor([[3.0, 1.0], [2.0, 2.0]])
+    >>> gradient_x_input(lambda x: (w * x).sum() + 7.0, x)
+    tensor([ 5., -2.])
+    """
+    if not isinstance(x, Tensor):
+        x = torch.as_tensor(np.asarray(x, dtype=np.float64))
+    grad = input_gradient(score, x)  # (T, d); validates x
+    return (grad * x.detach()).sum(dim=-1)  # (T,)
+
+
+def _check_pair(scores: Any, is_topic: Any) -> tuple[NDArray, NDArray[np.bool_]]:
+    s = as_float_array(scores, "scores", min_ndim=1, expected="(T,)")
+    m = np.asarray(is_topic)
+    if s.ndim != 1 or m.shape != s.shape:
+        raise ValueError(
+            f"scores and is_topic must both have shape (T,); got {shape_str(s.shape)} and "
+            f"{shape_str(m.shape)}"
+        )
+    if m.dtype != np.bool_:
+        raise TypeError(f"is_topic must be a bool array; got dtype {m.dtype}")
+    return s, m
+
+
+def top_k_precision(
+    scores: Any, is_topic: Any, k: int | None = None, *, candidates: Any | None = None
+) -> float:
+    """Fraction of the ``k`` highest-scoring candidate tokens that are topic tokens.
+
+    ``k`` defaults to the number of topic tokens among the candidates (so a perfect ranking scores
+    1). ``candidates`` (bool ``(T,)``) excludes tokens from the ranking, e.g. ``[CLS]``/``[SEP]``.
+    Ties go to the earlier token. A random ranking scores ``n_topic / n_candidates`` on average.
+
+    >>> top_k_precision([0.5, 0.3, 0.1, 0.1], np.array([False, True, True, False]), k=2)
+    0.5
+    >>> top_k_precision([9.0, 0.3, 0.1], np.array([False, True, False]),
+    ...                 candidates=np.array([False, True, True]))
+    1.0
+    """
+    s, m = _check_pair(scores, is_topic)
+    c = np.ones_like(m) if candidates is None else np.asarray(candidates)
+    if c.shape != m.shape or c.dtype != np.bool_:
+        raise ValueError(f"candidates must be a bool array of shape {shape_str(m.shape)}")
+    idx = np.flatnonzero(c)  # candidate positions
+    n_topic = int(m[idx].sum())
+    k = n_topic if k is None else k
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= len(idx):
+        raise ValueError(f"k must be an int in [1, {len(idx)}] (the candidates); got {k!r}")
+    order = idx[np.argsort(-s[idx], kind="stable")]  # candidates, best first
+    return float(m[order[:k]].mean())
+
+
+def bootstrap_ci(
+    values: Any, *, level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of ``values`` and a percentile bootstrap confidence interval: ``(mean, low, high)``.
+
+    Resamples the values (one per sentence) with replacement ``n_boot`` times with a seeded
+    generator (Efron & Tibshirani 1993), so the interval is the same on every run.
+
+    >>> bootstrap_ci([1.0, 1.0, 1.0])
+    (1.0, 1.0, 1.0)
+    """
+    v = as_float_array(values, "values", min_ndim=1, expected="(n,)")
+    if v.ndim != 1 or v.size < 1 or not np.isfinite(v).all():
+        raise ValueError(f"values must be a non-empty finite 1-D array; got {shape_str(v.shape)}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1); got {level!r}")
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, v.size, size=(n_boot, v.size))].mean(axis=1)  # (n_boot,)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(v.mean()), float(low), float(high)
+
+
+# --- the attention-pooling classifier ---------------------------------------------------------
+
+
+def ablate(result: TrainResult, sentence: TopicSentence, remove: Any) -> NDArray[np.float64]:
+    """Class probabilities of the classifier without the tokens in ``remove``.
+
+    ``remove`` is a bool ``(T,)`` over the sentence's tokens, or ``(R, T)`` for ``R`` removals at
+    once (result ``(R, n_topics)``). Removed tokens get exactly zero attention weight, as if they
+    had not been written; removing nothing gives the original prediction exactly.
+    """
+    batch = make_batch([sentence], result.vocab)
+    T = int(batch.mask.sum())
+    r = np.asarray(remove)
+    if r.dtype != np.bool_ or r.ndim not in (1, 2) or r.shape[-1] != T:
+        raise ValueError(
+            f"remove must be a bool array of shape ({T},) or (R, {T}) (one entry per token); "
+            f"got {shape_str(r.shape)} of dtype {r.dtype}"
+        )
+    rows = r.reshape(-1, T)  # (R, T)
+    keep = ~torch.from_numpy(rows)  # (R, T)
+    ids = batch.ids.expand(len(rows), T)  # (R, T)
+    with torch.no_grad():
+        logits, _ = result.model(ids, keep)  # (R, C)
+    probs = torch.softmax(logits.double(), dim=-1).numpy()  # (R, C)
+    return probs[0] if r.ndim == 1 else probs
+
+
+def classifier_gradient_x_input(
+    result: TrainResult, sentence: TopicSentence, target: int | None = None
+) -> NDArray[np.float64]:
+    """Gradient × input ``(T,)`` of the classifier on one sentence.
+
+    The score is the target class's logit minus the mean logit (the margin that softmax sees);
+    ``target`` defaults to the predicted class. The input is the token embeddings; the baseline
+    is the zero vector.
+    """
+    batch = make_batch([sentence], result.vocab)
+    model = result.model
+    with torch.no_grad():
+        logits, _ = model(batch.ids, batch.mask)  # (1, C)
+    c = int(logits.argmax()) if target is None else int(target)
+
+    def margin(x: Tensor) -> Tensor:
+        out, _ = model.forward_embeddings(x[None], batch.mask)  # (1, C)
+        return out[0, c] - out[0].mean()
+
+    x = model.embed(batch.ids)[0].detach()  # (T, d_model)
+    return gradient_x_input(margin, x).double().numpy()  # (T,)
+
+
+@dataclass(frozen=True)
+class AblationResult:
+    """Per-sentence drops in the probability of the predicted class after removing ``k`` tokens."""
+
+    k: int
+    drop_attention: NDArray  # (N,) remove the k tokens with the most attention weight
+    drop_gradient: NDArray  # (N,) remove the k tokens with the largest gradient × input
+    drop_random: NDArray  # (N,) remove k random tokens (mean over the draws)
+    flip_attention: NDArray  # (N,) bool: the predicted class changed
+    flip_gradient: NDArray  # (N,)
+    flip_random: NDArray  # (N,) fraction of draws whose predicted class changed
+
+
+def ablation_study(
+    result: TrainResult,
+    sentences: Sequence[TopicSentence],
+    k: int,
+    *,
+    n_random: int = 10,
+    seed: int = 0,
+) -> AblationResult:
+    """Remove the top-``k`` words by attention, by gradient × input, and ``k`` random words.
+
+    For each sentence with more than ``k`` tokens (shorter ones are skipped, since removing every
+    word says nothing), record the drop of the predicted class's probability and whether the
+    predicted class changed. Random removals use ``n_random`` seeded draws per sentence.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int >= 1; got {k!r}")
+    rng = np.random.default_rng(seed)
+    rows: dict[str, list[float]] = {key: [] for key in AblationResult.__dataclass_fields__}
+    del rows["k"]
+    with one_thread():
+        probs, weights = result.predict(sentences)  # (N, C), list of (T_i,)
+        for s, p, w in zip(sentences, probs, weights, strict=True):
+            T = len(w)
+            if k >= T:
+                continue
+            c = int(p.argmax())
+            grad = classifier_gradient_x_input(result, s, target=c)  # (T,)
+            masks = np.zeros((2 + n_random, T), dtype=bool)  # (R, T): attention, gradient, random
+            for row, ranking in enumerate((w, grad)):
+                masks[row, np.argsort(-ranking, kind="stable")[:k]] = True
+            for row in range(2, 2 + n_random):
+                masks[row, rng.choice(T, size=k, replace=False)] = True
+            q = ablate(result, s, masks)  # (R, C)
+            drop = p[c] - q[:, c]  # (R,)
+            flip = (q.argmax(axis=1) != c).astype(float)  # (R,)
+            rows["drop_attention"].append(drop[0])
+            rows["flip_attention"].append(flip[0])
+            rows["drop_gradient"].append(drop[1])
+            rows["flip_gradient"].append(flip[1])
+            rows["drop_random"].append(float(drop[2:].mean()))
+            rows["flip_random"].append(float(flip[2:].mean()))
+    return AblationResult(k=k, **{key: np.asarray(v) for key, v in rows.items()})

@@ -1,0 +1,129 @@
+"""Checkers of chapter 5: worked solutions pass (numpy, torch, float32, lists), typical mistakes get
+their specific hint, and nothing raises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.exercises import ch05
+
+
+def sinusoid(n_positions, d_model, *, swap=False, exponent=2.0, halves=False, start=0):
+    p = np.arange(start, start + n_positions)[:, None]
+    i = np.arange(d_model // 2)[None, :]
+    angle = p / 10000 ** (exponent * i / d_model)
+    a, b = (np.cos(angle), np.sin(angle)) if swap else (np.sin(angle), np.cos(angle))
+    if halves:
+        return np.concatenate([a, b], axis=1)
+    pe = np.zeros((n_positions, d_model))
+    pe[:, 0::2], pe[:, 1::2] = a, b
+    return pe
+
+
+def rope(x, positions, base, *, sign=1.0, interleaved=False, exponent=2.0, use_pos=True):
+    T, d = x.shape
+    theta = base ** (-exponent * np.arange(d // 2) / d)
+    pos = positions if use_pos else np.ones_like(positions)
+    ang = sign * pos[:, None] * theta
+    if interleaved:
+        a, b = x[:, 0::2], x[:, 1::2]
+    else:
+        a, b = x[:, : d // 2], x[:, d // 2 :]
+    ra, rb = a * np.cos(ang) - b * np.sin(ang), a * np.sin(ang) + b * np.cos(ang)
+    if interleaved:
+        return np.stack([ra, rb], axis=-1).reshape(T, d)
+    return np.concatenate([ra, rb], axis=1)
+
+
+def rope_torch_f32(x, positions, base):
+    """A torch float32 answer with requires_grad, as a learner might write it."""
+    xt = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+    d = x.shape[1]
+    theta = base ** (-2 * torch.arange(d // 2) / d)
+    ang = torch.tensor(positions)[:, None] * theta
+    a, b = xt[:, : d // 2], xt[:, d // 2 :]
+    return torch.cat([a * ang.cos() - b * ang.sin(), a * ang.sin() + b * ang.cos()], dim=1)
+
+
+def alibi(n_heads, T, *, sign=-1.0, absolute=True, reverse=False, first_one=False):
+    h = np.arange(n_heads)
+    m = 2.0 ** (-8.0 * (h if first_one else h + 1) / n_heads)
+    if reverse:
+        m = m[::-1]
+    i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    dist = np.abs(i - j) if absolute else (i - j)
+    return sign * m[:, None, None] * dist
+
+
+SOLUTIONS = [
+    (ch05.check_sinusoidal, sinusoid),
+    (ch05.check_sinusoidal, lambda n, d: sinusoid(n, d).astype(np.float32).tolist()),
+    (ch05.check_rope, rope),
+    (ch05.check_rope, rope_torch_f32),
+    (ch05.check_alibi, alibi),
+    (ch05.check_alibi, lambda n, T: torch.tensor(alibi(n, T), dtype=torch.float32)),
+    (ch05.check_learned_parameters, lambda n, d: n * d),
+    (ch05.check_learned_parameters, lambda n, d: torch.nn.Embedding(n, d).weight.numel()),
+]
+
+
+@pytest.mark.parametrize(("checker", "solution"), SOLUTIONS)
+def test_worked_solutions_pass(checker, solution):
+    fb = checker(solution)
+    assert fb, str(fb)
+    assert "✗" not in str(fb)
+
+
+@pytest.mark.parametrize(
+    "checker",
+    [ch05.check_sinusoidal, ch05.check_rope, ch05.check_alibi, ch05.check_learned_parameters],
+)
+def test_starter_code_gets_feedback_not_an_exception(checker):
+    def starter(*args): ...
+
+    fb = checker(starter)
+    assert not fb and "returned None" in str(fb)
+    assert not checker(...)
+    assert "expected the function" in str(checker(42))
+
+    def boom(*args):
+        raise RuntimeError("oops")
+
+    fb = checker(boom)
+    assert not fb and "RuntimeError: oops" in str(fb)
+
+
+MISTAKES = [
+    (ch05.check_sinusoidal, lambda n, d: sinusoid(n, d, swap=True), "swapped"),
+    (ch05.check_sinusoidal, lambda n, d: sinusoid(n, d, exponent=1.0), "not i/d_model"),
+    (ch05.check_sinusoidal, lambda n, d: sinusoid(n, d, exponent=4.0), "index of the PAIR"),
+    (ch05.check_sinusoidal, lambda n, d: sinusoid(n, d, halves=True), "interleaves them"),
+    (ch05.check_sinusoidal, lambda n, d: sinusoid(n, d, start=1), "start at 0"),
+    (ch05.check_sinusoidal, lambda n, d: sinusoid(n, d)[:, :-1], "has shape"),
+    (ch05.check_rope, lambda x, p, b: rope(x, p, b, interleaved=True), "interleaved pairing"),
+    (ch05.check_rope, lambda x, p, b: rope(x, p, b, sign=-1.0), "wrong way"),
+    (ch05.check_rope, lambda x, p, b: rope(x, p, b, exponent=1.0), "not base^(-i/d)"),
+    (ch05.check_rope, lambda x, p, b: rope(x, p, b, use_pos=False), "leave out the position"),
+    (ch05.check_alibi, lambda n, T: alibi(n, T, sign=1.0), "penalty"),
+    (ch05.check_alibi, lambda n, T: alibi(n, T, absolute=False), "|i - j|"),
+    (ch05.check_alibi, lambda n, T: alibi(n, T, reverse=True), "go down from head 0"),
+    (ch05.check_alibi, lambda n, T: alibi(n, T, first_one=True), "not 1"),
+    (ch05.check_learned_parameters, lambda n, d: n + d, "multiply"),
+    (ch05.check_learned_parameters, lambda n, d: n * d // 2, "one row per position"),
+]
+
+
+@pytest.mark.parametrize(("checker", "wrong", "hint"), MISTAKES)
+def test_typical_mistakes_get_their_hint(checker, wrong, hint):
+    fb = checker(wrong)
+    assert not fb
+    assert hint in str(fb), str(fb)
+
+
+def test_nan_and_non_numeric_answers_get_feedback():
+    fb = ch05.check_rope(lambda x, p, b: np.full_like(x, np.nan))
+    assert not fb and "NaN" in str(fb)
+    fb = ch05.check_alibi(lambda n, T: "bias")
+    assert not fb and "numeric" in str(fb)

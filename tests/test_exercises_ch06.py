@@ -1,0 +1,115 @@
+"""Chapter 6 checkers: the worked solutions pass, typical mistakes are named, nothing raises."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils.exercises import ch06
+
+
+def layer_norm(x, gamma, beta, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+
+
+def rms_norm(x, gamma, eps):
+    return x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps) * gamma
+
+
+def pre_ln_block(x, attn, ffn, norm1, norm2):
+    h = x + attn(norm1(x))
+    return h + ffn(norm2(h))
+
+
+def count(d_model, d_ff, bias):
+    b = 1 if bias else 0
+    return 4 * d_model**2 + 2 * d_model * d_ff + 2 * d_model + b * (7 * d_model + d_ff)
+
+
+@pytest.mark.parametrize(
+    ("checker", "answer"),
+    [
+        (ch06.check_layer_norm, layer_norm),
+        (ch06.check_layer_norm, lambda x, g, b, eps: layer_norm(x.float(), g, b, eps)),  # float32
+        (ch06.check_layer_norm, lambda x, g, b, eps: layer_norm(x, g, b, eps).numpy()),  # numpy
+        (ch06.check_rms_norm, rms_norm),
+        (ch06.check_pre_ln_block, pre_ln_block),
+        (ch06.check_block_parameters, count),
+        (ch06.check_block_parameters, lambda d, f, b: float(count(d, f, b))),
+    ],
+)
+def test_solutions_pass(checker, answer):
+    fb = checker(answer)
+    assert fb, str(fb)
+
+
+def unbiased(x, g, b, eps):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * g + b
+
+
+@pytest.mark.parametrize(
+    ("checker", "answer", "hint"),
+    [
+        (ch06.check_layer_norm, unbiased, "not d_model - 1"),
+        (ch06.check_layer_norm, lambda x, g, b, eps: layer_norm(x, 1.0, 0.0, eps), "gain gamma"),
+        (ch06.check_layer_norm, lambda x, g, b, eps: rms_norm(x, g, eps) + b, "that is RMSNorm"),
+        (
+            ch06.check_rms_norm,
+            lambda x, g, eps: layer_norm(x, g, 0.0, eps),
+            "not subtract the mean",
+        ),
+        (
+            ch06.check_rms_norm,
+            lambda x, g, eps: x / ((x**2).mean(-1, keepdim=True) + eps) * g,
+            "square root",
+        ),
+        (
+            ch06.check_pre_ln_block,
+            lambda x, attn, ffn, n1, n2: n2((h := n1(x + attn(x))) + ffn(h)),
+            "post-LN",
+        ),
+        (
+            ch06.check_pre_ln_block,
+            lambda x, attn, ffn, n1, n2: ffn(n2(attn(n1(x)))),
+            "residual connections",
+        ),
+        (
+            ch06.check_pre_ln_block,
+            lambda x, attn, ffn, n1, n2: x + attn(n1(x)) + ffn(n2(x)),
+            "after the attention add",
+        ),
+        (
+            ch06.check_block_parameters,
+            lambda d, f, b: count(d, f, b) - 2 * d * (1 + b),
+            "LayerNorms",
+        ),
+        (ch06.check_block_parameters, lambda d, f, b: 4 * d * d + 2 * d * f, "weight matrices"),
+        (
+            ch06.check_block_parameters,
+            lambda d, f, b: count(d, f, b) - (b and 7 * d + f),
+            "count the biases",
+        ),
+    ],
+)
+def test_typical_mistakes_are_named(checker, answer, hint):
+    fb = checker(answer)
+    assert not fb
+    assert any(hint in h for h in fb.hints), str(fb)
+
+
+@pytest.mark.parametrize(
+    "checker",
+    [
+        ch06.check_layer_norm,
+        ch06.check_rms_norm,
+        ch06.check_pre_ln_block,
+        ch06.check_block_parameters,
+    ],
+)
+def test_starters_and_crashes_give_feedback(checker):
+    assert "Ellipsis" in str(checker(...))
+    fb = checker(lambda *args: 1 / 0)
+    assert not fb and "ZeroDivisionError" in str(fb)
+    assert not checker(lambda *args: "text")

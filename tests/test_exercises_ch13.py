@@ -1,0 +1,109 @@
+"""Checkers of chapter 13: worked solutions pass (numpy and torch), typical mistakes get their hint,
+the starter and crashing answers get feedback instead of a traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.exercises import ch13
+
+
+def topic_share(weights, is_topic):
+    return (np.asarray(weights) * np.asarray(is_topic)).sum(axis=-1)
+
+
+def rollout(maps):
+    L, _, T, _ = maps.shape
+    R = np.eye(T)
+    for layer in range(L):
+        A = 0.5 * np.eye(T) + 0.5 * maps[layer].mean(axis=0)
+        A = A / A.sum(axis=-1, keepdims=True)
+        R = A @ R
+    return R
+
+
+def rollout_torch(maps):
+    m = torch.as_tensor(maps, dtype=torch.float32)
+    T = m.shape[-1]
+    R = torch.eye(T)
+    for layer in range(m.shape[0]):
+        R = (0.5 * torch.eye(T) + 0.5 * m[layer].mean(0)) @ R
+    return R.requires_grad_()
+
+
+def precision_at_k(scores, is_topic, k):
+    top = np.argsort(-np.asarray(scores), kind="stable")[:k]
+    return float(np.asarray(is_topic)[top].mean())
+
+
+SOLUTIONS = [
+    (ch13.check_topic_share, topic_share),
+    (ch13.check_topic_share, lambda w, m: torch.as_tensor(w * m).sum(-1)),
+    (ch13.check_rollout, rollout),
+    (ch13.check_rollout, rollout_torch),
+    (ch13.check_precision_at_k, precision_at_k),
+]
+
+
+@pytest.mark.parametrize(("check", "solution"), SOLUTIONS)
+def test_solutions_pass(check, solution):
+    fb = check(solution)
+    assert fb, str(fb)
+
+
+def _rollout_wrong_order(maps):
+    T = maps.shape[-1]
+    R = np.eye(T)
+    for layer in range(maps.shape[0]):
+        R = R @ (0.5 * np.eye(T) + 0.5 * maps[layer].mean(axis=0))
+    return R
+
+
+def _rollout_no_residual(maps):
+    R = np.eye(maps.shape[-1])
+    for layer in range(maps.shape[0]):
+        R = maps[layer].mean(axis=0) @ R
+    return R
+
+
+MISTAKES = [
+    (
+        ch13.check_topic_share,
+        lambda w, m: (w * m).sum(-1) / np.maximum(m.sum(-1), 1),
+        "averaged the weights",
+    ),
+    (ch13.check_topic_share, lambda w, m: m.mean(-1), "share of the *tokens*"),
+    (ch13.check_topic_share, lambda w, m: (w * m).mean(-1), "divided by T"),
+    (ch13.check_rollout, _rollout_wrong_order, "wrong order"),
+    (ch13.check_rollout, _rollout_no_residual, "no residual"),
+    (
+        ch13.check_precision_at_k,
+        lambda s, m, k: m[np.argsort(s, kind="stable")[:k]].mean(),
+        "lowest",
+    ),
+    (
+        ch13.check_precision_at_k,
+        lambda s, m, k: m[np.argsort(-s, kind="stable")[:k]].sum() / m.sum(),
+        "divided by the number of topic tokens",
+    ),
+]
+
+
+@pytest.mark.parametrize(("check", "wrong", "hint"), MISTAKES)
+def test_typical_mistakes_get_their_hint(check, wrong, hint):
+    fb = check(wrong)
+    assert not fb
+    assert any(hint in h for h in fb.hints), str(fb)
+
+
+@pytest.mark.parametrize(
+    "check", [ch13.check_topic_share, ch13.check_rollout, ch13.check_precision_at_k]
+)
+def test_starter_crash_and_value_get_feedback(check):
+    assert "still Ellipsis" in str(check(...))
+    crash = check(lambda *a: 1 / 0)
+    assert not crash and "ZeroDivisionError" in str(crash)
+    assert "returned Ellipsis" in str(check(lambda *a: ...))
+    assert "expected the function" in str(check(3.0))

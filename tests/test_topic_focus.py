@@ -1,0 +1,340 @@
+"""course_utils.topic_focus: dataset, classifier, rollout, gradient × input, ablation, statistics.
+
+Oracles: a 2-layer rollout computed by hand (Abnar & Zuidema 2020, Eq. 1 with heads averaged);
+gradient × input of a linear model equals f(x) − f(0) exactly; the attention pooling equals
+``torch.nn.functional.scaled_dot_product_attention`` with one query; a bootstrap of constants.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from course_utils.topic_focus import (
+    TOPICS,
+    AttentionPoolingClassifier,
+    ablate,
+    ablation_study,
+    attention_rollout,
+    bootstrap_ci,
+    classifier_gradient_x_input,
+    gradient_x_input,
+    make_batch,
+    make_split,
+    real_sentences,
+    template_sentences,
+    top_k_precision,
+    topic_mask,
+    train_classifier,
+    word_tokens,
+)
+from course_utils.topic_focus.dataset import find_spans, load_topic_data
+
+
+@pytest.fixture(scope="module")
+def trained():
+    data = make_split(n_train=300, n_test=100, seed=0)
+    return train_classifier(data, seed=0, steps=40, eval_every=5)
+
+
+# --- dataset ---------------------------------------------------------------------------------
+
+
+def test_real_sentences_topic_words_are_in_the_vocabulary():
+    data = load_topic_data()
+    real = real_sentences()
+    assert len(real) == 48
+    assert sum(s.lang == "en" for s in real) == 32
+    for s in real:
+        vocab = data["vocabulary"][s.topic][s.lang]
+        assert s.topic_words and all(w in vocab for w in s.topic_words), s.text
+        assert s.topic_spans, s.text
+
+
+def test_seed_sentences_are_kept():
+    texts = {s.text for s in real_sentences()}
+    assert "小明在银行边的长椅上看书" in texts and "看书真好" in texts
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_template_sentences_are_seeded_and_balanced(seed):
+    a, b = template_sentences(40, seed=seed), template_sentences(40, seed=seed)
+    assert [s.text for s in a] == [s.text for s in b]
+    counts = [sum(s.topic == t for s in a) for t in TOPICS]
+    assert counts == [10, 10, 10, 10]
+    for s in a:
+        _, spans = word_tokens(s.text)
+        assert topic_mask(spans, s.topic_spans).any(), s.text
+
+
+def test_topic_mask_for_wordpieces_and_characters():
+    # thunder ##storm ##s: every piece of the word is a topic token; [CLS] (0, 0) never is
+    spans = [(0, 0), (0, 5), (6, 13), (13, 18), (18, 19), (0, 0)]
+    assert topic_mask(spans, [(6, 19)]).tolist() == [False, False, True, True, True, False]
+    tokens, spans = word_tokens("今天下雨了")
+    assert tokens == ["今", "天", "下", "雨", "了"]
+    assert topic_mask(spans, find_spans("今天下雨了", ["下雨"])).tolist() == [0, 0, 1, 1, 0]
+
+
+def test_find_spans_whole_words_only():
+    assert find_spans("rainfall and rain", ["rain"]) == ((13, 17),)
+    with pytest.raises(ValueError, match="does not occur"):
+        find_spans("sunny day", ["rain"])
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: template_sentences(0), ValueError, "n must be"),
+        (lambda: template_sentences(5, zh_fraction=2.0), ValueError, "zh_fraction"),
+        (lambda: word_tokens(3), TypeError, "text must be a str"),
+        (lambda: find_spans("a b", [""]), ValueError, "non-empty"),
+    ],
+)
+def test_dataset_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --- classifier ------------------------------------------------------------------------------
+
+
+def test_pooling_equals_torch_sdpa_with_one_query():
+    torch.manual_seed(0)
+    model = AttentionPoolingClassifier(vocab_size=20, n_classes=4, d_model=8, d_k=4)
+    with torch.no_grad():
+        model.query.normal_()
+    ids = torch.tensor([[3, 5, 7, 0], [2, 9, 0, 0]])  # (B, T), 0 = padding
+    mask = ids != 0
+    logits, weights = model(ids, mask)  # (B, C), (B, T)
+    x = model.embed(ids)  # (B, T, d)
+    k = model.W_K(x)  # (B, T, d_k)
+    q = model.query.expand(2, 1, 4)  # (B, 1, d_k)
+    # values = the embeddings themselves; SDPA's bool mask: True = may attend (like ours)
+    pooled = torch.nn.functional.scaled_dot_product_attention(q, k, x, attn_mask=mask[:, None, :])[
+        :, 0
+    ]  # (B, d)
+    torch.testing.assert_close(logits, model.out(pooled))
+    assert (weights[~mask] == 0).all()
+    torch.testing.assert_close(weights.sum(dim=1), torch.ones(2))
+
+
+def test_classifier_beats_chance_on_a_short_seeded_run(trained):
+    assert trained.test_accuracy > 0.9  # chance is 0.25
+    assert trained.topic_share_curve[-1] > trained.topic_share_curve[0] + 0.3
+
+
+def test_training_is_deterministic():
+    data = make_split(n_train=100, n_test=40, seed=3)
+    a = train_classifier(data, seed=1, steps=5, eval_every=5)
+    b = train_classifier(data, seed=1, steps=5, eval_every=5)
+    assert a.topic_share_curve == b.topic_share_curve
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_initial_attention_is_uniform(trained):
+    """The query starts at zero, so at step 0 the share on topic words is their share of tokens."""
+    data = make_split(n_train=300, n_test=100, seed=0)
+    batch = make_batch(data.test, data.vocab)
+    token_share = (batch.is_topic.sum(1) / batch.mask.sum(1)).float().mean().item()
+    assert trained.topic_share_curve[0] == pytest.approx(token_share, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"vocab_size": 0, "n_classes": 4}, "vocab_size"),
+        ({"vocab_size": 5, "n_classes": 4, "d_k": 2.5}, "d_k"),
+    ],
+)
+def test_classifier_bad_construction(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        AttentionPoolingClassifier(**kwargs)
+
+
+def test_classifier_bad_forward(trained):
+    with pytest.raises(ValueError, match=r"ids must be a \(B, T\) long tensor"):
+        trained.model(torch.tensor([1.0, 2.0]))
+    x = torch.zeros(1, 3, 32)
+    with pytest.raises(ValueError, match="mask a"):
+        trained.model.forward_embeddings(x, torch.ones(1, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="steps"):
+        train_classifier(make_split(20, 8), steps=0)
+
+
+# --- ablation --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [0, 20, 40, 47])
+def test_ablation_removing_nothing_changes_nothing(trained, index):
+    s = real_sentences()[index]
+    probs, _ = trained.predict([s])
+    T = len(word_tokens(s.text)[0])
+    np.testing.assert_array_equal(ablate(trained, s, np.zeros(T, dtype=bool)), probs[0])
+
+
+def test_ablation_removing_a_word_is_the_same_as_deleting_it(trained):
+    """Attention pooling has no positions or context: removal == the sentence without the word."""
+    s = real_sentences()[0]  # "The striker scored a late goal ..."
+    tokens, _ = word_tokens(s.text)
+    remove = np.array([t == "striker" for t in tokens])
+    shorter = type(s)(s.text.replace("striker ", ""), s.topic, s.lang, (), ())
+    np.testing.assert_allclose(ablate(trained, s, remove), trained.predict([shorter])[0][0])
+
+
+def test_ablation_batched_rows_equal_single_rows(trained):
+    s = real_sentences()[3]
+    T = len(word_tokens(s.text)[0])
+    masks = np.eye(T, dtype=bool)  # (T, T): remove one word per row
+    together = ablate(trained, s, masks)
+    for t in range(T):
+        np.testing.assert_allclose(together[t], ablate(trained, s, masks[t]), rtol=1e-5)
+
+
+def test_ablation_study_shapes_and_bad_input(trained):
+    res = ablation_study(trained, list(real_sentences()[:10]), k=1, n_random=3)
+    assert res.drop_attention.shape == res.drop_random.shape == (10,)
+    assert ((res.flip_random >= 0) & (res.flip_random <= 1)).all()
+    with pytest.raises(ValueError, match="k must be"):
+        ablation_study(trained, real_sentences()[:2], k=0)
+    with pytest.raises(ValueError, match="remove must be a bool array"):
+        ablate(trained, real_sentences()[0], np.zeros(3, dtype=bool))
+
+
+# --- gradient × input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_gradient_x_input_sums_to_the_change_from_zero_for_a_linear_model(seed):
+    g = torch.Generator().manual_seed(seed)
+    T, d = 3 + seed, 5
+    w = torch.randn(T, d, generator=g, dtype=torch.float64)
+    b = torch.randn((), generator=g, dtype=torch.float64)
+    x = torch.randn(T, d, generator=g, dtype=torch.float64)
+
+    def f(x):
+        return (w * x).sum() + b
+
+    attributions = gradient_x_input(f, x)  # (T,)
+    assert attributions.shape == (T,)
+    torch.testing.assert_close(attributions.sum(), f(x) - f(torch.zeros_like(x)))
+    torch.testing.assert_close(attributions, (w * x).sum(dim=1))
+
+
+def test_gradient_x_input_bad_input():
+    with pytest.raises(ValueError, match=r"\(T, d\)"):
+        gradient_x_input(lambda x: x.sum(), torch.zeros(3))
+    with pytest.raises(ValueError, match="scalar"):
+        gradient_x_input(lambda x: x, torch.zeros(2, 2))
+
+
+def test_classifier_gradient_x_input_has_one_value_per_token(trained):
+    s = real_sentences()[1]
+    g = classifier_gradient_x_input(trained, s)
+    assert g.shape == (len(word_tokens(s.text)[0]),)
+    assert np.isfinite(g).all()
+
+
+# --- rollout ----------------------------------------------------------------------------------
+
+
+def test_rollout_two_layers_by_hand():
+    # Layer 0 has two heads whose average is [[1, 0], [0.5, 0.5]]; layer 1 one head.
+    head_a = [[1.0, 0.0], [1.0, 0.0]]
+    head_b = [[1.0, 0.0], [0.0, 1.0]]
+    layer1 = [[0.0, 1.0], [0.0, 1.0]]
+    maps = np.array([[head_a, head_b], [layer1, layer1]])  # (L=2, H=2, T=2, T=2)
+    # A_0 = 0.5 I + 0.5 [[1, 0], [.5, .5]] = [[1, 0], [.25, .75]]
+    # A_1 = 0.5 I + 0.5 [[0, 1], [0, 1]]   = [[.5, .5], [0, 1]]
+    # R = A_1 A_0 = [[.5 + .125, .375], [.25, .75]]
+    expected = np.array([[0.625, 0.375], [0.25, 0.75]])
+    np.testing.assert_allclose(attention_rollout(maps), expected)
+    np.testing.assert_allclose(attention_rollout(torch.tensor(maps)), expected)
+
+
+def test_rollout_without_residual_is_the_product_of_mean_maps():
+    rng = np.random.default_rng(0)
+    maps = rng.random((3, 2, 4, 4))
+    maps /= maps.sum(-1, keepdims=True)
+    mean = maps.mean(axis=1)  # (L, T, T)
+    np.testing.assert_allclose(
+        attention_rollout(maps, residual=0.0), mean[2] @ mean[1] @ mean[0], atol=1e-12
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(L=st.integers(1, 4), H=st.integers(1, 3), T=st.integers(1, 6), seed=st.integers(0, 999))
+def test_rollout_rows_are_distributions(L, H, T, seed):
+    rng = np.random.default_rng(seed)
+    maps = rng.random((L, H, T, T)) + 1e-3
+    maps /= maps.sum(-1, keepdims=True)
+    R = attention_rollout(maps)
+    assert R.shape == (T, T)
+    assert (R >= 0).all()
+    np.testing.assert_allclose(R.sum(axis=1), 1.0, atol=1e-9)
+
+
+def test_rollout_on_the_real_model():
+    from course_utils.pretrained import attention_maps
+
+    tokens, maps = attention_maps("Rain again today.")
+    R = attention_rollout(maps)
+    assert R.shape == (len(tokens), len(tokens))
+    np.testing.assert_allclose(R.sum(axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("maps", "kwargs", "match"),
+    [
+        (np.ones((2, 2, 2)), {}, r"at least 4 dimensions"),
+        (np.ones((1, 1, 2, 3)) / 3, {}, r"\(L, H, T, T\)"),
+        (np.ones((1, 1, 2, 2)), {}, "sum to 1"),
+        (np.full((1, 1, 2, 2), 0.5), {"residual": 1.5}, "residual"),
+    ],
+)
+def test_rollout_bad_input(maps, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        attention_rollout(maps, **kwargs)
+
+
+# --- statistics -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scores", "is_topic", "k", "expected"),
+    [
+        ([3, 2, 1, 0], [1, 1, 0, 0], None, 1.0),
+        ([0, 1, 2, 3], [1, 1, 0, 0], None, 0.0),
+        ([3, 0, 2, 1], [1, 1, 0, 0], 2, 0.5),
+        ([1, 1, 1, 1], [0, 1, 0, 0], 1, 0.0),  # ties go to the earlier token
+        ([5, 1, 0], [0, 1, 0], 1, 0.0),
+    ],
+)
+def test_top_k_precision_table(scores, is_topic, k, expected):
+    assert top_k_precision(scores, np.array(is_topic, dtype=bool), k) == expected
+
+
+def test_top_k_precision_candidates_and_errors():
+    m = np.array([False, True, False])
+    assert top_k_precision([9, 1, 0], m, candidates=np.array([False, True, True])) == 1.0
+    with pytest.raises(ValueError, match="k must be"):
+        top_k_precision([1, 2, 3], m, k=4)
+    with pytest.raises(TypeError, match="bool"):
+        top_k_precision([1, 2, 3], [0, 1, 0])
+    with pytest.raises(ValueError, match=r"\(T,\)"):
+        top_k_precision([1, 2], m)
+
+
+def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
+    rng = np.random.default_rng(1)
+    v = rng.random(40)
+    mean, low, high = bootstrap_ci(v, seed=3)
+    assert low < mean < high
+    assert bootstrap_ci(v, seed=3) == (mean, low, high)
+    assert bootstrap_ci([0.5] * 5) == (0.5, 0.5, 0.5)
+    with pytest.raises(ValueError, match="level"):
+        bootstrap_ci(v, level=1.5)
