@@ -85,7 +85,7 @@ def test_heads_experiment_says_it_uses_learned_positional_embeddings():
     assert isinstance(model.pos, torch.nn.Parameter) and model.pos.requires_grad  # learned
     md = _markdown(4)
     assert "learned positional embedding" in md
-    assert "a later chapter on positions" in md
+    assert "{doc}`05_positions`" in md  # chapter 5, positions: a working link
 
 
 # --- ch2: "almost one-hot at the start of training" is qualified and measured ---
