@@ -85,7 +85,7 @@ def test_heads_experiment_says_it_uses_learned_positional_embeddings():
     assert isinstance(model.pos, torch.nn.Parameter) and model.pos.requires_grad  # learned
     md = _markdown(4)
     assert "learned positional embedding" in md
-    assert "a later chapter on positions" in md
+    assert "{doc}`05_positions`" in md  # chapter 5, positions: a working link
 
 
 # --- ch2: "almost one-hot at the start of training" is qualified and measured ---
@@ -167,9 +167,11 @@ def test_temperature_widget_and_checker_say_tau():
 
 
 def test_instructor_guide_symmetry_and_dict_lookup():
-    guide = _read("instructor_guide.md")
+    """The chapter-1 lesson plan, in instructor_guide.md or instructor/01_*.md."""
+    pages = [REPO / "instructor_guide.md", *sorted((REPO / "instructor").glob("*.md"))]
+    guide = "\n".join(p.read_text(encoding="utf-8") for p in pages if p.is_file())
     assert "Only if $W_Q = W_K$." not in guide
-    assert "W_Q W_K^\\top$ is symmetric" in guide
+    assert re.search(r"W_Q W_K\^\\top\$\s+is symmetric", guide)
     assert "(a `KeyError`)" not in guide and 'capitals.get("china")' in guide
 
 
@@ -183,8 +185,9 @@ def test_notation_seeds_and_rounding_match_the_chapters():
         not in (notation)
     )
     rows = re.findall(r"^\s*\|\s*(\d+)\s*\|\s*`([^`]+)`", notation, re.M)
-    assert {int(n) for n, _ in rows} == set(CH), rows
+    assert {1, 2, 3, 4} <= {int(n) for n, _ in rows}, rows  # later chapters may be listed too
     for n, snippet in rows:
+        assert int(n) in CH, f"notation.md lists a seed for chapter {n}, which does not exist"
         first_code = next(_src(c) for c in _nb(int(n))["cells"] if c["cell_type"] == "code")
         assert snippet in first_code, f"notation.md says chapter {n} seeds with {snippet!r}"
     assert "4" in notation[notation.index("rounded") :][:200]  # chapter 2 prints 4 decimals
@@ -263,8 +266,13 @@ def test_references_are_in_alphabetical_order():
     from pybtex.database import parse_file
     from pybtex.plugin import find_plugin
 
+    import course_utils.bibstyle  # noqa: F401  (registers the style the book uses)
+
+    config = yaml.safe_load(_read("_config.yml"))
+    style_name = config["sphinx"]["config"].get("bibtex_default_style", "alpha")
+    assert "course_utils.bibstyle" in config["sphinx"]["extra_extensions"]
     data = parse_file(str(REPO / "references.bib"))
-    style = find_plugin("pybtex.style.formatting", "alpha")()  # sphinxcontrib-bibtex's default
+    style = find_plugin("pybtex.style.formatting", style_name)()
     keys = [entry.key for entry in style.format_bibliography(data).entries]
 
     def first_author(key: str) -> str:

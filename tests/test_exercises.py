@@ -421,7 +421,7 @@ def test_check_softmax_right_answers():
         (
             _softmax(X),
             {"temperature": 2.0},
-            "the temperature was ignored; divide the scores by T = 2 first",
+            "the temperature was ignored; divide the scores by τ = 2 first",
         ),
         (_softmax(X * 2.0), {"temperature": 2.0}, "you multiplied by the temperature"),
         (np.exp(X), {}, "you computed exp(x) but did not divide by the sum"),

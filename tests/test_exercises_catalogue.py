@@ -97,10 +97,20 @@ def test_time_limit_works_outside_the_main_thread(short_time_limit):
 
 
 def test_first_failure_helper_is_shared():
-    """One runner: the chapter modules no longer carry their own copy of the loop."""
+    """One runner: the chapter modules no longer carry their own copy of the loop, and no chapter
+    module defines its own "first failing test case" helper."""
+    import importlib
+    import pkgutil
+
     for module in (ch01, ch02, ch03, ch04):
         assert not hasattr(module, "_first_failure") and not hasattr(module, "_fail")
         assert module.run_cases is _learner.run_cases
+    for info in pkgutil.iter_modules(exercises.__path__):
+        if re.fullmatch(r"ch\d\d", info.name):
+            module = importlib.import_module(f"course_utils.exercises.{info.name}")
+            for helper in ("_fail", "_first_failure"):
+                if hasattr(module, helper):
+                    assert getattr(module, helper) is _learner.fail_on, (info.name, helper)
 
 
 # --- chapter 1 -----------------------------------------------------------------------------------

@@ -30,15 +30,12 @@ from ..positions import alibi_bias, alibi_slopes, apply_rope, sinusoidal_encodin
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
 from ._learner import call_learner, not_a_function
+from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
 
 __all__ = ["check_alibi", "check_learned_parameters", "check_rope", "check_sinusoidal"]
 
 _SEED = 2021
 _ATOL = 1e-5  # float32 answers round at about 1e-7 relative; entries here are of order 1
-
-
-def _fail(title: str, described: str, fb: Feedback) -> Feedback:
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
 
 
 def _numpy(x: Any) -> Any:

@@ -35,14 +35,11 @@ from ..transformer_cost import block_parameter_count
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
 from ._learner import call_learner, not_a_function
+from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
 
 __all__ = ["check_block_parameters", "check_layer_norm", "check_pre_ln_block", "check_rms_norm"]
 
 _SEED = 2020
-
-
-def _fail(title: str, described: str, fb: Feedback) -> Feedback:
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
 
 
 def _numpy(x: Any) -> Any:

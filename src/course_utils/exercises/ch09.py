@@ -36,14 +36,11 @@ from ..sparse import sliding_window_attention, sliding_window_mask, window_layer
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
 from ._learner import call_learner, not_a_function
+from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
 
 __all__ = ["check_layers_needed", "check_window_attention", "check_window_mask"]
 
 _SEED = 2019
-
-
-def _fail(title: str, described: str, fb: Feedback) -> Feedback:
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
 
 
 def _numpy(x: Any) -> Any:

@@ -30,14 +30,11 @@ from ..topic_focus.attribution import attention_rollout, top_k_precision
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
 from ._learner import call_learner, not_a_function
+from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
 
 __all__ = ["check_precision_at_k", "check_rollout", "check_topic_share"]
 
 _SEED = 2020
-
-
-def _fail(title: str, described: str, fb: Feedback) -> Feedback:
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
 
 
 def _to_numpy(x: Any) -> Any:
