@@ -75,7 +75,10 @@ def test_the_experiment_numbers_stated_in_the_prose():
 
     results = {(r.n_heads, r.seed): r for r in run_heads_experiment((1, 2, 4, 8), (0, 1))}
     for seed in (0, 1):
-        assert results[(1, seed)].accuracy == 1.0 and results[(2, seed)].accuracy == 1.0
+        # The prose prints accuracies to 3 decimals ("accuracy 1.000"); the last digits of a float32
+        # training run differ between CPUs (0.99996 on some), so compare what the reader sees.
+        assert round(results[(1, seed)].accuracy, 3) == 1.0
+        assert round(results[(2, seed)].accuracy, 3) == 1.0
         assert results[(4, seed)].accuracy < 0.95 and results[(8, seed)].accuracy < 0.3
     one = results[(1, 0)]
     assert round(one.weight_at(0, -1), 1) == 0.4 and round(one.weight_at(0, 1), 1) == 0.6
