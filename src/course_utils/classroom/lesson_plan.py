@@ -2,7 +2,8 @@
 
 The plan's format (CONTRIBUTING.md, "Lesson plans"): sections ``## 45-minute plan`` and
 ``## 90-minute plan`` (tables ``minutes | activity | cell/widget``), ``## Misconceptions to expect``
-and ``## Predict, then move the slider`` (bullet lists), ``## Answer key``.
+and ``## Predict, then move the slider`` (bullet lists, two-column tables or short paragraphs),
+``## Answer key``.
 
 How a note finds its slide: the *cell/widget* column of a plan row (or the text of a bullet) names
 the chapter's section in double quotes, ``"One score by hand"``, and/or a widget class in
@@ -62,13 +63,47 @@ def _section_lines(text: str) -> dict[str, list[str]]:
     return sections
 
 
-def _bullets(lines: list[str]) -> list[str]:
+def _table_row(line: str) -> list[str] | None:
+    """The cells of a Markdown table row, or None for a header, a separator or a non-table line."""
+    if not line.lstrip().startswith("|"):
+        return None
+    cols = [c.strip() for c in line.strip().strip("|").split("|")]
+    if all(set(c) <= set("-: ") for c in cols):
+        return None
+    return cols
+
+
+def _items(lines: list[str]) -> list[str]:
+    """A section's items: bullets (with their continuation lines), table rows, or paragraphs.
+
+    Contributors write misconceptions and questions as bullets, as a two-column table, or as short
+    paragraphs; all three give one item each.
+
+    >>> _items(["- one", "  more", "", "| a | b |", "|---|---|", "| x | y |", "", "A paragraph", "goes on."])
+    ['one more', 'x: y', 'A paragraph goes on.']
+    """
     items: list[str] = []
+    in_table = False
+    paragraph_open = False
     for line in lines:
+        stripped = line.strip()
         if re.match(r"^[-*]\s+", line):
             items.append(re.sub(r"^[-*]\s+", "", line).strip())
-        elif items and line.startswith((" ", "\t")) and line.strip():
-            items[-1] += " " + line.strip()
+            paragraph_open = False
+        elif line.lstrip().startswith("|"):
+            cols = _table_row(line)
+            if cols is not None and in_table:
+                items.append(": ".join(c for c in cols if c))
+            in_table = True  # the first row of a table is its header
+            paragraph_open = False
+        elif not stripped:
+            in_table = False
+            paragraph_open = False
+        elif items and (line.startswith((" ", "\t")) or paragraph_open):
+            items[-1] += " " + stripped
+        else:
+            items.append(stripped)
+            paragraph_open = True
     return items
 
 
@@ -92,7 +127,7 @@ def parse_plan(text: str) -> list[Note]:
                     )
                 )
         else:
-            for item in _bullets(lines):
+            for item in _items(lines):
                 notes.append(Note(kind, item, QUOTED.findall(item), WIDGET_NAME.findall(item)))
     return notes
 
