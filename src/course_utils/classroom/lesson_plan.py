@@ -79,7 +79,8 @@ def _items(lines: list[str]) -> list[str]:
     Contributors write misconceptions and questions as bullets, as a two-column table, or as short
     paragraphs; all three give one item each.
 
-    >>> _items(["- one", "  more", "", "| a | b |", "|---|---|", "| x | y |", "", "A paragraph", "goes on."])
+    >>> lines = ["- one", "  more", "", "| a | b |", "|---|---|", "| x | y |", "", "A paragraph"]
+    >>> _items([*lines, "goes on."])
     ['one more', 'x: y', 'A paragraph goes on.']
     """
     items: list[str] = []
