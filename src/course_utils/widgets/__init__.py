@@ -13,6 +13,7 @@ from .query_key_plane import QueryKeyPlane
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
 from .temperature_mix import TemperatureMix
+from .tiling_explorer import TilingExplorer
 
 __all__ = [
     "CourseWidget",
@@ -22,4 +23,5 @@ __all__ = [
     "ScalingExplorer",
     "SentenceAttention",
     "TemperatureMix",
+    "TilingExplorer",
 ]
