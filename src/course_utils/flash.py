@@ -276,15 +276,23 @@ def _tile_update(
     o: torch.Tensor,
     mask: torch.Tensor | None,
     inplace: bool,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    buffer: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """One tile of the online softmax: fold keys ``k_blk`` into the running ``(m, l, o)``.
 
     ``q_blk`` is already multiplied by the scale. Shapes: ``q_blk (N, r, d)``, ``k_blk (N, c, d)``,
     ``v_blk (N, c, d_v)``, ``m, l (N, r, 1)``, ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may
-    attend) or None. With ``inplace`` the tile buffer and ``l, o`` are updated in place (no
-    autograd); otherwise new tensors are returned (autograd works, with T·block memory per tile).
+    attend) or None. With ``inplace`` the scores go into ``buffer`` (reused by every tile) and
+    ``l, o`` are updated in place (no autograd); otherwise new tensors are returned (for autograd).
+    ``l=None`` means that ``l`` is the last column of ``o``: ``v_blk`` then ends with a column of
+    ones, so ``p @ v_blk`` adds the row sums of ``p`` to ``l`` in the same matrix product.
     """
-    s = torch.matmul(q_blk, k_blk.transpose(-2, -1))  # (N, r, c): this tile's scores
+    kt = k_blk.transpose(-2, -1)  # (N, d, c)
+    if buffer is None:
+        s = torch.matmul(q_blk, kt)  # (N, r, c): this tile's scores
+    else:
+        shape = (q_blk.shape[0], q_blk.shape[1], k_blk.shape[1])
+        s = torch.matmul(q_blk, kt, out=buffer[: math.prod(shape)].view(shape))  # (N, r, c)
     if mask is not None:
         s = s.masked_fill_(~mask, -math.inf) if inplace else s.masked_fill(~mask, -math.inf)
     m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, r, 1): running maximum
@@ -292,11 +300,13 @@ def _tile_update(
     alpha = torch.exp(m - m_new)  # (N, r, 1): rescales what was summed under the old maximum
     if inplace:
         p = s.sub_(m_new).exp_()  # (N, r, c): exp(s - m_new) <= 1, in the scores' buffer
-        l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # (N, r, 1)
+        if l is not None:
+            l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # (N, r, 1)
         o.mul_(alpha).baddbmm_(p, v_blk)  # (N, r, d_v): alpha·o + p @ v
         return m_new, l, o
     p = torch.exp(s - m_new)  # (N, r, c)
-    return m_new, l * alpha + p.sum(dim=-1, keepdim=True), o * alpha + p @ v_blk
+    l_new = None if l is None else l * alpha + p.sum(dim=-1, keepdim=True)  # (N, r, 1)
+    return m_new, l_new, o * alpha + p @ v_blk
 
 
 def _causal_tile_mask(qs: int, qe: int, ks: int, ke: int, device: torch.device) -> torch.Tensor:
@@ -310,7 +320,7 @@ def tiled_attention(
     k: Any,
     v: Any,
     *,
-    block_q: int = 256,
+    block_q: int = 1024,
     block_k: int = 512,
     causal: bool = False,
     scale: float | None = None,
@@ -327,8 +337,9 @@ def tiled_attention(
     block_q, block_k : int
         Rows of queries and of keys per tile. The largest temporary is one tile of scores,
         ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
-        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a 2-core CPU
-        (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep).
+        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a busy 2-core
+        CPU (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
+        a few PyTorch calls, so few large tiles beat many small ones there.
     causal : bool
         Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
         what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
@@ -373,13 +384,22 @@ def tiled_attention(
     inplace = not (
         torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     )
+    if inplace:
+        # l rides along as an extra column of o: p @ [v, 1] gives p @ v and the row sums of p in
+        # one matrix product, and the scores of every tile go into one reused buffer.
+        vf = torch.cat([vf, vf.new_ones((n, t_k, 1))], dim=-1)  # (N, T_k, d_v + 1)
+        buffer = qf.new_empty(n * min(block_q, t_q) * min(block_k, t_k))  # one tile of scores
+        out = qf.new_empty((n, t_q, d_v))  # (N, T_q, d_v)
     outputs = []  # with autograd: one (N, r, d_v) block per query block, concatenated at the end
-    out = qf.new_empty((n, t_q, d_v)) if inplace else None  # (N, T_q, d_v)
     for qs in range(0, t_q, block_q):
         qe = min(qs + block_q, t_q)
         m = qf.new_full((n, qe - qs, 1), -math.inf)  # (N, r, 1): running max per query row
-        l = qf.new_zeros((n, qe - qs, 1))  # noqa: E741  (N, r, 1): running Σ exp(s - m)
-        o = qf.new_zeros((n, qe - qs, d_v))  # (N, r, d_v): running Σ exp(s - m) v
+        if inplace:
+            o = qf.new_zeros((n, qe - qs, d_v + 1))  # (N, r, d_v + 1): [Σ exp(s - m) v, l]
+            l = None  # noqa: E741  (it is o[..., d_v:])
+        else:
+            o = qf.new_zeros((n, qe - qs, d_v))  # (N, r, d_v): running Σ exp(s - m) v
+            l = qf.new_zeros((n, qe - qs, 1))  # noqa: E741  (N, r, 1): running Σ exp(s - m)
         for ks in range(0, t_k, block_k):
             ke = min(ks + block_k, t_k)
             if causal and ks > qe - 1:
@@ -395,13 +415,14 @@ def tiled_attention(
                 kf[:, ks:ke],
                 vf[:, ks:ke],
                 m[:, rows],
-                l[:, rows],
+                None if inplace else l[:, rows],
                 o[:, rows],
                 mask,
                 inplace,
+                buffer if inplace else None,
             )
             if inplace:
-                m[:, rows] = m_r  # l and o were updated in place through the views
+                m[:, rows] = m_r  # o (and l, its last column) was updated in place
             elif r0 == qs:
                 m, l, o = m_r, l_r, o_r  # noqa: E741
             else:  # out of place, on part of the rows: stitch the untouched rows back on
@@ -411,7 +432,7 @@ def tiled_attention(
                 o = torch.cat([o[:, keep], o_r], dim=1)
         # l >= 1 for every row (its own maximum contributes exp(0) = 1), so o / l is safe.
         if inplace:
-            torch.div(o, l, out=out[:, qs:qe])  # (N, r, d_v), written into its rows of out
+            torch.div(o[..., :d_v], o[..., d_v:], out=out[:, qs:qe])  # (N, r, d_v)
         else:
             outputs.append(o / l)  # (N, r, d_v)
     if not inplace:
@@ -491,28 +512,24 @@ def tiled_attention_steps(
 
 
 def attention_memory_bytes(
-    t: int,
-    *,
-    heads: int = 8,
-    d: int = 64,
-    batch: int = 1,
-    block_q: int = 256,
-    block_k: int = 512,
-    itemsize: int = 4,
-) -> dict[str, int]:
+    t: int, *, heads: int = 8, d: int = 64, batch: int = 1, block_q: int = 1024,
+    block_k: int = 512, itemsize: int = 4,
+) -> dict[str, int]:  # fmt: skip
     """Bytes of the tensors each method holds at its peak, beyond ``q``, ``k``, ``v`` themselves.
 
-    - naive: the scores and the weights, ``2 · B · h · T²`` numbers (the output is small);
-    - tiled: the output and its running statistics, ``B · h · T · (d + 2)``, plus one tile of
-      scores ``B · h · block_q · block_k``.
+    - naive: the scores and the weights, ``2 · B · h · T²`` numbers, plus the output;
+    - tiled (:func:`tiled_attention` without autograd): the scaled copy of ``q``, the copy of
+      ``v`` with its column of ones, the output (``B · h · T · (3d + 1)`` together), the running
+      statistics of one query block and one tile of scores ``B · h · block_q · block_k``.
 
     >>> mem = attention_memory_bytes(8192)
     >>> mem["naive"] // 2**20, mem["tiled"] // 2**20, round(mem["naive"] / mem["tiled"])  # MiB
-    (4112, 20, 201)
+    (4112, 66, 62)
     """
     n = batch * heads
+    bq, bk = min(block_q, t), min(block_k, t)
     naive = 2 * n * t * t + n * t * d
-    tiled = n * t * (d + 2) + n * min(block_q, t) * min(block_k, t)
+    tiled = n * t * (3 * d + 1) + n * bq * (d + 2) + n * bq * bk
     return {"naive": naive * itemsize, "tiled": tiled * itemsize}
 
 
