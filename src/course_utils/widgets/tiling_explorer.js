@@ -142,7 +142,7 @@ function render({ model, el }) {
         }, body);
         rect.setAttribute("class", "cu-tiling-cell");
         const num = CU.svg("text", {
-          x: LEFT + (j + 0.5) * CELL, y: y + 17, "text-anchor": "middle", class: "cu-tiling-num",
+          x: LEFT + (j + 0.5) * CELL, y: y + 17, "text-anchor": "middle", class: "cu-tiling-cellnum",
           fill: masked || !seen ? "#333" : CU.inkOn(tt),
         }, body);
         CU.setText(num, masked ? "−∞" : CU.fmt(x, 1));
