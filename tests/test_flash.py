@@ -393,3 +393,30 @@ def test_io_cost_model_orders():
     # bigger fast memory, fewer accesses; bigger d, more
     assert io_cost_tiled(4096, 64, 200_000) < io_cost_tiled(4096, 64, 100_000)
     assert io_cost_tiled(4096, 128, 100_000) > io_cost_tiled(4096, 64, 100_000)
+
+
+def test_parallel_path_restores_threads_and_keeps_modes():
+    """The CPU fast path shares the heads among Python threads with PyTorch's thread count at 1."""
+    q, k, v = _qkv((2, 4), 30, 30, 8, 8, torch.float64, seed=4)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            out = tiled_attention(q, k, v, block_q=7, block_k=9, causal=True)
+        assert torch.get_num_threads() == 2
+        torch.testing.assert_close(out, ref, rtol=0, atol=1e-10)
+        with torch.no_grad():  # inputs that require grad, but no graph is wanted
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            out = tiled_attention(*leaves, block_q=7, block_k=9, causal=True)
+        assert not out.requires_grad
+        torch.testing.assert_close(out, ref, rtol=0, atol=1e-10)
+        single = q[:1, :1]  # one batch entry: nothing to share, the serial path
+        torch.testing.assert_close(
+            tiled_attention(single, k[:1, :1], v[:1, :1], causal=True),
+            ref[:1, :1],
+            rtol=0,
+            atol=1e-10,
+        )
+    finally:
+        torch.set_num_threads(before)

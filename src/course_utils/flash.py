@@ -28,7 +28,9 @@ Functions
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -315,75 +317,20 @@ def _causal_tile_mask(qs: int, qe: int, ks: int, ke: int, device: torch.device) 
     return cols <= rows  # (r, c): top-left aligned, key j visible to query i iff j <= i
 
 
-def tiled_attention(
-    q: Any,
-    k: Any,
-    v: Any,
+def _tiled_forward(
+    qf: torch.Tensor,
+    kf: torch.Tensor,
+    vf: torch.Tensor,
     *,
-    block_q: int = 1024,
-    block_k: int = 512,
-    causal: bool = False,
-    scale: float | None = None,
+    block_q: int,
+    block_k: int,
+    causal: bool,
+    inplace: bool,
 ) -> torch.Tensor:
-    """``softmax(q kᵀ · scale) v`` tile by tile, never forming a ``(T_q, T_k)`` tensor.
-
-    Parameters
-    ----------
-    q : Tensor ``(..., T_q, d)``
-    k : Tensor ``(..., T_k, d)``
-    v : Tensor ``(..., T_k, d_v)``
-        Same leading (batch) dimensions (nothing is broadcast), same floating dtype, one device.
-        numpy arrays are accepted and converted with ``torch.from_numpy``.
-    block_q, block_k : int
-        Rows of queries and of keys per tile. The largest temporary is one tile of scores,
-        ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
-        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a busy 2-core
-        CPU (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
-        a few PyTorch calls, so few large tiles beat many small ones there.
-    causal : bool
-        Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
-        what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
-        query sees at least one key. Tiles entirely above the diagonal are skipped, and within a
-        diagonal tile the query rows that see none of its keys are left out.
-    scale : float, optional
-        Multiplies the scores; default ``1 / sqrt(d)``, as ``scaled_dot_product_attention``.
-
-    Returns
-    -------
-    Tensor ``(..., T_q, d_v)``, in the dtype of ``q`` (float16/bfloat16 accumulate in float32).
-    Equals ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
-    scale=scale)`` up to rounding (tested: 1e-5 in float32, 1e-10 in float64).
-
-    Autograd works (through ordinary tensor operations, storing every tile: not memory efficient);
-    without gradients the tiles are updated in place.
-
-    Examples
-    --------
-    >>> _ = torch.manual_seed(0)
-    >>> q, k, v = torch.randn(3, 2, 10, 4, dtype=torch.float64).unbind(0)  # (2, 10, 4) each
-    >>> out = tiled_attention(q, k, v, block_q=3, block_k=4, causal=True)  # (2, 10, 4)
-    >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    >>> bool(torch.allclose(out, ref, rtol=0, atol=1e-12))
-    True
-    """
-    q, k, v, scale = _check_qkv(q, k, v, scale)
-    block_q = _check_block(block_q, "block_q")
-    block_k = _check_block(block_k, "block_k")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False; got {type(causal).__name__}")
-    batch = q.shape[:-2]
-    t_q, d = q.shape[-2:]
-    t_k, d_v = v.shape[-2:]
-    out_dtype = q.dtype
-    work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
-    # Fold the batch dimensions into one: (N, T, d). Scaling q once costs T·d, not T_q·T_k.
-    qf = (q.reshape(-1, t_q, d).to(work) * scale).contiguous()  # (N, T_q, d)
-    kf = k.reshape(-1, t_k, d).to(work)  # (N, T_k, d)
-    vf = v.reshape(-1, t_k, d_v).to(work)  # (N, T_k, d_v)
-    n = qf.shape[0]
-    inplace = not (
-        torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
-    )
+    """The tile loop on folded inputs ``qf (N, T_q, d)`` (already scaled), ``kf (N, T_k, d)``,
+    ``vf (N, T_k, d_v)``; returns the output ``(N, T_q, d_v)``."""
+    n, t_q, _ = qf.shape
+    t_k, d_v = vf.shape[-2:]
     if inplace:
         # l rides along as an extra column of o: p @ [v, 1] gives p @ v and the row sums of p in
         # one matrix product, and the scores of every tile go into one reused buffer.
@@ -437,6 +384,121 @@ def tiled_attention(
             outputs.append(o / l)  # (N, r, d_v)
     if not inplace:
         out = torch.cat(outputs, dim=1) if outputs else qf.new_zeros((n, 0, d_v))  # (N, T_q, d_v)
+    return out
+
+
+#: Serialises the calls that change PyTorch's (process-wide) intra-op thread count.
+_THREADS_LOCK = threading.Lock()
+
+
+def _parallel_over_batch(
+    qf: torch.Tensor, kf: torch.Tensor, vf: torch.Tensor, workers: int, blocks: dict[str, Any]
+) -> torch.Tensor:
+    """Run :func:`_tiled_forward` on ``workers`` slices of the batch, one Python thread each.
+
+    Every tile is a handful of PyTorch calls, and with intra-op parallelism each call makes
+    PyTorch's threads meet at a barrier; on a busy machine most of the time goes into waiting
+    there. Independent slices of the batch (heads) need no meeting at all: PyTorch releases the
+    GIL inside its kernels, so ``workers`` threads, each running single-threaded kernels, use the
+    cores with no synchronisation until the end. The intra-op thread count is set to 1 for the
+    duration of the call and restored afterwards.
+    """
+    inference = torch.is_inference_mode_enabled()
+
+    def run(chunk: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        # Grad and inference modes are thread-local: give the worker the caller's.
+        with torch.inference_mode(inference), torch.no_grad():
+            return _tiled_forward(*chunk, inplace=True, **blocks)
+
+    chunks = list(zip(qf.chunk(workers), kf.chunk(workers), vf.chunk(workers), strict=True))
+    with _THREADS_LOCK:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(len(chunks)) as pool:
+                outs = list(pool.map(run, chunks))
+        finally:
+            torch.set_num_threads(threads)
+    return torch.cat(outs)  # (N, T_q, d_v)
+
+
+def tiled_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    block_q: int = 1024,
+    block_k: int = 512,
+    causal: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """``softmax(q kᵀ · scale) v`` tile by tile, never forming a ``(T_q, T_k)`` tensor.
+
+    Parameters
+    ----------
+    q : Tensor ``(..., T_q, d)``
+    k : Tensor ``(..., T_k, d)``
+    v : Tensor ``(..., T_k, d_v)``
+        Same leading (batch) dimensions (nothing is broadcast), same floating dtype, one device.
+        numpy arrays are accepted and converted with ``torch.from_numpy``.
+    block_q, block_k : int
+        Rows of queries and of keys per tile. The largest temporary is one tile of scores,
+        ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
+        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a busy 2-core
+        CPU (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
+        a few PyTorch calls, so few large tiles beat many small ones there.
+    causal : bool
+        Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
+        what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
+        query sees at least one key. Tiles entirely above the diagonal are skipped, and within a
+        diagonal tile the query rows that see none of its keys are left out.
+    scale : float, optional
+        Multiplies the scores; default ``1 / sqrt(d)``, as ``scaled_dot_product_attention``.
+
+    Returns
+    -------
+    Tensor ``(..., T_q, d_v)``, in the dtype of ``q`` (float16/bfloat16 accumulate in float32).
+    Equals ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=scale)`` up to rounding (tested: 1e-5 in float32, 1e-10 in float64).
+
+    Autograd works (through ordinary tensor operations, storing every tile: not memory efficient);
+    without gradients the tiles are updated in place, and on a CPU the batch entries (heads) are
+    shared among ``torch.get_num_threads()`` Python threads that each run single-threaded kernels,
+    with PyTorch's thread count set to 1 during the call (see ``_parallel_over_batch``).
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> q, k, v = torch.randn(3, 2, 10, 4, dtype=torch.float64).unbind(0)  # (2, 10, 4) each
+    >>> out = tiled_attention(q, k, v, block_q=3, block_k=4, causal=True)  # (2, 10, 4)
+    >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    >>> bool(torch.allclose(out, ref, rtol=0, atol=1e-12))
+    True
+    """
+    q, k, v, scale = _check_qkv(q, k, v, scale)
+    block_q = _check_block(block_q, "block_q")
+    block_k = _check_block(block_k, "block_k")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False; got {type(causal).__name__}")
+    batch = q.shape[:-2]
+    t_q, d = q.shape[-2:]
+    t_k, d_v = v.shape[-2:]
+    out_dtype = q.dtype
+    work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
+    # Fold the batch dimensions into one: (N, T, d). Scaling q once costs T·d, not T_q·T_k.
+    qf = (q.reshape(-1, t_q, d).to(work) * scale).contiguous()  # (N, T_q, d)
+    kf = k.reshape(-1, t_k, d).to(work)  # (N, T_k, d)
+    vf = v.reshape(-1, t_k, d_v).to(work)  # (N, T_k, d_v)
+    n = qf.shape[0]
+    inplace = not (
+        torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    )
+    blocks = {"block_q": block_q, "block_k": block_k, "causal": causal}
+    workers = min(torch.get_num_threads(), n) if inplace and qf.device.type == "cpu" else 1
+    if workers > 1:
+        out = _parallel_over_batch(qf, kf, vf, workers, blocks)  # (N, T_q, d_v)
+    else:
+        out = _tiled_forward(qf, kf, vf, inplace=inplace, **blocks)  # (N, T_q, d_v)
     return out.reshape(*batch, t_q, d_v).to(out_dtype)
 
 
