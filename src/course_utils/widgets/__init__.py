@@ -16,6 +16,7 @@ from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
 from .sparse_patterns import SparsePatterns
 from .temperature_mix import TemperatureMix
+from .tiling_explorer import TilingExplorer
 from .topic_word_focus import TopicWordFocus
 
 __all__ = [
@@ -29,5 +30,6 @@ __all__ = [
     "SentenceAttention",
     "SparsePatterns",
     "TemperatureMix",
+    "TilingExplorer",
     "TopicWordFocus",
 ]

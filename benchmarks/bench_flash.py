@@ -1,0 +1,200 @@
+"""Benchmark: tiled (FlashAttention-style) attention against naive attention and PyTorch's SDPA.
+
+Not a timed test: run it by hand, ideally on a quiet machine, and read the ratios.
+
+    .venv/bin/python benchmarks/bench_flash.py              # table: T = 1k, 4k, 8k (a few minutes)
+    .venv/bin/python benchmarks/bench_flash.py --sweep      # also the block-size sweep at T = 4096
+    .venv/bin/python benchmarks/bench_flash.py --save benchmarks/results/flash.json
+
+B = 1, 8 heads, d = 64, float32, CPU, inference (no autograd). Three methods:
+
+- naive: ``attention_weights(q, k) @ v`` (``course_utils.multihead``): stores scores and weights;
+- tiled: ``course_utils.flash.tiled_attention`` with its default block sizes;
+- sdpa: ``torch.nn.functional.scaled_dot_product_attention``.
+
+Time: in one process, interleaved (the order rotates every round, so a burst of load from elsewhere
+hits all of them), median of the repeats. Memory: the growth of the peak resident set size
+(``ru_maxrss``) during one call, each method in a fresh process. Goals (issue 18): tiled peak memory
+at T = 8192 at most 1/50 of naive; tiled time within 1.5x of sdpa. The load average is printed:
+on a shared machine the timings are only as good as it is quiet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from course_utils.flash import tiled_attention
+from course_utils.multihead import attention_weights
+
+HEADS, D = 8, 64
+METHODS = ("naive", "tiled", "sdpa")
+
+
+def make_inputs(t: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = torch.randn(3, 1, HEADS, t, D, generator=gen).unbind(0)  # (1, 8, T, 64) each
+    return q.contiguous(), k.contiguous(), v.contiguous()
+
+
+def run(method: str, q, k, v, block_q: int | None = None, block_k: int | None = None):
+    if method == "naive":
+        return attention_weights(q, k) @ v  # (1, 8, T, 64) via (1, 8, T, T) scores and weights
+    if method == "tiled":
+        blocks = {}
+        if block_q is not None:
+            blocks = {"block_q": block_q, "block_k": block_k}
+        return tiled_attention(q, k, v, **blocks)
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def peak_rss_growth_child(method: str, t: int) -> None:
+    """In a fresh process: peak RSS growth (MiB) of one call, printed as JSON.
+
+    The peak (VmHWM) is reset just before the call (``echo 5 > /proc/self/clear_refs``, Linux),
+    so importing torch, whose peak is higher than its resting RSS, does not hide the call's peak.
+    """
+    q, k, v = make_inputs(t)
+    with torch.inference_mode():
+        run(method, *make_inputs(8))  # load the kernels first, outside the measurement
+        Path("/proc/self/clear_refs").write_text("5")  # peak RSS := current RSS
+        before = _status_kib("VmRSS")
+        out = run(method, q, k, v)
+        after = _status_kib("VmHWM")
+    del out
+    print(json.dumps({"peak_rss_growth_mib": (after - before) / 1024}))
+
+
+def peak_rss_growth(method: str, t: int) -> float:
+    cmd = [sys.executable, __file__, "--child", method, "--tokens", str(t)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ.copy())
+    return json.loads(res.stdout.strip().splitlines()[-1])["peak_rss_growth_mib"]
+
+
+def time_methods(t: int, repeats: int, variants: dict, warmup: bool = True) -> dict[str, float]:
+    q, k, v = make_inputs(t)
+    names = list(variants)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    with torch.inference_mode():
+        for n in names if warmup else ():
+            variants[n](q, k, v)  # warm-up
+        for r in range(repeats):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for n in order:
+                start = time.perf_counter()
+                variants[n](q, k, v)
+                times[n].append(time.perf_counter() - start)
+    return {n: statistics.median(ts) for n, ts in times.items()}
+
+
+def max_errors() -> dict[str, float]:
+    """Largest |tiled - sdpa| over awkward shapes (T not a multiple of the blocks, T_q != T_k)."""
+    errs = {}
+    gen = torch.Generator().manual_seed(1)
+    for dtype in (torch.float32, torch.float64):
+        worst = 0.0
+        for t_q, t_k, causal in [(1000, 1000, False), (1000, 1000, True), (777, 1531, True)]:
+            q = torch.randn(1, HEADS, t_q, D, generator=gen, dtype=dtype)
+            k = torch.randn(1, HEADS, t_k, D, generator=gen, dtype=dtype)
+            v = torch.randn(1, HEADS, t_k, D, generator=gen, dtype=dtype)
+            with torch.inference_mode():
+                ours = tiled_attention(q, k, v, causal=causal)
+                ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            worst = max(worst, (ours - ref).abs().max().item())
+        errs[str(dtype).removeprefix("torch.")] = worst
+    return errs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, nargs="+", default=[1024, 4096, 8192])
+    parser.add_argument("--sweep", action="store_true", help="block-size sweep at T = 4096")
+    parser.add_argument("--no-memory", action="store_true", help="skip the fresh-process runs")
+    parser.add_argument("--save", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (timing only)")
+    parser.add_argument("--child", choices=METHODS, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        peak_rss_growth_child(args.child, args.tokens[0])
+        return
+
+    load_before = os.getloadavg()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    capability = torch.backends.cpu.get_cpu_capability()
+    print(
+        f"B=1, heads={HEADS}, d={D}, float32, CPU, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, cpu capability {capability}"
+    )
+    print(f"load average before: {tuple(round(x, 2) for x in load_before)}")
+    errors = max_errors()
+    print("max |tiled - sdpa|:", {k: f"{e:.1e}" for k, e in errors.items()})
+    rows = []
+    variants = {m: (lambda q, k, v, m=m: run(m, q, k, v)) for m in METHODS}
+    for t in args.tokens:
+        repeats = 5 if t <= 1024 else 3
+        times = time_methods(t, repeats, variants)
+        mem = (
+            {m: peak_rss_growth(m, t) for m in METHODS}
+            if not args.no_memory
+            else dict.fromkeys(METHODS, float("nan"))
+        )
+        rows.append({"T": t, "time_s": times, "peak_rss_growth_mib": mem})
+        print(
+            f"T={t:>5}  time (s): naive {times['naive']:.3f}  tiled {times['tiled']:.3f}  "
+            f"sdpa {times['sdpa']:.3f}  | tiled/sdpa {times['tiled'] / times['sdpa']:.2f}x  "
+            f"| peak RSS growth (MiB): naive {mem['naive']:.0f}  tiled {mem['tiled']:.0f}  "
+            f"sdpa {mem['sdpa']:.0f}  | naive/tiled {mem['naive'] / max(mem['tiled'], 1):.0f}x",
+            flush=True,
+        )
+    sweep = []
+    if args.sweep:
+        t = 4096
+        configs = [(128, 128), (256, 256), (256, 512), (512, 512), (1024, 256), (1024, 512),
+                   (4096, 128), (4096, 256)]  # fmt: skip
+        variants = {
+            f"{bq}x{bk}": (lambda q, k, v, bq=bq, bk=bk: run("tiled", q, k, v, bq, bk))
+            for bq, bk in configs
+        }
+        variants["sdpa"] = lambda q, k, v: run("sdpa", q, k, v)
+        times = time_methods(t, 2, variants, warmup=False)
+        print(f"\nblock-size sweep at T={t} (median of 2, seconds; sdpa {times['sdpa']:.3f}):")
+        for (bq, bk), name in zip(configs, variants, strict=False):
+            ratio = times[name] / times["sdpa"]
+            sweep.append({"block_q": bq, "block_k": bk, "time_s": times[name], "vs_sdpa": ratio})
+            print(f"  block_q={bq:>5} block_k={bk:>5}: {times[name]:.3f}  ({ratio:.2f}x sdpa)")
+    load_after = os.getloadavg()
+    print(f"load average after: {tuple(round(x, 2) for x in load_after)}")
+    if args.save:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        result = {
+            "setup": {"B": 1, "heads": HEADS, "d": D, "dtype": "float32",
+                      "torch": torch.__version__, "threads": torch.get_num_threads(),
+                      "cpus": os.cpu_count(), "load_before": load_before,
+                      "load_after": load_after},
+            "max_abs_error_vs_sdpa": errors,
+            "table": rows,
+            "sweep": sweep,
+        }  # fmt: skip
+        args.save.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        print(f"saved {args.save}")
+
+
+if __name__ == "__main__":
+    main()

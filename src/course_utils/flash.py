@@ -1,0 +1,626 @@
+"""Efficient exact attention: the online softmax and FlashAttention-style tiling (chapter 12).
+
+Naive attention stores the ``(T_q, T_k)`` matrix of scores and the matrix of weights: for 8 heads
+and ``T = 8192`` in float32 that is 2 GiB each. Nothing in the formula needs them stored:
+
+- the softmax of a row can be computed while streaming over the row in blocks, keeping only a
+  running maximum ``m`` and a running sum ``l`` of ``exp(x - m)`` and rescaling the sum whenever
+  the maximum grows (the *online normaliser* of Milakov & Gimelshein, 2018);
+- so attention can be computed tile by tile: for a block of queries, visit the blocks of keys and
+  values one at a time, and keep per query row the running ``(m, l, o)`` where ``o`` is the
+  unnormalised output. Each new tile rescales the old ``l`` and ``o`` by ``exp(m_old - m_new)``.
+  At the end ``o / l`` is exactly ``softmax(Q Kᵀ · scale) V`` (Dao et al., 2022, FlashAttention).
+
+The result is the same numbers (up to floating-point rounding), with memory that grows with
+``T · block`` instead of ``T²``.
+
+Functions
+---------
+- :func:`online_softmax` — numpy, equals :func:`course_utils.softmax.softmax`, streamed over blocks.
+- :func:`online_softmax_steps` — the running ``(m, l)`` after each block, for teaching.
+- :func:`tiled_attention` — PyTorch, equals ``torch.nn.functional.scaled_dot_product_attention``.
+- :func:`tiled_attention_steps` — the running state after each tile (small examples, the widget).
+- :func:`tile_schedule` — which ``(query block, key block)`` tiles are visited, in order.
+- :func:`attention_memory_bytes` — bytes of the largest temporaries, naive against tiled.
+- :func:`io_cost_naive`, :func:`io_cost_tiled` — the paper's HBM-access model (its Theorem 2).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from ._validation import as_float_array, shape_str
+
+__all__ = [
+    "TileStep",
+    "attention_memory_bytes",
+    "io_cost_naive",
+    "io_cost_tiled",
+    "online_softmax",
+    "online_softmax_steps",
+    "tile_schedule",
+    "tiled_attention",
+    "tiled_attention_steps",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _check_block(value: Any, name: str) -> int:
+    """A block size is a plain positive int (``True`` and ``2.0`` are rejected, not converted)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be a positive int; got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int (>= 1); got {value}")
+    return int(value)
+
+
+def _check_axis(axis: Any, ndim: int) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int | np.integer):
+        raise TypeError(f"axis must be an int; got {type(axis).__name__}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for x with {ndim} dimensions")
+    return int(axis) % ndim
+
+
+def _as_numpy_scores(x: Any) -> NDArray:
+    # A torch tensor is read like any array (as softmax reads it); one that requires grad is
+    # detached first, since the result is a numpy array without a graph either way.
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    return as_float_array(x, "x")
+
+
+# --------------------------------------------------------------------------------------------
+# Online softmax (numpy)
+# --------------------------------------------------------------------------------------------
+
+
+def _online_normaliser(work: NDArray, block_size: int) -> tuple[NDArray, NDArray]:
+    """One streaming pass over the last axis: the row maximum ``m`` and ``l = Σ exp(x - m)``."""
+    shape = (*work.shape[:-1], 1)
+    m = np.full(shape, -np.inf, dtype=work.dtype)  # (..., 1): running maximum
+    total = np.zeros(shape, dtype=work.dtype)  # (..., 1): running Σ exp(x - m)
+    for start in range(0, work.shape[-1], block_size):
+        block = work[..., start : start + block_size]  # (..., b)
+        m_new = np.maximum(m, block.max(axis=-1, keepdims=True))  # (..., 1)
+        # A row that is -inf so far has m_new = -inf: shift it by 0 (exp(-inf) = 0, no nan).
+        safe = np.where(np.isfinite(m_new), m_new, 0)  # (..., 1)
+        with np.errstate(over="ignore"):  # -3e38 - 3e38 may round to -inf: exp gives 0
+            rescale = np.exp(np.where(np.isfinite(m), m - safe, -np.inf))  # (..., 1), <= 1
+            total = total * rescale + np.exp(block - safe).sum(axis=-1, keepdims=True)
+        m = m_new
+    return m, total
+
+
+def online_softmax(x: Any, axis: int = -1, *, block_size: int) -> NDArray:
+    """Softmax of ``x`` along ``axis``, reading that axis ``block_size`` entries at a time.
+
+    Pass 1 streams over the blocks and keeps, per row, the running maximum ``m`` and the running
+    sum ``l = Σ exp(x_j - m)``; when a block raises the maximum from ``m`` to ``m'``, the old sum
+    is multiplied by ``exp(m - m') <= 1`` (Milakov & Gimelshein, 2018, algorithm 3). Pass 2 writes
+    ``exp(x_j - m) / l`` block by block. No exponent is ever positive, so nothing overflows.
+
+    Accepts what :func:`course_utils.softmax.softmax` accepts (array-likes, numpy arrays, torch
+    tensors, which are read as arrays) and behaves the same way: ``-inf`` entries get weight
+    exactly 0, a slice that is all ``-inf`` gets all zeros, NaN and ``+inf`` are rejected, float16
+    is computed in float32 and rounded back, integers become float64. Returns a numpy array of the
+    shape of ``x``.
+
+    >>> online_softmax([1.0, 2.0, 3.0, 4.0, 5.0], block_size=2).round(4)
+    array([0.0117, 0.0317, 0.0861, 0.2341, 0.6364])
+    >>> online_softmax([1e4, -1e4, 0.0], block_size=1)  # the chapter 3 overflow case
+    array([1., 0., 0.])
+    >>> online_softmax([[0.0, -np.inf], [-np.inf, -np.inf]], block_size=1)
+    array([[1., 0.],
+           [0., 0.]])
+    """
+    scores = _as_numpy_scores(x)
+    block_size = _check_block(block_size, "block_size")
+    if scores.ndim == 0:
+        raise ValueError("x must have at least 1 dimension; got a scalar (shape ())")
+    axis = _check_axis(axis, scores.ndim)
+    work = np.moveaxis(scores, axis, -1)  # (..., n): the normalised axis last
+    work = work.astype(np.promote_types(work.dtype, np.float32), copy=False)
+    m, total = _online_normaliser(work, block_size)  # (..., 1) each
+    safe_m = np.where(np.isfinite(m), m, 0)  # (..., 1)
+    safe_total = np.where(total > 0, total, 1)  # (..., 1): an all -inf row stays all zeros
+    out = np.empty_like(work)  # (..., n)
+    with np.errstate(over="ignore"):
+        for start in range(0, work.shape[-1], block_size):  # pass 2, block by block
+            stop = start + block_size
+            out[..., start:stop] = np.exp(work[..., start:stop] - safe_m) / safe_total
+    return np.moveaxis(out, -1, axis).astype(scores.dtype, copy=False)
+
+
+def online_softmax_steps(x: Any, *, block_size: int) -> tuple[NDArray, NDArray]:
+    """The running maximum and sum of a 1-D row after each block: ``(m, l)``, shape ``(n_blocks,)``.
+
+    ``l[b]`` is ``Σ exp(x_j - m[b])`` over the entries seen so far; the last pair is the final
+    normaliser, so ``exp(x - m[-1]) / l[-1]`` is the softmax.
+
+    >>> m, l = online_softmax_steps([1.0, 3.0, 2.0, 0.0], block_size=2)
+    >>> m
+    array([3., 3.])
+    >>> l.round(4)  # exp(1-3) + exp(0), then + exp(-1) + exp(-3)
+    array([1.1353, 1.553 ])
+    """
+    row = _as_numpy_scores(x)
+    block_size = _check_block(block_size, "block_size")
+    if row.ndim != 1 or row.shape[0] == 0:
+        raise ValueError(f"x must be one non-empty row (n,); got shape {shape_str(row.shape)}")
+    work = row.astype(np.promote_types(row.dtype, np.float32), copy=False)
+    ms, ls = [], []
+    for stop in range(block_size, work.shape[0] + block_size, block_size):
+        # Re-running the stream on the first `stop` entries gives the state after that block.
+        m, total = _online_normaliser(work[None, :stop], block_size)
+        ms.append(m[0, 0])
+        ls.append(total[0, 0])
+    return np.array(ms), np.array(ls)
+
+
+# --------------------------------------------------------------------------------------------
+# Tiled attention (torch)
+# --------------------------------------------------------------------------------------------
+
+_FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _as_tensor(x: Any, name: str, expected: str) -> torch.Tensor:
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(x)
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor (or numpy array) of shape {expected}; "
+            f"got {type(x).__name__}"
+        )
+    if x.dtype not in _FLOAT_DTYPES:
+        raise TypeError(
+            f"{name} must be a floating-point tensor of shape {expected}; "
+            f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
+        )
+    if x.dim() < 2:
+        raise ValueError(
+            f"{name} must have at least 2 dimensions {expected}; "
+            f"got shape {shape_str(tuple(x.shape))}"
+        )
+    return x
+
+
+def _check_qkv(
+    q: Any, k: Any, v: Any, scale: float | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, float]:
+    q = _as_tensor(q, "q", "(..., T_q, d)")
+    k = _as_tensor(k, "k", "(..., T_k, d)")
+    v = _as_tensor(v, "v", "(..., T_k, d_v)")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(
+            f"q, k and v must have the same dtype; got q {q.dtype}, k {k.dtype}, v {v.dtype}"
+        )
+    if not q.device == k.device == v.device:
+        raise ValueError(
+            f"q, k and v must be on one device; got {q.device}, {k.device}, {v.device}"
+        )
+    shapes = {n: shape_str(tuple(t.shape)) for n, t in (("q", q), ("k", k), ("v", v))}
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(
+            "q, k and v must have the same leading (batch) dimensions, nothing is broadcast; "
+            f"got q {shapes['q']}, k {shapes['k']}, v {shapes['v']}"
+        )
+    d = q.shape[-1]
+    if d == 0:
+        raise ValueError(f"q has shape {shapes['q']}, expected (..., T_q, d) with d >= 1")
+    if k.shape[-1] != d:
+        raise ValueError(
+            f"k has shape {shapes['k']}, expected (..., T_k, {d}): its last dimension must equal "
+            f"d = {d}, the last dimension of q {shapes['q']}"
+        )
+    t_k = k.shape[-2]
+    if t_k == 0:
+        raise ValueError(f"k has shape {shapes['k']}, expected (..., T_k, {d}) with T_k >= 1")
+    if v.shape[-2] != t_k:
+        raise ValueError(
+            f"v has shape {shapes['v']}, expected (..., {t_k}, d_v): one row per key, and "
+            f"k {shapes['k']} has T_k = {t_k}"
+        )
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    elif isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
+        raise TypeError(f"scale must be a number or None; got {type(scale).__name__}")
+    elif not math.isfinite(scale):
+        raise ValueError(f"scale must be finite; got {scale}")
+    return q, k, v, float(scale)
+
+
+def tile_schedule(
+    t_q: int, t_k: int, *, block_q: int, block_k: int, causal: bool = False
+) -> list[tuple[int, int, int, int]]:
+    """The tiles ``(q_start, q_stop, k_start, k_stop)`` that tiled attention visits, in order.
+
+    Query blocks in the outer loop, key blocks in the inner loop. With ``causal=True`` (top-left
+    aligned, as ``scaled_dot_product_attention(is_causal=True)``: query ``i`` sees keys
+    ``j <= i``) a tile whose first key comes after its last query is skipped: it is entirely
+    masked.
+
+    >>> tile_schedule(4, 4, block_q=2, block_k=2, causal=True)
+    [(0, 2, 0, 2), (2, 4, 0, 2), (2, 4, 2, 4)]
+    """
+    block_q = _check_block(block_q, "block_q")
+    block_k = _check_block(block_k, "block_k")
+    tiles = []
+    for qs in range(0, t_q, block_q):
+        qe = min(qs + block_q, t_q)
+        for ks in range(0, t_k, block_k):
+            if causal and ks > qe - 1:
+                break  # this key block and every later one are above the diagonal
+            tiles.append((qs, qe, ks, min(ks + block_k, t_k)))
+    return tiles
+
+
+def _tile_update(
+    q_blk: torch.Tensor,
+    k_blk: torch.Tensor,
+    v_blk: torch.Tensor,
+    m: torch.Tensor,
+    l: torch.Tensor,  # noqa: E741 (the paper's name)
+    o: torch.Tensor,
+    mask: torch.Tensor | None,
+    inplace: bool,
+    buffer: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """One tile of the online softmax: fold keys ``k_blk`` into the running ``(m, l, o)``.
+
+    ``q_blk`` is already multiplied by the scale. Shapes: ``q_blk (N, r, d)``, ``k_blk (N, c, d)``,
+    ``v_blk (N, c, d_v)``, ``m, l (N, r, 1)``, ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may
+    attend) or None. With ``inplace`` the scores go into ``buffer`` (reused by every tile) and
+    ``l, o`` are updated in place (no autograd); otherwise new tensors are returned (for autograd).
+    ``l=None`` means that ``l`` is the last column of ``o``: ``v_blk`` then ends with a column of
+    ones, so ``p @ v_blk`` adds the row sums of ``p`` to ``l`` in the same matrix product.
+    """
+    kt = k_blk.transpose(-2, -1)  # (N, d, c)
+    if buffer is None:
+        s = torch.matmul(q_blk, kt)  # (N, r, c): this tile's scores
+    else:
+        shape = (q_blk.shape[0], q_blk.shape[1], k_blk.shape[1])
+        s = torch.matmul(q_blk, kt, out=buffer[: math.prod(shape)].view(shape))  # (N, r, c)
+    if mask is not None:
+        s = s.masked_fill_(~mask, -math.inf) if inplace else s.masked_fill(~mask, -math.inf)
+    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, r, 1): running maximum
+    # Every row has seen key 0 by its first tile (top-left causal), so m_new is finite here.
+    alpha = torch.exp(m - m_new)  # (N, r, 1): rescales what was summed under the old maximum
+    if inplace:
+        p = s.sub_(m_new).exp_()  # (N, r, c): exp(s - m_new) <= 1, in the scores' buffer
+        if l is not None:
+            l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # (N, r, 1)
+        o.mul_(alpha).baddbmm_(p, v_blk)  # (N, r, d_v): alpha·o + p @ v
+        return m_new, l, o
+    p = torch.exp(s - m_new)  # (N, r, c)
+    l_new = None if l is None else l * alpha + p.sum(dim=-1, keepdim=True)  # (N, r, 1)
+    return m_new, l_new, o * alpha + p @ v_blk
+
+
+def _causal_tile_mask(qs: int, qe: int, ks: int, ke: int, device: torch.device) -> torch.Tensor:
+    rows = torch.arange(qs, qe, device=device)[:, None]  # (r, 1): query positions
+    cols = torch.arange(ks, ke, device=device)[None, :]  # (1, c): key positions
+    return cols <= rows  # (r, c): top-left aligned, key j visible to query i iff j <= i
+
+
+def _tiled_forward(
+    qf: torch.Tensor,
+    kf: torch.Tensor,
+    vf: torch.Tensor,
+    *,
+    block_q: int,
+    block_k: int,
+    causal: bool,
+    inplace: bool,
+) -> torch.Tensor:
+    """The tile loop on folded inputs ``qf (N, T_q, d)`` (already scaled), ``kf (N, T_k, d)``,
+    ``vf (N, T_k, d_v)``; returns the output ``(N, T_q, d_v)``."""
+    n, t_q, _ = qf.shape
+    t_k, d_v = vf.shape[-2:]
+    if inplace:
+        # l rides along as an extra column of o: p @ [v, 1] gives p @ v and the row sums of p in
+        # one matrix product, and the scores of every tile go into one reused buffer.
+        vf = torch.cat([vf, vf.new_ones((n, t_k, 1))], dim=-1)  # (N, T_k, d_v + 1)
+        buffer = qf.new_empty(n * min(block_q, t_q) * min(block_k, t_k))  # one tile of scores
+        out = qf.new_empty((n, t_q, d_v))  # (N, T_q, d_v)
+    outputs = []  # with autograd: one (N, r, d_v) block per query block, concatenated at the end
+    for qs in range(0, t_q, block_q):
+        qe = min(qs + block_q, t_q)
+        m = qf.new_full((n, qe - qs, 1), -math.inf)  # (N, r, 1): running max per query row
+        if inplace:
+            o = qf.new_zeros((n, qe - qs, d_v + 1))  # (N, r, d_v + 1): [Σ exp(s - m) v, l]
+            l = None  # noqa: E741  (it is o[..., d_v:])
+        else:
+            o = qf.new_zeros((n, qe - qs, d_v))  # (N, r, d_v): running Σ exp(s - m) v
+            l = qf.new_zeros((n, qe - qs, 1))  # noqa: E741  (N, r, 1): running Σ exp(s - m)
+        for ks in range(0, t_k, block_k):
+            ke = min(ks + block_k, t_k)
+            if causal and ks > qe - 1:
+                break  # tiles above the diagonal: every key after every query of this block
+            mask = None
+            r0 = qs  # first query row that sees any key of this tile
+            if causal and ke - 1 > qs:  # the tile crosses the diagonal
+                r0 = max(qs, ks)  # rows before ks see none of these keys: leave them out
+                mask = _causal_tile_mask(r0, qe, ks, ke, qf.device)  # (r, c)
+            rows = slice(r0 - qs, qe - qs)
+            m_r, l_r, o_r = _tile_update(
+                qf[:, r0:qe],
+                kf[:, ks:ke],
+                vf[:, ks:ke],
+                m[:, rows],
+                None if inplace else l[:, rows],
+                o[:, rows],
+                mask,
+                inplace,
+                buffer if inplace else None,
+            )
+            if inplace:
+                m[:, rows] = m_r  # o (and l, its last column) was updated in place
+            elif r0 == qs:
+                m, l, o = m_r, l_r, o_r  # noqa: E741
+            else:  # out of place, on part of the rows: stitch the untouched rows back on
+                keep = slice(0, r0 - qs)
+                m = torch.cat([m[:, keep], m_r], dim=1)
+                l = torch.cat([l[:, keep], l_r], dim=1)  # noqa: E741
+                o = torch.cat([o[:, keep], o_r], dim=1)
+        # l >= 1 for every row (its own maximum contributes exp(0) = 1), so o / l is safe.
+        if inplace:
+            torch.div(o[..., :d_v], o[..., d_v:], out=out[:, qs:qe])  # (N, r, d_v)
+        else:
+            outputs.append(o / l)  # (N, r, d_v)
+    if not inplace:
+        out = torch.cat(outputs, dim=1) if outputs else qf.new_zeros((n, 0, d_v))  # (N, T_q, d_v)
+    return out
+
+
+#: Serialises the calls that change PyTorch's (process-wide) intra-op thread count.
+_THREADS_LOCK = threading.Lock()
+
+
+def _parallel_over_batch(
+    qf: torch.Tensor, kf: torch.Tensor, vf: torch.Tensor, workers: int, blocks: dict[str, Any]
+) -> torch.Tensor:
+    """Run :func:`_tiled_forward` on ``workers`` slices of the batch, one Python thread each.
+
+    Every tile is a handful of PyTorch calls, and with intra-op parallelism each call makes
+    PyTorch's threads meet at a barrier; on a busy machine most of the time goes into waiting
+    there. Independent slices of the batch (heads) need no meeting at all: PyTorch releases the
+    GIL inside its kernels, so ``workers`` threads, each running single-threaded kernels, use the
+    cores with no synchronisation until the end. The intra-op thread count is set to 1 for the
+    duration of the call and restored afterwards.
+    """
+    inference = torch.is_inference_mode_enabled()
+
+    def run(chunk: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        # Grad and inference modes are thread-local: give the worker the caller's.
+        with torch.inference_mode(inference), torch.no_grad():
+            return _tiled_forward(*chunk, inplace=True, **blocks)
+
+    chunks = list(zip(qf.chunk(workers), kf.chunk(workers), vf.chunk(workers), strict=True))
+    with _THREADS_LOCK:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(len(chunks)) as pool:
+                outs = list(pool.map(run, chunks))
+        finally:
+            torch.set_num_threads(threads)
+    return torch.cat(outs)  # (N, T_q, d_v)
+
+
+def tiled_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    *,
+    block_q: int = 1024,
+    block_k: int = 512,
+    causal: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """``softmax(q kᵀ · scale) v`` tile by tile, never forming a ``(T_q, T_k)`` tensor.
+
+    Parameters
+    ----------
+    q : Tensor ``(..., T_q, d)``
+    k : Tensor ``(..., T_k, d)``
+    v : Tensor ``(..., T_k, d_v)``
+        Same leading (batch) dimensions (nothing is broadcast), same floating dtype, one device.
+        numpy arrays are accepted and converted with ``torch.from_numpy``.
+    block_q, block_k : int
+        Rows of queries and of keys per tile. The largest temporary is one tile of scores,
+        ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
+        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a busy 2-core
+        CPU (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
+        a few PyTorch calls, so few large tiles beat many small ones there.
+    causal : bool
+        Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
+        what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
+        query sees at least one key. Tiles entirely above the diagonal are skipped, and within a
+        diagonal tile the query rows that see none of its keys are left out.
+    scale : float, optional
+        Multiplies the scores; default ``1 / sqrt(d)``, as ``scaled_dot_product_attention``.
+
+    Returns
+    -------
+    Tensor ``(..., T_q, d_v)``, in the dtype of ``q`` (float16/bfloat16 accumulate in float32).
+    Equals ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=scale)`` up to rounding (tested: 1e-5 in float32, 1e-10 in float64).
+
+    Autograd works (through ordinary tensor operations, storing every tile: not memory efficient);
+    without gradients the tiles are updated in place, and on a CPU the batch entries (heads) are
+    shared among ``torch.get_num_threads()`` Python threads that each run single-threaded kernels,
+    with PyTorch's thread count set to 1 during the call (see ``_parallel_over_batch``).
+
+    Examples
+    --------
+    >>> _ = torch.manual_seed(0)
+    >>> q, k, v = torch.randn(3, 2, 10, 4, dtype=torch.float64).unbind(0)  # (2, 10, 4) each
+    >>> out = tiled_attention(q, k, v, block_q=3, block_k=4, causal=True)  # (2, 10, 4)
+    >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    >>> bool(torch.allclose(out, ref, rtol=0, atol=1e-12))
+    True
+    """
+    q, k, v, scale = _check_qkv(q, k, v, scale)
+    block_q = _check_block(block_q, "block_q")
+    block_k = _check_block(block_k, "block_k")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False; got {type(causal).__name__}")
+    batch = q.shape[:-2]
+    t_q, d = q.shape[-2:]
+    t_k, d_v = v.shape[-2:]
+    out_dtype = q.dtype
+    work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
+    # Fold the batch dimensions into one: (N, T, d). Scaling q once costs T·d, not T_q·T_k.
+    qf = (q.reshape(-1, t_q, d).to(work) * scale).contiguous()  # (N, T_q, d)
+    kf = k.reshape(-1, t_k, d).to(work)  # (N, T_k, d)
+    vf = v.reshape(-1, t_k, d_v).to(work)  # (N, T_k, d_v)
+    n = qf.shape[0]
+    inplace = not (
+        torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    )
+    blocks = {"block_q": block_q, "block_k": block_k, "causal": causal}
+    workers = min(torch.get_num_threads(), n) if inplace and qf.device.type == "cpu" else 1
+    if workers > 1:
+        out = _parallel_over_batch(qf, kf, vf, workers, blocks)  # (N, T_q, d_v)
+    else:
+        out = _tiled_forward(qf, kf, vf, inplace=inplace, **blocks)  # (N, T_q, d_v)
+    return out.reshape(*batch, t_q, d_v).to(out_dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Teaching helpers: the running state, tile by tile (small inputs)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TileStep:
+    """The state after one tile: which tile, and the running statistics of every query row.
+
+    ``m``, ``l`` are ``(T_q,)`` (``-inf`` and ``0`` for rows not reached yet), ``output`` is the
+    current estimate ``o / l`` of shape ``(T_q, d_v)`` (zeros for rows not reached yet).
+    """
+
+    tile: tuple[int, int, int, int]
+    m: NDArray
+    l: NDArray  # noqa: E741
+    output: NDArray
+
+
+def tiled_attention_steps(
+    q: Any, k: Any, v: Any, *, block_q: int, block_k: int, causal: bool = False
+) -> Iterator[TileStep]:
+    """Run :func:`tiled_attention`'s loop on 2-D inputs and yield the state after every tile.
+
+    Uses the same tile update as :func:`tiled_attention`, in float64; the last step's ``output``
+    is the exact attention output.
+
+    >>> q = k = v = np.eye(3)
+    >>> steps = list(tiled_attention_steps(q, k, v, block_q=3, block_k=2))
+    >>> [s.tile for s in steps]
+    [(0, 3, 0, 2), (0, 3, 2, 3)]
+    >>> steps[-1].l.round(3)  # each row: e^{1/√3} + 2 e^0 under its maximum 1/√3
+    array([2.123, 2.123, 2.123])
+    """
+    qt, kt, vt, scale = _check_qkv(
+        *(torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (q, k, v)), None
+    )
+    if qt.dim() != 2:
+        raise ValueError(f"q, k and v must be 2-D here; got q {shape_str(tuple(qt.shape))}")
+    t_q, t_k, d_v = qt.shape[0], kt.shape[0], vt.shape[1]
+    qs_all = qt[None] * scale  # (1, T_q, d)
+    m = torch.full((1, t_q, 1), -math.inf, dtype=torch.float64)  # (1, T_q, 1)
+    l = torch.zeros((1, t_q, 1), dtype=torch.float64)  # noqa: E741
+    o = torch.zeros((1, t_q, d_v), dtype=torch.float64)  # (1, T_q, d_v)
+    for qs, qe, ks, ke in tile_schedule(t_q, t_k, block_q=block_q, block_k=block_k, causal=causal):
+        mask = _causal_tile_mask(qs, qe, ks, ke, qt.device) if causal else None
+        m_r, l_r, o_r = _tile_update(
+            qs_all[:, qs:qe],
+            kt[None, ks:ke],
+            vt[None, ks:ke],
+            m[:, qs:qe],
+            l[:, qs:qe],
+            o[:, qs:qe],
+            mask,
+            inplace=False,
+        )
+        m[:, qs:qe], l[:, qs:qe], o[:, qs:qe] = m_r, l_r, o_r
+        safe_l = torch.where(l > 0, l, torch.ones_like(l))  # rows not reached yet: output 0
+        yield TileStep(
+            (qs, qe, ks, ke),
+            m[0, :, 0].numpy().copy(),
+            l[0, :, 0].numpy().copy(),
+            (o / safe_l)[0].numpy().copy(),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Memory and IO models (computed, not measured)
+# --------------------------------------------------------------------------------------------
+
+
+def attention_memory_bytes(
+    t: int, *, heads: int = 8, d: int = 64, batch: int = 1, block_q: int = 1024,
+    block_k: int = 512, itemsize: int = 4,
+) -> dict[str, int]:  # fmt: skip
+    """Bytes of the tensors each method holds at its peak, beyond ``q``, ``k``, ``v`` themselves.
+
+    - naive: the scores and the weights, ``2 · B · h · T²`` numbers, plus the output;
+    - tiled (:func:`tiled_attention` without autograd): the scaled copy of ``q``, the copy of
+      ``v`` with its column of ones, the output (``B · h · T · (3d + 1)`` together), the running
+      statistics of one query block and one tile of scores ``B · h · block_q · block_k``.
+
+    >>> mem = attention_memory_bytes(8192)
+    >>> mem["naive"] // 2**20, mem["tiled"] // 2**20, round(mem["naive"] / mem["tiled"])  # MiB
+    (4112, 66, 62)
+    """
+    n = batch * heads
+    bq, bk = min(block_q, t), min(block_k, t)
+    naive = 2 * n * t * t + n * t * d
+    tiled = n * t * (3 * d + 1) + n * bq * (d + 2) + n * bq * bk
+    return {"naive": naive * itemsize, "tiled": tiled * itemsize}
+
+
+def io_cost_naive(n: Any, d: Any) -> Any:
+    """HBM accesses of standard attention, ``Θ(N d + N²)`` (Dao et al., 2022, Theorem 2).
+
+    Counted as in the paper's algorithm 0: read Q, K (2Nd), write S (N²), read S, write P (2N²),
+    read P, V (N² + Nd), write O (Nd): ``4 N d + 4 N²`` numbers.
+
+    >>> io_cost_naive(1024, 64)
+    4456448
+    """
+    n = np.asarray(n, dtype=np.float64) if np.ndim(n) else n
+    return 4 * n * d + 4 * n * n
+
+
+def io_cost_tiled(n: Any, d: Any, m: Any) -> Any:
+    """HBM accesses of FlashAttention, ``Θ(N² d² / M)`` for fast memory of ``M`` numbers.
+
+    Blocks of ``B_c = ceil(M / 4d)`` keys and ``B_r = min(B_c, d)`` queries (the paper's choice):
+    K and V are read once (2Nd), Q and O are read and written once per key block
+    (``T_c = N / B_c`` passes of 2Nd each, plus the statistics ``l, m``). That gives
+    ``2 N d + 4 N d · N / B_c ≈ 16 N² d² / M``. Valid for ``d <= M <= N d``.
+
+    >>> round(io_cost_tiled(1024, 64, 100_000) / io_cost_naive(1024, 64), 3)
+    0.209
+    """
+    n = np.asarray(n, dtype=np.float64) if np.ndim(n) else n
+    block_c = np.ceil(np.asarray(m, dtype=np.float64) / (4 * np.asarray(d)))
+    passes = np.ceil(n / block_c)
+    out = 2 * n * d + passes * (4 * n * d + 4 * n)
+    return float(out) if np.ndim(out) == 0 else out

@@ -1,0 +1,238 @@
+"""Chapter 12's tile stepper: FlashAttention-style tiling on a small example, one tile at a time.
+
+Python runs :func:`course_utils.flash.tiled_attention_steps` (the same tile update as
+:func:`course_utils.flash.tiled_attention`) for the example, with and without the causal mask, and
+stores the running maximum ``m``, sum ``l`` and output estimate ``o / l`` of every query row after
+every tile, plus each row's distance from the exact output. A second view shows the memory of naive
+against tiled attention as ``T`` grows (:func:`course_utils.flash.attention_memory_bytes`). The
+JavaScript only looks these numbers up.
+
+>>> from course_utils.data import bank_example
+>>> ex = bank_example()
+>>> w = TilingExplorer(ex.Q, ex.K, ex.V, tokens=list(ex.tokens), block_q=4, block_k=2)
+>>> w.n_steps, w.tile
+(8, (0, 4, 0, 2))
+>>> w.causal = True
+>>> w.n_steps
+6
+>>> w.step_index = w.n_steps - 1
+>>> float(np.abs(w.output - w.exact).max()) < 1e-12  # after the last tile: the exact output
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import traitlets
+from numpy.typing import NDArray
+
+from .._validation import shape_str
+from ..attention import attention_scores, scaled_dot_product_attention
+from ..flash import attention_memory_bytes, tile_schedule, tiled_attention_steps
+from ..masks import causal_mask
+from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
+
+__all__ = ["MEMORY_LENGTHS", "TilingExplorer"]
+
+DECIMALS = 3
+#: Sequence lengths of the memory view (8 heads, d = 64, float32, the default block sizes).
+MEMORY_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+#: Most tiles one example may have (the frames of every tile must fit in 50 KB).
+MAX_TILES = 36
+_MODES = ("plain", "causal")
+
+
+def _block(value: Any, name: str, t: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be a positive int; got {type(value).__name__}")
+    if not 1 <= value <= t:
+        raise ValueError(f"{name} must be between 1 and {t} (the number of tokens); got {value}")
+    return int(value)
+
+
+class TilingExplorer(CourseWidget):
+    """Step through the tiles of tiled attention on ``T <= 12`` tokens.
+
+    Parameters
+    ----------
+    q, k, v : array_like, shapes ``(T, d_k)``, ``(T, d_k)``, ``(T, d_v)``
+        Self-attention on one small example (``d_v <= 8``).
+    tokens : list of str
+        One label per token.
+    block_q, block_k : int
+        Query rows and key columns per tile.
+    causal : bool
+        Start with the causal mask (tiles above the diagonal are skipped).
+    """
+
+    _widget_file = "tiling_explorer"
+
+    tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    block_q = traitlets.Int(4).tag(sync=True)
+    block_k = traitlets.Int(2).tag(sync=True)
+    # {"scores": (T, T) scaled scores, "plain"/"causal": {"tiles", "m", "l", "reached", "out",
+    #  "err", "exact"}, "memory": {"T", "naive_mib", "tiled_mib"}}
+    frames = traitlets.Dict().tag(sync=True)
+    causal = traitlets.Bool(False).tag(sync=True)
+    step_index = traitlets.Int(0).tag(sync=True)
+    memory_index = traitlets.Int(5).tag(sync=True)  # T = 8192
+
+    def __init__(
+        self,
+        q: Any,
+        k: Any,
+        v: Any,
+        *,
+        tokens: Sequence[str],
+        block_q: int = 4,
+        block_k: int = 2,
+        causal: bool = False,
+        step_index: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        q_arr = check_vectors(q, "q")  # (T, d_k)
+        t = q_arr.shape[0]
+        k_arr = check_vectors(k, "k", rows=t, dim=q_arr.shape[1])  # (T, d_k)
+        v_arr = check_vectors(v, "v", rows=t)  # (T, d_v)
+        if t > 12 or v_arr.shape[1] > 8:
+            raise ValueError(
+                "TilingExplorer draws every score and output: at most 12 tokens and 8 value "
+                f"dimensions; got q {shape_str(q_arr.shape)}, v {shape_str(v_arr.shape)}"
+            )
+        labels = check_tokens(tokens, "tokens")
+        if len(labels) != t:
+            raise ValueError(f"tokens must have {t} labels (one per row of q); got {len(labels)}")
+        self._q, self._k, self._v = q_arr, k_arr, v_arr
+        self._steps: dict[str, list] = {}
+        with self.hold_trait_notifications():
+            self.tokens = labels
+            self.block_q = _block(block_q, "block_q", t)
+            self.block_k = _block(block_k, "block_k", t)
+        self._check_tile_count()
+        self._recompute()
+        self.causal = bool(causal)
+        self.step_index = step_index
+
+    # -- validation of the controls ------------------------------------------------------------
+    @traitlets.validate("step_index")
+    def _valid_step(self, proposal: Any) -> int:
+        return check_index(proposal["value"], "step_index", self.n_steps)
+
+    @traitlets.validate("memory_index")
+    def _valid_memory(self, proposal: Any) -> int:
+        return check_index(proposal["value"], "memory_index", len(MEMORY_LENGTHS))
+
+    @traitlets.observe("causal")
+    def _on_causal(self, _change: Any) -> None:
+        self.step_index = min(self.step_index, self.n_steps - 1)
+
+    @traitlets.observe("block_q", "block_k")
+    def _on_blocks(self, _change: Any) -> None:
+        if self._steps:  # after __init__: recompute every frame
+            t = len(self.tokens)
+            _block(self.block_q, "block_q", t)
+            _block(self.block_k, "block_k", t)
+            self._check_tile_count()
+            self._recompute()
+            self.step_index = 0
+
+    def _check_tile_count(self) -> None:
+        t = len(self.tokens)
+        n = len(tile_schedule(t, t, block_q=self.block_q, block_k=self.block_k))
+        if n > MAX_TILES:
+            raise ValueError(
+                f"block_q = {self.block_q} and block_k = {self.block_k} give {n} tiles; at most "
+                f"{MAX_TILES} fit in the widget's data budget: use larger blocks"
+            )
+
+    # -- frames ----------------------------------------------------------------------------------
+    def _recompute(self) -> None:
+        t = self._q.shape[0]
+        frames: dict[str, Any] = {"scores": pack_array(attention_scores(self._q, self._k), 2)}
+        for mode in _MODES:
+            causal = mode == "causal"
+            steps = list(
+                tiled_attention_steps(
+                    self._q, self._k, self._v, block_q=self.block_q, block_k=self.block_k,
+                    causal=causal,
+                )
+            )  # fmt: skip
+            self._steps[mode] = steps
+            exact, _ = scaled_dot_product_attention(
+                self._q, self._k, self._v, causal_mask(t) if causal else None
+            )  # (T, d_v)
+            reached = np.stack([np.isfinite(s.m) for s in steps])  # (n_steps, T)
+            m = np.stack([np.where(np.isfinite(s.m), s.m, 0.0) for s in steps])  # (n_steps, T)
+            out = np.stack([s.output for s in steps])  # (n_steps, T, d_v)
+            err = np.abs(out - exact[None]).max(axis=-1)  # (n_steps, T)
+            frames[mode] = {
+                "tiles": [list(s.tile) for s in steps],
+                "m": pack_array(m, DECIMALS),
+                "l": pack_array(np.stack([s.l for s in steps]), DECIMALS),
+                "reached": pack_array(reached.astype(float), 0),
+                "out": pack_array(out, DECIMALS),
+                "err": pack_array(err, DECIMALS),
+                "exact": pack_array(exact, DECIMALS),
+            }
+        mib = [attention_memory_bytes(n) for n in MEMORY_LENGTHS]
+        frames["memory"] = {
+            "T": list(MEMORY_LENGTHS),
+            "naive_mib": [round(b["naive"] / 2**20, 1) for b in mib],
+            "tiled_mib": [round(b["tiled"] / 2**20, 1) for b in mib],
+        }
+        self.frames = frames
+        self._check_budget()
+
+    def __repr__(self) -> str:
+        return (
+            f"TilingExplorer(T={len(self.tokens)}, block_q={self.block_q}, "
+            f"block_k={self.block_k}, causal={self.causal}, tile={self.step_index + 1}/"
+            f"{self.n_steps})"
+        )
+
+    # -- what the view shows, exactly (for tests and the notebook) --------------------------------
+    @property
+    def mode(self) -> str:
+        return "causal" if self.causal else "plain"
+
+    @property
+    def n_steps(self) -> int:
+        """Number of tiles visited (fewer with the causal mask)."""
+        return len(self._steps[self.mode])
+
+    @property
+    def tile(self) -> tuple[int, int, int, int]:
+        """The current tile ``(q_start, q_stop, k_start, k_stop)``."""
+        return self._steps[self.mode][self.step_index].tile
+
+    @property
+    def running_max(self) -> NDArray:
+        """``m`` of every query row after the current tile (``-inf`` where not reached yet)."""
+        return self._steps[self.mode][self.step_index].m
+
+    @property
+    def running_sum(self) -> NDArray:
+        """``l`` of every query row after the current tile."""
+        return self._steps[self.mode][self.step_index].l
+
+    @property
+    def output(self) -> NDArray:
+        """The output estimate ``o / l`` after the current tile, ``(T, d_v)``."""
+        return self._steps[self.mode][self.step_index].output
+
+    @property
+    def exact(self) -> NDArray:
+        """The exact attention output (with the causal mask if ``causal``), ``(T, d_v)``."""
+        t = self._q.shape[0]
+        mask = causal_mask(t) if self.causal else None
+        return scaled_dot_product_attention(self._q, self._k, self._v, mask)[0]
+
+    @property
+    def memory_mib(self) -> dict[str, float]:
+        """Naive and tiled memory (MiB) at the selected length of the memory view."""
+        b = attention_memory_bytes(MEMORY_LENGTHS[self.memory_index])
+        return {"T": MEMORY_LENGTHS[self.memory_index], **{k: v / 2**20 for k, v in b.items()}}

@@ -1,0 +1,422 @@
+"""course_utils.flash: online softmax against softmax, tiled attention against torch SDPA.
+
+Oracles: ``course_utils.softmax.softmax`` (itself tested against ``torch.softmax``) for the online
+softmax, and ``torch.nn.functional.scaled_dot_product_attention`` (written independently of this
+course) for tiled attention. Seeded table-driven cases plus hypothesis properties (block-size
+invariance, stability for logits of 1e4), and every bad input.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from course_utils.flash import (
+    attention_memory_bytes,
+    io_cost_naive,
+    io_cost_tiled,
+    online_softmax,
+    online_softmax_steps,
+    tile_schedule,
+    tiled_attention,
+    tiled_attention_steps,
+)
+from course_utils.softmax import softmax
+
+# ---------------------------------------------------------------------------------------------
+# online softmax
+# ---------------------------------------------------------------------------------------------
+
+SOFTMAX_CASES = [
+    # (shape, axis, block_size, dtype)
+    ((7,), -1, 1, np.float64),
+    ((7,), 0, 3, np.float32),
+    ((7,), -1, 100, np.float64),
+    ((3, 10), -1, 4, np.float64),
+    ((3, 10), 0, 2, np.float32),
+    ((2, 5, 9), 1, 2, np.float64),
+    ((2, 5, 9), -3, 1, np.float16),
+]
+
+
+@pytest.mark.parametrize(("shape", "axis", "block_size", "dtype"), SOFTMAX_CASES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_online_softmax_equals_softmax(shape, axis, block_size, dtype, seed):
+    x = (np.random.default_rng(seed).normal(size=shape) * 5).astype(dtype)
+    ours = online_softmax(x, axis=axis, block_size=block_size)
+    want = softmax(x, axis=axis)
+    assert ours.dtype == want.dtype and ours.shape == want.shape
+    tol = {np.float16: 1e-3, np.float32: 1e-6, np.float64: 1e-14}[dtype]
+    np.testing.assert_allclose(ours.astype(np.float64), want.astype(np.float64), atol=tol)
+
+
+def test_online_softmax_masks_like_softmax():
+    x = np.array([[0.5, -np.inf, 1.5, -np.inf], [-np.inf] * 4, [-np.inf, -np.inf, -np.inf, 2.0]])
+    ours = online_softmax(x, block_size=2)  # row 2: its first block is all -inf
+    np.testing.assert_array_equal(ours == 0, softmax(x) == 0)  # masked weights exactly 0
+    np.testing.assert_allclose(ours, softmax(x), atol=1e-15)
+    assert (ours[1] == 0).all()  # fully masked row: zeros, not nan, like softmax
+
+
+def test_online_softmax_chapter3_overflow_cases():
+    for x in (
+        np.array([1e4, -1e4, 0.0], dtype=np.float32),
+        np.array([1000.0, 1001.0, 1002.0]),
+        np.array([12.0, 10.0, 0.0], dtype=np.float16),
+        np.array([-3e38, 3e38, 0.0], dtype=np.float32),
+    ):
+        for b in (1, 2, 3):
+            got = online_softmax(x, block_size=b)
+            assert np.isfinite(got).all() and got.dtype == x.dtype
+            np.testing.assert_allclose(got.astype(float), softmax(x).astype(float), atol=1e-3)
+
+
+def test_online_softmax_accepts_torch_and_lists():
+    x = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    got = online_softmax(x, block_size=2)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32
+    np.testing.assert_allclose(got, softmax(x.detach()), atol=1e-7)
+    np.testing.assert_allclose(online_softmax([1, 2, 3], block_size=2), softmax([1, 2, 3]))
+
+
+@given(
+    st.lists(st.floats(-1e4, 1e4), min_size=1, max_size=40),
+    st.integers(1, 45),
+    st.integers(1, 45),
+)
+def test_online_softmax_block_size_invariance(row, b1, b2):
+    x = np.array(row)
+    a = online_softmax(x, block_size=b1)
+    b = online_softmax(x, block_size=b2)
+    np.testing.assert_allclose(a, b, atol=1e-12)
+    np.testing.assert_allclose(a, softmax(x), atol=1e-12)
+    assert np.isfinite(a).all()
+
+
+def test_online_softmax_steps_end_at_the_normaliser():
+    x = np.array([1.0, 3.0, 2.0, 0.0, 7.0])
+    m, l = online_softmax_steps(x, block_size=2)  # noqa: E741
+    assert m.tolist() == [3.0, 3.0, 7.0]  # the running maximum never decreases
+    np.testing.assert_allclose(l[-1], np.exp(x - 7.0).sum())
+    np.testing.assert_allclose(np.exp(x - m[-1]) / l[-1], softmax(x))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"x": [1.0, 2.0], "block_size": 0}, ValueError, r"block_size must be a positive int"),
+        ({"x": [1.0, 2.0], "block_size": -3}, ValueError, r"block_size .* got -3"),
+        ({"x": [1.0, 2.0], "block_size": 2.0}, TypeError, r"block_size must be a positive int"),
+        ({"x": [1.0, 2.0], "block_size": True}, TypeError, r"block_size"),
+        ({"x": 3.0, "block_size": 1}, ValueError, r"at least 1 dimension"),
+        ({"x": [1.0, 2.0], "axis": 1, "block_size": 1}, ValueError, r"axis 1 is out of range"),
+        ({"x": [1.0, np.nan], "block_size": 1}, ValueError, r"x contains NaN"),
+        ({"x": [1.0, np.inf], "block_size": 1}, ValueError, r"x contains \+inf"),
+        ({"x": ["a"], "block_size": 1}, TypeError, r"x must be a numeric array"),
+    ],
+)
+def test_online_softmax_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        online_softmax(**kwargs)
+
+
+def test_online_softmax_errors_match_softmax():
+    for bad in (3.0, [1.0, np.nan], [1.0, np.inf], ["a"]):
+        with pytest.raises((TypeError, ValueError)) as ours:
+            online_softmax(bad, block_size=1)
+        with pytest.raises((TypeError, ValueError)) as theirs:
+            softmax(bad)
+        assert type(ours.value) is type(theirs.value)
+        assert str(ours.value) == str(theirs.value)
+
+
+def test_online_softmax_requires_block_size_keyword():
+    with pytest.raises(TypeError):
+        online_softmax([1.0, 2.0], -1, 2)  # block_size is keyword-only
+
+
+# ---------------------------------------------------------------------------------------------
+# tiled attention
+# ---------------------------------------------------------------------------------------------
+
+ATTENTION_CASES = [
+    # (batch, T_q, T_k, d, d_v, block_q, block_k, causal)
+    ((), 1, 1, 4, 4, 1, 1, False),
+    ((), 7, 7, 4, 3, 2, 3, True),
+    ((2,), 33, 33, 8, 8, 8, 8, True),  # T a multiple of neither? 33 = 4 * 8 + 1
+    ((2, 3), 50, 50, 16, 16, 16, 16, False),
+    ((2, 3), 50, 50, 16, 16, 7, 13, True),
+    ((1, 2), 20, 45, 8, 5, 6, 9, True),  # T_q < T_k, top-left causal
+    ((1, 2), 45, 20, 8, 5, 6, 9, True),  # T_q > T_k: queries after T_k see every key
+    ((1, 2), 45, 20, 8, 5, 64, 64, False),  # one tile
+    ((3,), 64, 64, 8, 8, 64, 1, True),  # one key per tile
+    ((3,), 64, 64, 8, 8, 1, 64, True),  # one query per tile
+    ((1, 8), 300, 300, 64, 64, 128, 128, True),  # the defaults-like shape
+]
+
+
+def _qkv(batch, t_q, t_k, d, d_v, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(*batch, t_q, d, generator=gen, dtype=dtype)
+    k = torch.randn(*batch, t_k, d, generator=gen, dtype=dtype)
+    v = torch.randn(*batch, t_k, d_v, generator=gen, dtype=dtype)
+    return q, k, v
+
+
+@pytest.mark.parametrize(
+    ("batch", "t_q", "t_k", "d", "d_v", "block_q", "block_k", "causal"), ATTENTION_CASES
+)
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-5), (torch.float64, 1e-10)])
+def test_tiled_attention_equals_torch_sdpa(
+    batch, t_q, t_k, d, d_v, block_q, block_k, causal, dtype, tol
+):
+    q, k, v = _qkv(batch, t_q, t_k, d, d_v, dtype, seed=t_q * 31 + t_k)
+    ours = tiled_attention(q, k, v, block_q=block_q, block_k=block_k, causal=causal)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert ours.shape == ref.shape and ours.dtype == dtype
+    torch.testing.assert_close(ours, ref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("scale", [0.3, 2.0, -1.0])
+def test_tiled_attention_scale_matches_sdpa(scale):
+    q, k, v = _qkv((2,), 19, 23, 8, 8, torch.float64, seed=5)
+    ours = tiled_attention(q, k, v, block_q=4, block_k=5, scale=scale, causal=True)
+    ref = F.scaled_dot_product_attention(q, k, v, scale=scale, is_causal=True)
+    torch.testing.assert_close(ours, ref, rtol=0, atol=1e-10)
+
+
+def test_tiled_attention_default_blocks_and_numpy_input():
+    q, k, v = _qkv((1, 2), 600, 600, 16, 16, torch.float64, seed=3)
+    ours = tiled_attention(q.numpy(), k.numpy(), v.numpy(), causal=True)
+    assert isinstance(ours, torch.Tensor)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(ours, ref, rtol=0, atol=1e-10)
+
+
+def test_tiled_attention_half_precision_accumulates_in_float32():
+    q, k, v = _qkv((2,), 40, 40, 8, 8, torch.float32, seed=9)
+    ours = tiled_attention(q.half(), k.half(), v.half(), block_q=8, block_k=8, causal=True)
+    assert ours.dtype == torch.float16
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(ours.float(), ref, rtol=0, atol=5e-3)
+
+
+def test_tiled_attention_with_autograd_matches_sdpa_gradients():
+    q, k, v = _qkv((2,), 13, 17, 4, 3, torch.float64, seed=11)
+    grads = []
+    for fn in (
+        lambda a, b, c: tiled_attention(a, b, c, block_q=4, block_k=5, causal=True),
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True),
+    ):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        fn(*leaves).square().sum().backward()
+        grads.append([t.grad for t in leaves])
+    for ours, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, ref, rtol=0, atol=1e-10)
+
+
+def test_tiled_attention_does_not_modify_inputs():
+    q, k, v = _qkv((2,), 20, 20, 4, 4, torch.float32, seed=2)
+    copies = [t.clone() for t in (q, k, v)]
+    tiled_attention(q, k, v, block_q=3, block_k=3, causal=True)
+    for t, c in zip((q, k, v), copies, strict=True):
+        assert torch.equal(t, c)
+
+
+@given(
+    t_q=st.integers(1, 40),
+    t_k=st.integers(1, 40),
+    b=st.tuples(st.integers(1, 41), st.integers(1, 41), st.integers(1, 41), st.integers(1, 41)),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_tiled_attention_block_size_invariance(t_q, t_k, b, causal, seed):
+    q, k, v = _qkv((2,), t_q, t_k, 4, 3, torch.float64, seed=seed)
+    first = tiled_attention(q, k, v, block_q=b[0], block_k=b[1], causal=causal)
+    second = tiled_attention(q, k, v, block_q=b[2], block_k=b[3], causal=causal)
+    torch.testing.assert_close(first, second, rtol=0, atol=1e-12)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.testing.assert_close(first, ref, rtol=0, atol=1e-10)
+
+
+@given(
+    big=st.sampled_from([1e2, 1e3, 1e4]),
+    blocks=st.tuples(st.integers(1, 9), st.integers(1, 9)),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_tiled_attention_is_stable_for_huge_logits(big, blocks, causal, seed):
+    # Logits of size `big` (scale = 1, unit q and k scaled by sqrt(big)): exp would overflow.
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.nn.functional.normalize(torch.randn(12, 4, generator=gen), dim=-1) * math.sqrt(big)
+    k = torch.nn.functional.normalize(torch.randn(9, 4, generator=gen), dim=-1) * math.sqrt(big)
+    v = torch.randn(9, 3, generator=gen)
+    ours = tiled_attention(q, k, v, block_q=blocks[0], block_k=blocks[1], causal=causal, scale=1.0)
+    assert torch.isfinite(ours).all()
+    ref = F.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), is_causal=causal, scale=1.0
+    )
+    torch.testing.assert_close(ours.double(), ref, rtol=0, atol=1e-4)
+
+
+def test_logits_of_1e4_in_float32():
+    q = torch.tensor([[100.0, 0.0], [0.0, 100.0]])  # (2, 2): scores of +-1e4 with scale 1
+    k = torch.tensor([[100.0, 0.0], [-100.0, 0.0], [0.0, 100.0]])  # (3, 2)
+    v = torch.tensor([[1.0], [2.0], [3.0]])  # (3, 1)
+    out = tiled_attention(q, k, v, block_q=1, block_k=1, scale=1.0)
+    torch.testing.assert_close(out, torch.tensor([[1.0], [3.0]]))
+
+
+BAD_INPUTS = [
+    # (description, kwargs override, error, message)
+    ("block_q zero", {"block_q": 0}, ValueError, r"block_q must be a positive int \(>= 1\); got 0"),
+    ("block_k negative", {"block_k": -4}, ValueError, r"block_k must be a positive int"),
+    ("block_q float", {"block_q": 2.0}, TypeError, r"block_q must be a positive int; got float"),
+    ("block_k bool", {"block_k": True}, TypeError, r"block_k must be a positive int; got bool"),
+    ("causal not bool", {"causal": 1}, TypeError, r"causal must be True or False"),
+    ("scale str", {"scale": "0.1"}, TypeError, r"scale must be a number or None"),
+    ("scale nan", {"scale": float("nan")}, ValueError, r"scale must be finite"),
+]
+
+
+@pytest.mark.parametrize(("what", "override", "error", "match"), BAD_INPUTS)
+def test_tiled_attention_bad_arguments(what, override, error, match):
+    q, k, v = _qkv((), 4, 4, 2, 2, torch.float32, seed=0)
+    with pytest.raises(error, match=match):
+        tiled_attention(q, k, v, **override)
+
+
+def test_tiled_attention_shape_errors_name_argument_and_shapes():
+    q, k, v = _qkv((2,), 4, 5, 3, 2, torch.float32, seed=0)
+    cases = [
+        ((q, k[..., :2], v), r"k has shape \(2, 5, 2\), expected \(\.\.\., T_k, 3\)"),
+        ((q, k, v[:, :4]), r"v has shape \(2, 4, 2\), expected \(\.\.\., 5, d_v\)"),
+        ((q, k[None], v[None]), r"same leading \(batch\) dimensions.*q \(2, 4, 3\)"),
+        (
+            (q[0, 0], k, v),
+            r"q must have at least 2 dimensions \(\.\.\., T_q, d\); got shape \(3,\)",
+        ),
+        ((q, k[:, :0], v[:, :0]), r"k has shape \(2, 0, 3\), expected .* T_k >= 1"),
+        ((q[..., :0], k[..., :0], v), r"q has shape \(2, 4, 0\), expected .* d >= 1"),
+    ]
+    for args, match in cases:
+        with pytest.raises(ValueError, match=match):
+            tiled_attention(*args)
+
+
+def test_tiled_attention_dtype_errors():
+    q, k, v = _qkv((), 4, 4, 2, 2, torch.float32, seed=0)
+    with pytest.raises(TypeError, match=r"same dtype; got q torch.float32, k torch.float64"):
+        tiled_attention(q, k.double(), v)
+    with pytest.raises(TypeError, match=r"q must be a floating-point tensor.*torch.int64"):
+        tiled_attention(q.long(), k, v)
+    with pytest.raises(TypeError, match=r"k must be a torch.Tensor .*got list"):
+        tiled_attention(q, k.tolist(), v)
+
+
+def test_tiled_attention_never_forms_a_tq_by_tk_tensor(monkeypatch):
+    """Spy on every matmul the function does: no result may have T_q x T_k as its last two dims."""
+    q, k, v = _qkv((2,), 40, 48, 4, 4, torch.float32, seed=0)
+    seen = []
+    real = torch.matmul
+
+    def spy(a, b, *args, **kw):
+        out = real(a, b, *args, **kw)
+        seen.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setattr(torch, "matmul", spy)
+    tiled_attention(q, k, v, block_q=8, block_k=16, causal=True)
+    assert seen, "the spy saw no matmul: the test does not observe the implementation"
+    assert all(s[-2] <= 8 and s[-1] <= 16 for s in seen), seen
+
+
+# ---------------------------------------------------------------------------------------------
+# schedule, steps, models
+# ---------------------------------------------------------------------------------------------
+
+
+def test_tile_schedule_covers_every_visible_pair_once():
+    for t_q, t_k, bq, bk, causal in [
+        (10, 10, 3, 4, True),
+        (7, 12, 2, 5, True),
+        (9, 4, 4, 3, False),
+    ]:
+        tiles = tile_schedule(t_q, t_k, block_q=bq, block_k=bk, causal=causal)
+        count = np.zeros((t_q, t_k), dtype=int)
+        for qs, qe, ks, ke in tiles:
+            count[qs:qe, ks:ke] += 1
+        assert count.max() == 1
+        visible = np.tril(np.ones((t_q, t_k), dtype=bool)) if causal else np.ones((t_q, t_k), bool)
+        assert (count[visible] == 1).all()  # every needed score is in some tile
+
+
+def test_causal_schedule_skips_about_half_the_tiles():
+    full = tile_schedule(64, 64, block_q=8, block_k=8)
+    causal = tile_schedule(64, 64, block_q=8, block_k=8, causal=True)
+    assert len(full) == 64 and len(causal) == 36  # 8 * 9 / 2
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiled_attention_steps_converge_to_the_exact_output(causal):
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(6, 3)), rng.normal(size=(7, 3)), rng.normal(size=(7, 2))
+    steps = list(tiled_attention_steps(q, k, v, block_q=4, block_k=3, causal=causal))
+    assert [s.tile for s in steps] == tile_schedule(6, 7, block_q=4, block_k=3, causal=causal)
+    ref = F.scaled_dot_product_attention(*(torch.tensor(a) for a in (q, k, v)), is_causal=causal)
+    np.testing.assert_allclose(steps[-1].output, ref.numpy(), atol=1e-12)
+    for before, after in itertools.pairwise(steps):
+        assert (after.m >= before.m).all()  # the running maximum never decreases
+
+
+def test_memory_model_ratio_at_8192():
+    mem = attention_memory_bytes(8192)  # the default blocks
+    assert mem["naive"] / mem["tiled"] > 50
+    small = attention_memory_bytes(16, block_q=256, block_k=512)
+    assert small["tiled"] == 4 * 8 * (16 * 193 + 16 * 66 + 16 * 16)  # tiles never exceed T x T
+
+
+def test_io_cost_model_orders():
+    n = np.array([16384.0, 32768.0, 65536.0])
+    naive = io_cost_naive(n, 64)
+    tiled = io_cost_tiled(n, 64, 100_000)
+    assert (tiled < naive).all()
+    np.testing.assert_allclose(naive[1:] / naive[:-1], 4, rtol=0.05)  # ~ N^2
+    np.testing.assert_allclose(tiled[1:] / tiled[:-1], 4, rtol=0.1)  # ~ N^2 d^2 / M
+    # bigger fast memory, fewer accesses; bigger d, more
+    assert io_cost_tiled(4096, 64, 200_000) < io_cost_tiled(4096, 64, 100_000)
+    assert io_cost_tiled(4096, 128, 100_000) > io_cost_tiled(4096, 64, 100_000)
+
+
+def test_parallel_path_restores_threads_and_keeps_modes():
+    """The CPU fast path shares the heads among Python threads with PyTorch's thread count at 1."""
+    q, k, v = _qkv((2, 4), 30, 30, 8, 8, torch.float64, seed=4)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            out = tiled_attention(q, k, v, block_q=7, block_k=9, causal=True)
+        assert torch.get_num_threads() == 2
+        torch.testing.assert_close(out, ref, rtol=0, atol=1e-10)
+        with torch.no_grad():  # inputs that require grad, but no graph is wanted
+            leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+            out = tiled_attention(*leaves, block_q=7, block_k=9, causal=True)
+        assert not out.requires_grad
+        torch.testing.assert_close(out, ref, rtol=0, atol=1e-10)
+        single = q[:1, :1]  # one batch entry: nothing to share, the serial path
+        torch.testing.assert_close(
+            tiled_attention(single, k[:1, :1], v[:1, :1], causal=True),
+            ref[:1, :1],
+            rtol=0,
+            atol=1e-10,
+        )
+    finally:
+        torch.set_num_threads(before)
