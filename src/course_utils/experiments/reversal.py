@@ -36,6 +36,7 @@ __all__ = [
     "ReversalModel",
     "ReversalRun",
     "alignment_accuracy",
+    "cross_attention_rows",
     "decode",
     "encode",
     "make_batch",
@@ -267,3 +268,38 @@ def train_reversal(
             align = [alignment_accuracy(c, test_len) for c in cross]
             runs.append(ReversalRun(seed, at, losses, exact, align, model))
     return runs
+
+
+def cross_attention_rows(
+    model: ReversalModel,
+    words: Sequence[str],
+    *,
+    t_k: int | None = None,
+    use_padding_mask: bool = True,
+    block: int = -1,
+) -> list[tuple[str, list[str], list[str], np.ndarray]]:
+    """For each word: ``(label, source tokens, output tokens, weights (T_out, T_k))``.
+
+    The sources are padded to ``t_k`` (default: the longest word) and shown with their
+    ``<pad>`` tokens; the output runs to the first ``<eos>``; the weights are the cross-attention
+    of decoder block ``block``, averaged over heads. This is what
+    :class:`course_utils.widgets.CrossAttentionView` draws.
+
+    >>> _ = torch.manual_seed(0)
+    >>> label, src, out, w = cross_attention_rows(ReversalModel().eval(), ["cab", "a"])[1]
+    >>> src, w.shape[1]
+    (['a', '<pad>', '<pad>'], 3)
+    """
+    src, lengths = encode(words, t_k)
+    ids, cross = model.generate(src, lengths, use_padding_mask=use_padding_mask)
+    weights = cross[block].mean(dim=1)  # (B, T_out, T_k): average over heads
+    rows = []
+    for b, word in enumerate(words):
+        out_ids = ids[b].tolist()
+        n = out_ids.index(EOS) + 1 if EOS in out_ids else len(out_ids)  # through <eos>
+        out_tokens = [VOCAB[i] for i in out_ids[:n]]
+        src_tokens = [VOCAB[i] for i in src[b].tolist()]
+        mask_text = "with" if use_padding_mask else "WITHOUT"
+        label = f"{word} -> {decode(out_ids)} ({mask_text} padding mask)"
+        rows.append((label, src_tokens, out_tokens, weights[b, :n].double().numpy()))
+    return rows
