@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from course_utils.masks import causal_mask, key_padding_mask
@@ -109,3 +111,29 @@ def test_bad_inputs():
         DecoderBlock.from_torch(nn.TransformerEncoderLayer(8, 2, batch_first=True))
     with pytest.raises(ValueError, match="batch_first"):
         DecoderBlock.from_torch(nn.TransformerDecoderLayer(8, 2))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    t_q=st.integers(1, 6),
+    t_k=st.integers(1, 6),
+    n_heads=st.sampled_from([1, 2, 4]),
+    norm_first=st.booleans(),
+    seed=st.integers(0, 10_000),
+)
+def test_causal_decoder_step_ignores_later_steps_and_padding(t_q, t_k, n_heads, norm_first, seed):
+    """Output step i depends on steps <= i only, and never on the padding's content."""
+    torch.manual_seed(seed)
+    block = DecoderBlock(8, n_heads, 16, norm_first=norm_first).double().eval()
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, t_q, 8, generator=g, dtype=torch.float64)
+    memory = torch.randn(1, t_k + 2, 8, generator=g, dtype=torch.float64)  # 2 padding positions
+    keep = torch.from_numpy(key_padding_mask([t_k], t_k + 2))[:, None, :]  # (1, 1, t_k + 2)
+    causal = torch.from_numpy(causal_mask(t_q))
+    changed_x, changed_mem = x.clone(), memory.clone()
+    changed_x[:, -1] += 5.0  # change the last output step only
+    changed_mem[:, t_k:] = torch.randn(1, 2, 8, generator=g, dtype=torch.float64) * 10
+    with torch.no_grad():
+        a = block(x, memory, self_mask=causal, memory_mask=keep)
+        b = block(changed_x, changed_mem, self_mask=causal, memory_mask=keep)
+    assert torch.allclose(a[:, :-1], b[:, :-1], atol=1e-12)
