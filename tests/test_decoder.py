@@ -137,3 +137,27 @@ def test_causal_decoder_step_ignores_later_steps_and_padding(t_q, t_k, n_heads, 
         a = block(x, memory, self_mask=causal, memory_mask=keep)
         b = block(changed_x, changed_mem, self_mask=causal, memory_mask=keep)
     assert torch.allclose(a[:, :-1], b[:, :-1], atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("lengths", "t_k", "error", "match"),
+    [
+        ([], None, ValueError, "non-empty"),
+        ([[1, 2]], None, ValueError, r"lengths must be a non-empty 1-d"),
+        ([1.5, 2.0], None, TypeError, "ints"),
+        ([0, 2], None, ValueError, ">= 1"),
+        ([3, 5], 4, ValueError, "shorter than the longest"),
+    ],
+)
+def test_key_padding_mask_errors(lengths, t_k, error, match):
+    with pytest.raises(error, match=match):
+        key_padding_mask(lengths, t_k)
+
+
+def test_key_padding_mask_accepts_tensors_and_numpy():
+    import numpy as np
+
+    expected = key_padding_mask([2, 1], 3)
+    assert np.array_equal(key_padding_mask(torch.tensor([2, 1]), 3), expected)
+    assert np.array_equal(key_padding_mask(np.array([2, 1]), 3), expected)
+    assert expected.dtype == np.bool_ and expected.shape == (2, 3)

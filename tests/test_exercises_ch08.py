@@ -65,3 +65,17 @@ def test_odd_answers_get_feedback_not_tracebacks():
         for answer in (None, "text", lambda *a: "text", lambda *a: 1 / 0, lambda *a: None):
             fb = checker(answer)
             assert isinstance(fb, Feedback) and not fb
+
+
+def test_endless_answers_are_stopped(monkeypatch):
+    from course_utils.exercises import _learner
+
+    monkeypatch.setattr(_learner, "TIME_LIMIT", 0.3)
+
+    def endless(*args):
+        while True:
+            pass
+
+    for checker in (ch08.check_cross_attention, ch08.check_padding_mask, ch08.check_decoder_block):
+        fb = checker(endless)
+        assert not fb and any("did not return" in m for m in fb.messages)
