@@ -12,11 +12,13 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: browser-deps help setup book serve lab test test-unit test-notebooks test-book test-browser lint format execute freeze vendor clean
+.PHONY: browser-deps help setup book slides pdf serve lab test test-unit test-notebooks test-book test-browser lint format execute freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
 	@echo "make test    set up .venv and run every test (lint, unit, notebooks, book build, browser)"
+	@echo "make slides  (re)build the slide decks and learner copies into _build/html (make book does too)"
+	@echo "make pdf     print the whole book to _build/pdf/ with Chromium"
 	@echo "make serve   serve _build/html on http://$(HOST):$(PORT)"
 	@echo "make lab     open JupyterLab on the chapters"
 	@echo "make execute re-execute the notebooks in place (after changing code or text)"
@@ -30,10 +32,21 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
+# The book build also makes the classroom kit (slides/, learner/): course_utils.classroom.sphinx.
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo
 	@echo "The website is in _build/html. Open _build/html/index.html, or run: make serve"
+	@echo "Slides: _build/html/slides/index.html"
+
+# Decks and learner copies again, from the chapters as they are now (needs a built site).
+slides: $(STAMP)
+	@test -d _build/html/_static || $(MAKE) book
+	$(BIN)/python -m course_utils.classroom slides --site _build/html
+
+# The printable book: Chromium prints the built site (needs chromium, pdftotext, a CJK font).
+pdf: $(STAMP) browser-deps book
+	$(BIN)/python -m course_utils.classroom pdf --site _build/html --out _build/pdf
 
 serve:
 	@test -d _build/html || { echo "No site yet: run 'make book' first."; exit 1; }
@@ -62,15 +75,22 @@ test-notebooks: $(STAMP)
 
 test-book: book
 
-# Debian's Chromium drives the browser tests (Playwright cannot download its own browsers here).
+# Debian's Chromium drives the browser tests (Playwright cannot download its own browsers here);
+# fonts-noto-cjk lets it draw the book's Chinese (PDF, screenshots, decks); poppler-utils
+# (pdftotext) reads the PDF back in its test.
+BROWSER_PACKAGES := chromium fonts-noto-cjk poppler-utils
 browser-deps:
-	@if [ ! -x /usr/bin/chromium ]; then \
+	@missing=""; \
+	test -x /usr/bin/chromium || missing="$$missing chromium"; \
+	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
+	command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
-	  else echo "Install Debian's chromium package (sudo apt-get install chromium) for the browser tests."; exit 1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else echo "Install Debian's packages:$$missing (sudo apt-get install$$missing) for the browser tests."; exit 1; fi; \
 	fi
 
-test-browser: $(STAMP) browser-deps book
+test-browser: $(STAMP) browser-deps book pdf
 	$(BIN)/python -m pytest -q -m "browser or jupyterlab" tests
 
 test: lint test-unit test-notebooks test-book test-browser
@@ -83,6 +103,10 @@ freeze:
 
 vendor: $(STAMP)
 	$(BIN)/python scripts/vendor_static.py
+
+# reveal.js for the slide decks (a separate folder: src/course_utils/classroom/static/course_kit_vendor).
+vendor-reveal: $(STAMP)
+	$(BIN)/python scripts/vendor_reveal.py
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache test-artifacts .jupyter_cache

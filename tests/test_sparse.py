@@ -290,6 +290,23 @@ def test_equals_sdpa_property(t, w, causal, seed):
     torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_gradients_equal_sdpa(causal):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 2, 70, 6, generator=g, dtype=torch.float64)  # q, k, v: (2, 70, 6)
+    mask = torch.from_numpy(sliding_window_mask(70, window=9, causal=causal))  # (70, 70)
+    grads = []
+    for fn in (
+        lambda q, k, v: sliding_window_attention(q, k, v, window=9, causal=causal),
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+    ):
+        q, k, v = (t.clone().requires_grad_() for t in x)
+        (fn(q, k, v) ** 2).sum().backward()
+        grads.append([t.grad for t in (q, k, v)])
+    for ours, theirs in zip(*grads, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-10)
+
+
 def test_large_logits_stay_finite():
     q = torch.full((1, 20, 4), 300.0)  # scores of 300² · 4 / 2 = 180,000: exp would overflow
     k = torch.linspace(-1, 1, 80).reshape(1, 20, 4) * 300

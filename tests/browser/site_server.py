@@ -41,8 +41,11 @@ def site_dir() -> Path:
 
 
 def site_pages(root: Path) -> list[str]:
-    """Every HTML page of the built site (relative paths), static/asset folders excluded."""
-    skip = ("_static/", "_sources/", "_images/", "_downloads/")
+    """Every HTML page of the built site (relative paths), static/asset folders excluded.
+
+    The slide decks (``slides/``) are reveal.js pages with their own test
+    (``test_browser_decks.py``)."""
+    skip = ("_static/", "_sources/", "_images/", "_downloads/", "slides/")
     pages = [
         p.relative_to(root).as_posix()
         for p in sorted(root.rglob("*.html"))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from .._validation import shape_str
@@ -118,12 +119,12 @@ def _sliding_window_attention(
     n = math.prod(batch)
     # Padded copies: q scaled by 1/√d_k (the same scores as scaling them afterwards, on T·d_k
     # numbers instead of T·n_keys), zero keys and values before 0 and after T - 1.
-    q_pad = q.new_zeros(n, n_blocks * s, d_k)  # (N, n_blocks·s, d_k)
-    torch.mul(q.reshape(n, t, d_k), 1.0 / math.sqrt(d_k), out=q_pad[:, :t])
-    k_pad = k.new_zeros(n, front + t + back, d_k)  # (N, front + T + back, d_k)
-    k_pad[:, front : front + t] = k.reshape(n, t, d_k)
-    v_pad = v.new_zeros(n, front + t + back, d_v)  # (N, front + T + back, d_v)
-    v_pad[:, front : front + t] = v.reshape(n, t, d_v)
+    q_pad = F.pad(q.reshape(n, t, d_k) * (1.0 / math.sqrt(d_k)), (0, 0, 0, n_blocks * s - t))
+    k_pad = F.pad(k.reshape(n, t, d_k), (0, 0, front, back))  # (N, front + T + back, d_k)
+    v_pad = F.pad(v.reshape(n, t, d_v), (0, 0, front, back))  # (N, front + T + back, d_v)
+    # With autograd the output is assembled with cat; without, written in place (no extra copy).
+    track = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
+    pieces: list[Tensor] = []
     key_pos = (
         torch.arange(n_blocks, device=q.device)[:, None] * s
         - front
@@ -150,7 +151,11 @@ def _sliding_window_attention(
                 if lo <= b < hi:  # this tile also holds padded keys: drop them
                     scores[b - lo].masked_fill_(padded_key[b], float("-inf"))  # (s, n_keys)
             weights = torch.softmax(scores, dim=-1)  # (c, s, n_keys): rows sum to 1
-            torch.bmm(
-                weights, v_tiles[lo:hi], out=out[b_n, lo * s : hi * s].view(hi - lo, s, d_v)
-            )  # (c, s, d_v)
+            if track:
+                pieces.append(torch.bmm(weights, v_tiles[lo:hi]).view(-1, d_v))  # (c·s, d_v)
+            else:
+                target = out[b_n, lo * s : hi * s].view(hi - lo, s, d_v)  # (c, s, d_v)
+                torch.bmm(weights, v_tiles[lo:hi], out=target)  # (c, s, d_v)
+    if track:
+        out = torch.cat(pieces).view(n, n_blocks * s, d_v)  # (N, n_blocks·s, d_v)
     return out[:, :t].reshape(*batch, t, d_v)  # (..., T, d_v)

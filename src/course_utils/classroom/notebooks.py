@@ -1,0 +1,194 @@
+"""A chapter notebook as the classroom kit reads it: its cells' roles, and its learner copy.
+
+A chapter follows the chapter standard (``tests/test_course_structure.py``):
+
+* an exercise is a code cell tagged ``exercise``: a stub the learner fills, ending with a
+  ``chNN.check_*`` call;
+* its worked solution is the code cell tagged ``solution`` (and ``hide-cell``) right after it.
+  Older chapters wrote the solution as a Markdown ``{admonition} Solution`` block instead; both
+  forms are recognised, so a chapter is covered whichever form it uses;
+* a live widget is a code cell tagged ``widget`` (older chapters: a code cell whose output is a
+  widget view).
+
+The learner copy (:func:`learner_copy`) drops every solution (cells and Markdown blocks) and
+clears the outputs of the exercise cells; everything else, including the ``check_*`` calls and the
+outputs of the teaching cells, stays.
+
+>>> nb = {"cells": [
+...     {"cell_type": "markdown", "metadata": {}, "source": "### Exercise 1: dot"},
+...     {"cell_type": "code", "metadata": {"tags": ["exercise"]},
+...      "source": "def f(): ...\\ncheck(f)",
+...      "outputs": [{"output_type": "stream", "name": "stdout", "text": "not yet"}],
+...      "execution_count": 7},
+...     {"cell_type": "code", "metadata": {"tags": ["hide-cell", "solution"]},
+...      "source": "def f_solution(): return 1", "outputs": [], "execution_count": 8},
+... ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+>>> [c["source"][:3] for c in learner_copy(nb)["cells"]]
+['###', 'def']
+>>> learner_copy(nb)["cells"][1]["outputs"]
+[]
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+Notebook = dict[str, Any]
+Cell = dict[str, Any]
+
+#: Opening line of a Markdown block that holds a worked solution (MyST admonition or dropdown).
+SOLUTION_OPENING = re.compile(
+    r"^\s*(`{3,}|~{3,}|:{3,})\s*\{(admonition|dropdown)\}\s*(Solution|Worked solution|解答)\b", re.I
+)
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+#: A chapter that is still a stub says so (tests/test_course_structure.py skips it too).
+PLACEHOLDER = "(This chapter is being written.)"
+
+
+def is_placeholder(nb: Notebook) -> bool:
+    return any(PLACEHOLDER in source(c) for c in nb.get("cells", []))
+
+
+def read_notebook(path: Path) -> Notebook:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_notebook(nb: Notebook, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def source(cell: Cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def tags(cell: Cell) -> set[str]:
+    return set(cell.get("metadata", {}).get("tags", []))
+
+
+def headings(cell: Cell) -> list[tuple[int, str]]:
+    """(level, text) of the Markdown headings of a cell, outside code fences."""
+    if cell.get("cell_type") != "markdown":
+        return []
+    found, fence = [], None
+    for line in source(cell).splitlines():
+        m = re.match(r"^\s*(`{3,}|~{3,})", line)
+        if m:
+            if fence is None:
+                fence = m.group(1)
+            elif m.group(1).startswith(fence):
+                fence = None
+            continue
+        h = HEADING.match(line) if fence is None else None
+        if h:
+            found.append((len(h.group(1)), h.group(2)))
+    return found
+
+
+def is_solution_markdown(cell: Cell) -> bool:
+    """A Markdown cell that *is* a worked solution (it opens with a Solution admonition)."""
+    if cell.get("cell_type") != "markdown":
+        return False
+    text = source(cell).lstrip()
+    return bool(text) and bool(SOLUTION_OPENING.match(text.splitlines()[0]))
+
+
+def is_solution(cell: Cell) -> bool:
+    return "solution" in tags(cell) or is_solution_markdown(cell)
+
+
+def exercise_flags(nb: Notebook) -> list[bool]:
+    """For each cell: is it an exercise stub? Tag ``exercise``; or (older chapters) a code cell
+    that calls a ``check_*`` checker and is followed directly by a solution."""
+    cells = nb["cells"]
+    flags = []
+    for i, cell in enumerate(cells):
+        is_ex = "exercise" in tags(cell)
+        if not is_ex and cell.get("cell_type") == "code" and not is_solution(cell):
+            following = cells[i + 1] if i + 1 < len(cells) else None
+            is_ex = "check_" in source(cell) and following is not None and is_solution(following)
+        flags.append(is_ex)
+    return flags
+
+
+def is_widget(cell: Cell) -> bool:
+    if cell.get("cell_type") != "code":
+        return False
+    if "widget" in tags(cell):
+        return True
+    return any(WIDGET_VIEW in out.get("data", {}) for out in cell.get("outputs", []))
+
+
+def strip_solution_blocks(text: str) -> str:
+    """Markdown without any fenced ``{admonition} Solution`` / ``{dropdown} Solution`` block.
+
+    >>> strip_solution_blocks("Q?\\n````{admonition} Solution\\n:class: dropdown\\nA\\n````\\nNext")
+    'Q?\\nNext'
+    """
+    out: list[str] = []
+    skipping: str | None = None
+    for line in text.splitlines():
+        if skipping is not None:
+            stripped = line.strip()
+            if (
+                stripped
+                and stripped == skipping[0] * len(stripped)
+                and len(stripped) >= len(skipping)
+            ):
+                skipping = None
+            continue
+        m = SOLUTION_OPENING.match(line)
+        if m:
+            skipping = m.group(1)
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def solution_texts(nb: Notebook) -> list[str]:
+    """The text of every solution in a chapter (whole cells, and blocks inside Markdown cells)."""
+    texts = []
+    for cell in nb["cells"]:
+        if is_solution(cell):
+            texts.append(source(cell))
+        elif cell.get("cell_type") == "markdown":
+            text = source(cell)
+            kept = strip_solution_blocks(text)
+            if kept != text.rstrip("\n") and kept != text:
+                texts.append(text)
+    return texts
+
+
+def learner_copy(nb: Notebook) -> Notebook:
+    """The learner's edition of a chapter: solutions removed, exercise outputs cleared."""
+    flags = exercise_flags(nb)
+    out = copy.deepcopy(nb)
+    cells = []
+    for cell, is_ex in zip(out["cells"], flags, strict=True):
+        if is_solution(cell):
+            continue
+        if cell.get("cell_type") == "markdown":
+            text = source(cell)
+            stripped = strip_solution_blocks(text)
+            if stripped.strip() != text.strip():
+                cell["source"] = stripped
+                if not stripped.strip():
+                    continue
+        if is_ex and cell.get("cell_type") == "code":
+            cell["outputs"] = []
+            cell["execution_count"] = None
+            cell_tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+            if "exercise" not in cell_tags:  # older chapters: mark it, as the standard does
+                cell_tags.append("exercise")
+        cells.append(cell)
+    out["cells"] = cells
+    out.setdefault("metadata", {})["course_edition"] = "learner"
+    return out

@@ -1,0 +1,297 @@
+"""The whole book as one PDF, printed by Chromium from the built site: ``make pdf``.
+
+1. The pages of ``_toc.yml``, in order, are read from the built site (``_build/html``); their
+   article bodies are put one after the other into one print page (``_build/pdf/book.html``),
+   each chapter starting on a new page, after a title page and a table of contents. Local URLs
+   are rewritten to point into the site; the pages' widget state comes along.
+2. Chromium (Playwright, the browser tests' engine) opens it from ``file://`` with every outside
+   request blocked, waits for MathJax and the widgets, and replaces each widget by a still image
+   (a screenshot of its initial state) with its caption.
+3. The book is printed (A4, page numbers in the footer, PDF outline/bookmarks from the headings);
+   the page where each chapter starts is read back with ``pdftotext`` and written into the table
+   of contents, and the book is printed again with those page numbers.
+
+Needs the built site and ``/usr/bin/chromium`` (``COURSE_CHROMIUM`` overrides); ``pdftotext``
+(poppler-utils) for the page numbers (without it the contents list has links but no numbers).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
+PDF_NAME = "attention-step-by-step.pdf"
+PAGE_NUMBER_SLOT = "000"
+#: Scripts of a page that belong to the widget runtime (whatever it is: html-manager or a loader).
+WIDGET_SCRIPT_WORDS = ("require", "course_widgets", "embed-amd", "anywidget", "widget")
+
+PRINT_CSS = """
+@page { size: A4; margin: 16mm 15mm 18mm 15mm; }
+html, body { background: #fff; }
+body { font-size: 10.5pt; margin: 0; }
+.cu-print-part { break-before: page; }
+.cu-print-title { text-align: center; padding-top: 30vh; }
+.cu-print-title h1 { font-size: 28pt; }
+.cu-print-toc ol { list-style: none; padding: 0; }
+.cu-print-toc li { display: flex; gap: 0.5em; margin: 0.35em 0; }
+.cu-print-toc li .dots { flex: 1; border-bottom: 1px dotted #888; margin-bottom: 0.3em; }
+.cu-print-toc a { color: inherit; text-decoration: none; }
+a.headerlink, .cu-kit-links, .toggle-button, button.copybtn, .prev-next-area, .header-article,
+ .bd-footer-article, .bd-sidebar-secondary { display: none !important; }
+pre { white-space: pre-wrap; word-break: break-word; }
+figure, img, .cu-still, table { break-inside: avoid; }
+h1, h2, h3 { break-after: avoid; }
+img { max-width: 100%; height: auto; }
+.cu-still img { max-width: 100%; border: 1px solid #ccc; }
+.cu-still figcaption { font-size: 9pt; color: #444; }
+details > * { display: block; }
+"""
+
+STILLS_JS = """
+() => {
+  const out = [];
+  document.querySelectorAll('.cu-widget').forEach((w, i) => {
+    const area = w.closest('.widget-subarea') || w;
+    area.setAttribute('data-cu-still', String(i));
+    const title = w.querySelector('.cu-title, h3, h4, [class*="title"]');
+    const label = (title && title.textContent.trim()) || w.getAttribute('aria-label') || 'Widget';
+    out.push({index: i, caption: label});
+  });
+  return out;
+}
+"""
+
+
+def toc_pages(repo: Path) -> list[str]:
+    """Docnames of ``_toc.yml`` in reading order."""
+    toc = yaml.safe_load((repo / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+
+    def walk(entries: list[dict[str, Any]]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                pages.append(entry["file"])
+            for key in ("chapters", "sections"):
+                walk(entry.get(key, []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    walk(toc.get("chapters", []))
+    return [re.sub(r"\.(md|ipynb)$", "", p) for p in pages]
+
+
+def _rewrite_urls(soup: Any, page: str, prefix: str) -> None:
+    """Make local src/href of ``page`` (a docname) relative to the print page."""
+    base = posixpath.dirname(page)
+    for tag in soup.find_all(True):
+        for attr in ("src", "href"):
+            url = tag.get(attr)
+            if not url or url.startswith(("#", "data:", "mailto:", "javascript:")) or "//" in url:
+                continue
+            path, _, frag = url.partition("#")
+            if not path:
+                continue
+            target = posixpath.normpath(posixpath.join(base, path))
+            tag[attr] = prefix + target + (f"#{frag}" if frag else "")
+
+
+def print_page(repo: Path, site: Path, out_dir: Path, title: str) -> tuple[str, list[str]]:
+    """The HTML of the print page and the chapter titles it holds, in order."""
+    from bs4 import BeautifulSoup
+
+    prefix = os.path.relpath(site, out_dir).replace(os.sep, "/") + "/"
+    head_links: list[str] = []
+    states: list[str] = []
+    widget_scripts: list[str] = []
+    parts: list[str] = []
+    titles: list[str] = []
+    for n, page in enumerate(toc_pages(repo)):
+        path = site / f"{page}.html"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: build the site first (make book)")
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        _rewrite_urls(soup, page, prefix)
+        if not head_links:
+            for link in soup.head.find_all("link", rel="stylesheet"):
+                head_links.append(str(link))
+        for script in soup.find_all("script", src=True):
+            src = script["src"]
+            is_widget_runtime = any(k in src for k in WIDGET_SCRIPT_WORDS)
+            if is_widget_runtime and str(script) not in widget_scripts:
+                widget_scripts.append(str(script))
+        for script in soup.find_all("script", type="application/vnd.jupyter.widget-state+json"):
+            states.append(str(script))
+        article = soup.find("article") or soup.find("main")
+        h1 = article.find("h1")
+        name = h1.get_text(" ", strip=True).replace("#", "").strip() if h1 else page
+        titles.append(name)
+        anchor = f"cu-print-{n}"
+        parts.append(
+            f'<section class="cu-print-part" id="{anchor}">{article.decode_contents()}</section>'
+        )
+    toc_items = "\n".join(
+        f'<li><a href="#cu-print-{i}">{html.escape(t)}</a><span class="dots"></span>'
+        f'<span class="page" data-part="{i}">{PAGE_NUMBER_SLOT}</span></li>'
+        for i, t in enumerate(titles)
+    )
+    mathjax = (
+        '<script>window.MathJax = {"options": {"processHtmlClass": "math|output_area"}};</script>\n'
+        f'<script defer src="{prefix}_static/course_vendor/mathjax/tex-mml-chtml.js"></script>'
+    )
+    doc = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+{chr(10).join(head_links)}
+<style>{PRINT_CSS}</style>
+{mathjax}
+{chr(10).join(widget_scripts)}
+{chr(10).join(states)}
+</head><body class="cu-print">
+<div class="cu-print-title"><h1>{html.escape(title)}</h1>
+<p>An interactive course on the attention mechanism: the printable edition.<br>
+The widgets are shown as still images of their initial state;
+the live versions are on the website.</p></div>
+<nav class="cu-print-part cu-print-toc" aria-label="Contents"><h2>Contents</h2>
+<ol>{toc_items}</ol></nav>
+{"".join(parts)}
+</body></html>
+"""
+    return doc, titles
+
+
+def _page_texts(pdf: Path) -> list[str]:
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    return text.split("\f")
+
+
+def english_part(title: str) -> str:
+    """The title without its parenthesised Chinese, whitespace normalised (what pdftotext keeps in
+    order: it may move CJK text around on the line).
+
+    >>> english_part("1. Queries, keys and values (查询、键、值)")
+    '1. Queries, keys and values'
+    """
+    return re.sub(
+        r"\s+", " ", re.sub(r"\s*[(（][^)）]*[\u3000-\u9fff][^)）]*[)）]", "", title)
+    ).strip()
+
+
+def top_of_page(page: str, lines: int = 4) -> str:
+    found = [ln.strip() for ln in page.splitlines() if ln.strip()][:lines]
+    return re.sub(r"\s+", " ", " ".join(found))
+
+
+def chapter_start_pages(pdf: Path, titles: list[str], first: int = 3) -> list[int | None]:
+    """1-based page whose top shows each title, searched in order from page ``first``."""
+    pages = _page_texts(pdf)
+    found: list[int | None] = []
+    start = first - 1
+    for t in titles:
+        key = english_part(t)
+        hit = None
+        for i in range(start, len(pages)):
+            if key and key in top_of_page(pages[i]):
+                hit, start = i + 1, i + 1
+                break
+        found.append(hit)
+    return found
+
+
+def build_pdf(repo: Path, site: Path, out_dir: Path, *, title: str | None = None) -> Path:
+    from playwright.sync_api import sync_playwright
+
+    if title is None:
+        config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
+        title = str(config.get("title", "Book"))
+    site, out_dir = site.resolve(), out_dir.resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc, titles = print_page(repo, site, out_dir, title)
+    book_html = out_dir / "book.html"
+    book_html.write_text(doc, encoding="utf-8")
+    pdf = out_dir / PDF_NAME
+    footer = (
+        '<div style="font-size:8px;width:100%;text-align:center;color:#555">'
+        '<span class="pageNumber"></span></div>'
+    )
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        context = browser.new_context(viewport={"width": 760, "height": 1000})
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(("file://", "data:", "blob:"))
+                else route.abort()
+            ),
+        )
+        page = context.new_page()
+        page.goto(book_html.as_uri(), wait_until="load")
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate("() => MathJax.startup.promise")
+        views = page.evaluate(
+            "() => document.querySelectorAll("
+            "'script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
+        )
+        if views:
+            page.wait_for_function(
+                "(n) => document.querySelectorAll('.cu-widget').length >= n",
+                arg=views,
+                timeout=60_000,
+            )
+            page.wait_for_timeout(300)
+        for still in page.evaluate(STILLS_JS):
+            area = page.locator(f'[data-cu-still="{still["index"]}"]')
+            png = base64.b64encode(area.screenshot()).decode()
+            caption = (
+                f"{still['caption']} (still image of the widget's initial state; "
+                "it is live on the website)"
+            )
+            page.evaluate(
+                """([i, png, caption]) => {
+                  const area = document.querySelector(`[data-cu-still="${i}"]`);
+                  const fig = document.createElement('figure');
+                  fig.className = 'cu-still';
+                  const img = document.createElement('img');
+                  img.src = 'data:image/png;base64,' + png;
+                  img.alt = caption;
+                  const cap = document.createElement('figcaption');
+                  cap.textContent = caption;
+                  fig.append(img, cap);
+                  area.replaceWith(fig);
+                }""",
+                [still["index"], png, caption],
+            )
+        options = dict(
+            format="A4",
+            print_background=True,
+            display_header_footer=True,
+            header_template="<div></div>",
+            footer_template=footer,
+            outline=True,
+            tagged=True,
+        )
+        page.pdf(path=str(pdf), **options)
+        if shutil.which("pdftotext"):
+            starts = chapter_start_pages(pdf, titles)
+            page.evaluate(
+                """(starts) => document.querySelectorAll('.cu-print-toc .page').forEach((s, i) => {
+                  s.textContent = starts[i] === null ? '' : String(starts[i]);
+                })""",
+                starts,
+            )
+            page.pdf(path=str(pdf), **options)
+        browser.close()
+    return pdf

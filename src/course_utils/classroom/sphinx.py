@@ -1,0 +1,127 @@
+"""Sphinx extension of the classroom kit (enabled in ``_config.yml``).
+
+* ``config-inited``: serves ``static/`` (reveal.js, the deck's own JS/CSS) under ``_static/``;
+* ``html-page-context``: on each chapter page, under its title, links to the chapter's deck and
+  its learner copy (a download); on the welcome page, links to the slides index and the zip of all
+  learner copies;
+* ``build-finished``: builds the decks, learner copies and zip into the site
+  (:func:`course_utils.classroom.build_kit`), so ``jupyter-book build`` (``make book``) makes them.
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from course_utils.classroom import LEARNER_DIR, SLIDES_DIR, ZIP_NAME, build_kit, learner_name
+
+STATIC = Path(__file__).parent / "static"
+
+
+def launch_problem(theme_options: dict[str, Any]) -> str | None:
+    """Why the launch buttons that ``_config.yml`` asks for cannot work (None if they can).
+
+    >>> launch_problem({"launch_buttons": {"jupyterhub_url": ""}, "repository_url": ""}) is None
+    True
+    >>> launch_problem({"launch_buttons": {"binderhub_url": "https://mybinder.org"}})[:30]
+    'launch_buttons.binderhub_url i'
+    """
+    launch = theme_options.get("launch_buttons") or {}
+    wanted = [k for k in ("jupyterhub_url", "binderhub_url") if str(launch.get(k) or "").strip()]
+    repo = str(theme_options.get("repository_url") or "")
+    if wanted and "github.com/" not in repo:
+        return (
+            f"launch_buttons.{wanted[0]} is set in _config.yml, but repository.url is not a GitHub "
+            f"repository ({repo!r}): the launch buttons need the course's GitHub address"
+        )
+    return None
+
+
+def _config_inited(app: Any, config: Any) -> None:
+    paths = list(config.html_static_path or [])
+    if str(STATIC) not in paths:
+        paths.append(str(STATIC))
+    config.html_static_path = paths
+    options = config.html_theme_options if isinstance(config.html_theme_options, dict) else {}
+    problem = launch_problem(options)
+    if problem:
+        from sphinx.errors import ConfigError
+
+        raise ConfigError(problem)
+
+
+def _chapter_stem(app: Any, pagename: str) -> str | None:
+    if not pagename.startswith("chapters/"):
+        return None
+    src = Path(app.srcdir) / f"{pagename}.ipynb"
+    return src.stem if src.is_file() else None
+
+
+def kit_links(pagename: str, stem: str | None, root_doc: str) -> str:
+    """The HTML of the kit's links for a page ('' if the page gets none).
+
+    >>> "../slides/01_x.slides.html" in kit_links("chapters/01_x", "01_x", "intro")
+    True
+    """
+    base = posixpath.dirname(pagename)
+
+    def rel(target: str) -> str:
+        return html.escape(posixpath.relpath(target, base or "."), quote=True)
+
+    if stem:
+        deck = rel(f"{SLIDES_DIR}/{stem}.slides.html")
+        copy = rel(f"{LEARNER_DIR}/{learner_name(stem)}")
+        return (
+            '<p class="cu-kit-links">'
+            f'<a class="cu-kit-slides btn btn-sm btn-outline-primary" href="{deck}">'
+            "Slides for this chapter</a> "
+            f'<a class="cu-kit-learner btn btn-sm btn-outline-primary" href="{copy}" download>'
+            "Download the learner copy (.ipynb, no solutions)</a></p>"
+        )
+    if pagename == root_doc:
+        index = rel(f"{SLIDES_DIR}/index.html")
+        zipped = rel(f"{LEARNER_DIR}/{ZIP_NAME}")
+        return (
+            '<p class="cu-kit-links">For classes: '
+            f'<a class="cu-kit-slides" href="{index}">slides for every chapter</a> · '
+            f'<a class="cu-kit-learner" href="{zipped}" download>'
+            "all learner copies and requirements.txt (.zip)</a></p>"
+        )
+    return ""
+
+
+def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    if "body" not in context:
+        return
+    links = kit_links(pagename, _chapter_stem(app, pagename), app.config.root_doc)
+    if not links:
+        return
+    body = context["body"]
+    m = re.search(r"</h1>", body)
+    context["body"] = body[: m.end()] + links + body[m.end() :] if m else links + body
+
+
+def _build_finished(app: Any, exception: Exception | None) -> None:
+    if exception is not None or getattr(app.builder, "format", "") != "html":
+        return
+    start = time.perf_counter()
+    report = build_kit(Path(app.srcdir), Path(app.outdir), title=str(app.config.project))
+    from sphinx.util import logging
+
+    logging.getLogger(__name__).info(
+        "classroom kit: %d decks, %d learner copies in %.1f s",
+        len(report.decks),
+        len(report.learner),
+        time.perf_counter() - start,
+    )
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("config-inited", _config_inited, priority=900)
+    app.connect("html-page-context", _page_context, priority=900)
+    app.connect("build-finished", _build_finished, priority=900)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

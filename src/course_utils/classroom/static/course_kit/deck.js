@@ -1,0 +1,67 @@
+// Start a course slide deck: reveal.js at 1280x720 with speaker notes (press "s"), arrow keys move
+// between slides except while a widget control has the focus (then they move the control), and a
+// slide whose content is taller than the slide is scaled down to fit (no scrolling).
+// MIT, see /LICENSE.
+(function () {
+  "use strict";
+  var WIDTH = 1280;
+  var HEIGHT = 720;
+
+  function inWidget(target) {
+    return !!(target && target.closest && target.closest(".cu-widget, .widget-subarea, input, select, textarea"));
+  }
+
+  function fit(slide) {
+    if (!slide) return;
+    slide.style.zoom = "";
+    var available = HEIGHT;
+    var needed = slide.scrollHeight;
+    if (needed > available + 1) {
+      slide.style.zoom = String(Math.max(0.3, (available - 4) / needed));
+      slide.classList.add("cu-fitted");
+    }
+  }
+
+  function fitCurrent() {
+    fit(window.Reveal.getCurrentSlide());
+  }
+
+  function start() {
+    var deck = window.Reveal;
+    deck
+      .initialize({
+        width: WIDTH,
+        height: HEIGHT,
+        margin: 0.03,
+        center: false,
+        hash: true,
+        controls: true,
+        progress: true,
+        slideNumber: "c/t",
+        navigationMode: "linear",
+        transition: "none",
+        plugins: window.RevealNotes ? [window.RevealNotes] : [],
+        keyboardCondition: function (event) {
+          return !inWidget(event.target);
+        },
+      })
+      .then(function () {
+        fitCurrent();
+        // MathJax and the widgets change heights after they load: fit again.
+        var mj = window.MathJax;
+        if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(fitCurrent);
+        var observer = new MutationObserver(function () {
+          window.requestAnimationFrame(fitCurrent);
+        });
+        observer.observe(document.querySelector(".reveal .slides"), { childList: true, subtree: true });
+        window.setTimeout(fitCurrent, 1000);
+      });
+    deck.on("slidechanged", function (event) {
+      fit(event.currentSlide);
+    });
+    deck.on("resize", fitCurrent);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

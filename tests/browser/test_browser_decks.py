@@ -1,0 +1,192 @@
+"""Every chapter's slide deck (``slides/<stem>.slides.html``) in a real Chromium, offline.
+
+For each deck, with every request outside the local site blocked: no blocked or failed request and
+no console error; at least 8 slides; the maths typeset (MathJax containers, no errors, no raw TeX
+left in the slides' text); every widget view rendered, and every control of every course widget,
+focused and moved with a key on its own slide, changes the drawing without changing the slide; the
+arrow keys move between slides; and at 1280x720 every slide's content fits the slide and the page
+does not scroll.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from course_utils.classroom.notebooks import is_placeholder, read_notebook
+from tests.browser.site_server import AT_END_JS, DRAWING_JS, block_outside, press_key_for
+from tests.browser.test_browser_site import PageRecord
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted(p.stem for p in (REPO / "chapters").glob("*.ipynb"))
+
+READY_JS = "() => window.Reveal && Reveal.isReady && Reveal.isReady()"
+
+RAW_TEX_JS = """
+() => {
+  const clone = document.querySelector('.reveal .slides').cloneNode(true);
+  clone.querySelectorAll('pre, code, script, style, aside, mjx-container, .cu-widget, '
+    + '.widget-subarea, .jp-OutputArea').forEach((e) => e.remove());
+  const text = clone.textContent;
+  return ['$$', '\\\\frac', '\\\\sqrt', '\\\\top'].filter((t) => text.includes(t));
+}
+"""
+
+FIT_JS = """
+() => {
+  const slide = Reveal.getCurrentSlide();
+  const box = Reveal.getSlidesElement().getBoundingClientRect();
+  let bottom = 0;
+  for (const e of slide.querySelectorAll('*')) {
+    if (e.closest('aside.notes')) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) bottom = Math.max(bottom, r.bottom);
+  }
+  const scroller = document.scrollingElement;
+  return {bottom: bottom, limit: box.bottom, pageScroll: scroller.scrollHeight - window.innerHeight,
+          title: (slide.querySelector('h1, h2, h3') || {textContent: ''}).textContent.trim()};
+}
+"""
+
+WIDGETS_JS = """
+() => Array.from(document.querySelectorAll('.cu-widget')).map((w) => {
+  const idx = Reveal.getIndices(w.closest('section'));
+  return {h: idx.h, v: idx.v || 0, cls: w.className,
+          controls: Array.from(w.querySelectorAll('input[type=range], select')).map((c) => c.id)};
+})
+"""
+
+
+def _deck_or_fail(site_root: Path, stem: str) -> Path:
+    deck = site_root / "slides" / f"{stem}.slides.html"
+    assert deck.is_file(), f"no deck for chapter {stem}: {deck} (run `make slides`)"
+    return deck
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts: Path) -> None:
+    _deck_or_fail(site_root, stem)
+    if is_placeholder(read_notebook(REPO / "chapters" / f"{stem}.ipynb")):
+        pytest.skip(f"{stem} is still a placeholder")
+    record = PageRecord()
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    block_outside(context, (site_url,), record.blocked)
+    page = context.new_page()
+    page.on(
+        "console", lambda m: record.console_errors.append(m.text) if m.type == "error" else None
+    )
+    page.on("pageerror", lambda e: record.page_errors.append(str(e)))
+    page.on(
+        "response",
+        lambda r: record.failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None,
+    )
+    try:
+        page.goto(f"{site_url}slides/{stem}.slides.html", wait_until="load")
+        page.wait_for_function(READY_JS, timeout=30_000)
+
+        total = page.evaluate("() => Reveal.getTotalSlides()")
+        assert total >= 8, f"only {total} slides"
+        if (REPO / "instructor" / f"{stem}.md").is_file():
+            notes = page.evaluate("() => document.querySelectorAll('aside.notes').length")
+            assert notes >= 1, "the lesson plan gave no speaker notes"
+
+        # Maths (a deck without maths loads no MathJax; the raw-TeX check below still applies).
+        if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+            )
+            page.evaluate("() => MathJax.startup.promise")
+            typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
+            assert typeset > 0, "no formula typeset"
+            assert page.evaluate("() => document.querySelectorAll('mjx-merror').length") == 0
+        raw = page.evaluate(RAW_TEX_JS)
+        assert not raw, f"raw TeX left in the slides' text: {raw}"
+
+        # Widgets: rendered, and each control moves its drawing (not the deck) on its own slide.
+        views = page.evaluate(
+            "() => document.querySelectorAll("
+            "'script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
+        )
+        if views:
+            page.wait_for_function(
+                "(n) => document.querySelectorAll('.cu-widget').length >= n",
+                arg=views,
+                timeout=30_000,
+            )
+        widgets = page.evaluate(WIDGETS_JS)
+        assert len(widgets) == views, f"{len(widgets)} of {views} widgets rendered"
+        for w in widgets:
+            page.evaluate("([h, v]) => Reveal.slide(h, v)", [w["h"], w["v"]])
+            assert w["controls"], f"{w['cls']}: no keyboard control"
+            for control in w["controls"]:
+                before = page.evaluate(DRAWING_JS, control)
+                tag = page.eval_on_selector(f"#{control}", "(e) => e.tagName.toLowerCase()")
+                page.focus(f"#{control}")
+                key = press_key_for(tag, at_end=page.evaluate(AT_END_JS, control))
+                page.keyboard.press(key)
+                page.wait_for_function(
+                    f"([id, before]) => ({DRAWING_JS})(id) !== before",
+                    arg=[control, before],
+                    timeout=5_000,
+                )
+                where = page.evaluate("() => Reveal.getIndices()")
+                assert (where["h"], where.get("v") or 0) == (w["h"], w["v"]), (
+                    f"{key} on #{control} moved the deck instead of only the widget"
+                )
+
+        # Arrow keys move between slides.
+        page.evaluate("() => { Reveal.slide(0, 0); document.activeElement.blur(); }")
+        page.keyboard.press("ArrowRight")
+        assert page.evaluate("() => Reveal.getSlidePastCount()") == 1, "ArrowRight did not move"
+        page.keyboard.press("ArrowLeft")
+        assert page.evaluate("() => Reveal.getSlidePastCount()") == 0, "ArrowLeft did not move"
+
+        # Every slide fits 1280x720 without scrolling.
+        overflowing = []
+        page.evaluate("() => Reveal.slide(0, 0)")
+        for _ in range(total):
+            page.wait_for_timeout(30)  # the fit runs on slidechanged
+            fit = page.evaluate(FIT_JS)
+            if fit["bottom"] > fit["limit"] + 2 or fit["pageScroll"] > 0:
+                overflowing.append(fit)
+            page.evaluate("() => Reveal.next()")
+        assert not overflowing, f"slides that do not fit 1280x720: {overflowing}"
+
+        page.wait_for_timeout(100)
+        assert not record.problems(), "\n".join(record.problems())
+    except BaseException:
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"deck_{stem}")
+        page.screenshot(path=str(artifacts / f"{name}.png"))
+        (artifacts / f"{name}.log").write_text("\n".join(record.problems()))
+        raise
+    finally:
+        context.close()
+
+
+def test_slide_index_lists_every_deck(site_root: Path) -> None:
+    index = site_root / "slides" / "index.html"
+    assert index.is_file(), "no slides/index.html"
+    text = index.read_text(encoding="utf-8")
+    for stem in CHAPTERS:
+        assert f'href="{stem}.slides.html"' in text, f"slides/index.html does not list {stem}"
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_chapter_page_links_deck_and_learner_copy(stem: str, site_root: Path) -> None:
+    """The chapter page links to its deck and its learner copy; both files exist."""
+    text = (site_root / "chapters" / f"{stem}.html").read_text(encoding="utf-8")
+    assert f'href="../slides/{stem}.slides.html"' in text, "no link to the deck"
+    assert f'href="../learner/{stem}.learner.ipynb" download' in text, "no learner copy download"
+    assert (site_root / "learner" / f"{stem}.learner.ipynb").is_file()
+    if not is_placeholder(read_notebook(REPO / "chapters" / f"{stem}.ipynb")):
+        assert (site_root / "instructor" / f"{stem}.html").is_file(), "no lesson plan page"
+    intro = (site_root / "intro.html").read_text(encoding="utf-8")
+    assert 'href="learner/attention-step-by-step-learner.zip"' in intro
+    assert 'href="slides/index.html"' in intro

@@ -1,0 +1,120 @@
+"""The printable book (``make pdf``): ``_build/pdf/attention-step-by-step.pdf``.
+
+Read back with poppler's ``pdftotext``/``pdfimages``: every chapter's title is there and starts a
+page; the table of contents gives each chapter a page number; no raw TeX (``\\frac``, ``$$``, ...)
+is left in the text (MathJax typeset it); no page is blank (neither text nor image); each widget
+became a still image with a caption. The PDF is ``$COURSE_PDF_DIR`` (default ``_build/pdf``); a
+missing PDF skips, except in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from course_utils.classroom.notebooks import headings, is_widget, read_notebook
+from course_utils.classroom.pdf import PDF_NAME, english_part, top_of_page
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
+#: TeX that MathJax should have typeset. A single backslash only: the book's code shows TeX in
+#: Python strings (matplotlib labels such as "$\\\\sqrt{d_k}$"), written with a doubled backslash.
+RAW_TEX = re.compile(r"(?<!\\)\\(frac|sqrt|begin|operatorname|top|mathbb|alpha)\b|\$\$")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _title(path: Path) -> str:
+    nb = read_notebook(path)
+    return next(t for c in nb["cells"] for lvl, t in headings(c) if lvl == 1)
+
+
+def _cjk_font() -> bool:
+    if not shutil.which("fc-list"):
+        return False
+    out = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+    return bool(out.strip())
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[str]:
+    pdf = Path(os.environ.get("COURSE_PDF_DIR", REPO / "_build" / "pdf")) / PDF_NAME
+    if not pdf.is_file():
+        message = f"{pdf} not found (run `make pdf`)"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(message)
+        pytest.skip(message)
+    if not shutil.which("pdftotext"):
+        pytest.fail("pdftotext not found (apt-get install poppler-utils)")
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout
+    found = text.split("\f")
+    if found and not found[-1].strip():
+        found = found[:-1]
+    pytest.pdf_path = pdf  # type: ignore[attr-defined]
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_chapter_starts_a_page(path: Path, pages: list[str]) -> None:
+    """The chapter's title is at the top of a page, and the contents give it a page number."""
+    title = _title(path)
+    key = english_part(title)
+    starts = [i for i, page in enumerate(pages[2:], start=3) if key in top_of_page(page)]
+    assert starts, f"no page starts with the chapter title {key!r}"
+    if _cjk_font():  # the Chinese of the title is drawn (not tofu) on that page
+        cjk = [ch for ch in title if "\u3000" <= ch <= "\u9fff"]
+        top = top_of_page(pages[starts[0] - 1], lines=8)
+        assert all(ch in top for ch in cjk), f"{title!r}: Chinese not drawn: {top!r}"
+    toc = _norm(pages[1])
+    m = re.search(re.escape(key) + r"[^0-9]*?(\d+)", toc)
+    assert m, f"{key!r} has no page number in the table of contents"
+    assert int(m.group(1)) == starts[0], (
+        f"{key!r}: contents say page {m.group(1)}, it is {starts[0]}"
+    )
+
+
+def test_pdf_has_an_outline(pages: list[str]) -> None:
+    """Bookmarks (Chromium's outline from the headings) for every chapter."""
+    data = pytest.pdf_path.read_bytes()  # type: ignore[attr-defined]
+    assert b"/Outlines" in data, "the PDF has no outline (bookmarks)"
+    assert data.count(b"/Title") >= len(CHAPTERS), "fewer bookmarks than chapters"
+
+
+def test_no_raw_tex(pages: list[str]) -> None:
+    text = "\n".join(pages)
+    found = sorted({m.group(0) for m in RAW_TEX.finditer(text)})
+    assert not found, f"raw TeX in the PDF's text: {found}"
+
+
+def test_no_blank_pages(pages: list[str]) -> None:
+    pdf = pytest.pdf_path  # type: ignore[attr-defined]
+    blank = []
+    for i, page in enumerate(pages, start=1):
+        if page.strip():
+            continue
+        images = subprocess.run(
+            ["pdfimages", "-list", "-f", str(i), "-l", str(i), str(pdf)],
+            capture_output=True,
+            text=True,
+        ).stdout.splitlines()[2:]
+        if not images:
+            blank.append(i)
+    assert not blank, f"blank pages: {blank}"
+
+
+def test_widgets_are_still_images_with_captions(pages: list[str]) -> None:
+    n_widgets = sum(is_widget(c) for p in CHAPTERS for c in read_notebook(p)["cells"])
+    text = _norm("\n".join(pages))
+    captions = text.count("still image of the widget's initial state")
+    assert captions >= n_widgets, f"{captions} widget stills for {n_widgets} widgets"

@@ -1,0 +1,278 @@
+"""The classroom kit covers every chapter: lesson plan, learner copy, deck (see also
+``tests/browser/test_browser_decks.py`` and ``tests/browser/test_pdf.py``).
+
+Chapters are found in ``chapters/`` at collection time, so a new chapter is covered with no edit
+here. Learner copies are built in a temporary folder from the committed notebooks:
+
+* no solution is left in them: no cell tagged ``solution``, no Markdown "Solution" block, and no
+  line of any solution's code or text (a line that also occurs outside the solutions excepted);
+* exercise cells keep their stub and their ``check_*`` call, with outputs cleared;
+* each learner copy runs top to bottom in a fresh kernel with its exercises unsolved, and every
+  exercise's checker reports "not yet right" instead of raising.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from course_utils.classroom import build_learner_copies
+from course_utils.classroom.lesson_plan import PLAN_SECTIONS, read_plan
+from course_utils.classroom.notebooks import (
+    exercise_flags,
+    is_placeholder,
+    is_solution,
+    is_widget,
+    learner_copy,
+    read_notebook,
+    solution_texts,
+    source,
+    strip_solution_blocks,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
+IDS = [p.stem for p in CHAPTERS]
+
+
+def written(path: Path) -> dict:
+    """The chapter's notebook; a chapter still marked as being written is skipped."""
+    nb = read_notebook(path)
+    if is_placeholder(nb):
+        pytest.skip(f"{path.name} is still a placeholder")
+    return nb
+
+
+PLAN_HEADINGS = [*PLAN_SECTIONS, "Answer key"]
+
+
+def _toc_sections_of(file: str) -> list[str]:
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+
+    def walk(entries: list[dict]) -> list[str]:
+        for entry in entries:
+            if entry.get("file") == file:
+                return [s["file"] for s in entry.get("sections", [])]
+            for key in ("chapters", "sections", "parts"):
+                found = walk(entry.get(key, []))
+                if found:
+                    return found
+        return []
+
+    return walk(toc.get("parts", []) + toc.get("chapters", []))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_lesson_plan(path: Path) -> None:
+    """instructor/<stem>.md exists, has every section, a timed row per plan, and is in the toc."""
+    nb = written(path)
+    plan_path = REPO / "instructor" / f"{path.stem}.md"
+    assert plan_path.is_file(), f"no lesson plan {plan_path.relative_to(REPO)}"
+    text = plan_path.read_text(encoding="utf-8")
+    found = re.findall(r"^##\s+(.*?)\s*$", text, flags=re.M)
+    missing = [h for h in PLAN_HEADINGS if not any(f.startswith(h) for f in found)]
+    assert not missing, f"{plan_path.name}: missing sections {missing}"
+    notes = read_plan(plan_path)
+    kinds = {n.kind for n in notes}
+    assert set(PLAN_SECTIONS) <= kinds, (
+        f"{plan_path.name}: empty sections {set(PLAN_SECTIONS) - kinds}"
+    )
+    n_widgets = sum(is_widget(c) for c in nb["cells"])
+    questions = [n for n in notes if n.kind == "Predict, then move the slider"]
+    assert len(questions) >= n_widgets, (
+        f"{plan_path.name}: {len(questions)} predict-then-move questions for {n_widgets} widgets"
+    )
+    assert f"instructor/{path.stem}" in _toc_sections_of("instructor_guide"), (
+        f"instructor/{path.stem} is not a section of instructor_guide in _toc.yml"
+    )
+
+
+def _long_lines(text: str) -> set[str]:
+    return {ln.strip() for ln in text.splitlines() if len(ln.strip()) >= 12}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_learner_copy_has_no_solution(path: Path) -> None:
+    nb = written(path)
+    learner = learner_copy(nb)
+    solutions = solution_texts(nb)
+    assert solutions, f"{path.name}: no solutions found (tag them `solution`)"
+    # Lines that also occur outside the solutions (a stub's `def` line, a shared import) are not
+    # solution text.
+    elsewhere = "\n".join(
+        strip_solution_blocks(source(c)) for c in nb["cells"] if not is_solution(c)
+    )
+    solution_lines = {
+        ln for ln in set().union(*(_long_lines(t) for t in solutions)) if ln not in elsewhere
+    }
+    solution_lines -= {ln for ln in solution_lines if re.fullmatch(r"[`~:]{3,}.*", ln)}
+    assert solution_lines, f"{path.name}: solutions have no distinctive line to look for"
+    learner_text = "\n".join(source(c) for c in learner["cells"])
+    leaked = sorted(ln for ln in solution_lines if ln in learner_text)
+    assert not leaked, f"{path.name}: solution text in the learner copy: {leaked[:5]}"
+    assert not any("solution" in c.get("metadata", {}).get("tags", []) for c in learner["cells"])
+    assert not re.search(r"\{(admonition|dropdown)\}\s*Solution", learner_text)
+    # Exercises stay, with their checker calls, and no outputs.
+    exercises = [c for c, f in zip(nb["cells"], exercise_flags(nb), strict=True) if f]
+    kept = [c for c, f in zip(learner["cells"], exercise_flags(learner), strict=True) if f]
+    assert len(exercises) >= 3 and len(kept) == len(exercises)
+    for cell in kept:
+        assert "check_" in source(cell) and cell["outputs"] == []
+
+
+def test_learner_zip(tmp_path: Path) -> None:
+    import zipfile
+
+    written, zip_path = build_learner_copies(REPO, tmp_path, CHAPTERS)
+    assert [p.name for p in written] == [f"{p.stem}.learner.ipynb" for p in CHAPTERS]
+    names = zipfile.ZipFile(zip_path).namelist()
+    assert "attention-step-by-step/requirements.txt" in names
+    for p in CHAPTERS:
+        assert f"attention-step-by-step/chapters/{p.stem}.learner.ipynb" in names
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -> None:
+    """Top to bottom in a fresh kernel; every unsolved exercise says "not yet right"."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    learner = learner_copy(written(path))
+    node = nbformat.reads(__import__("json").dumps(learner), as_version=4)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    client = NotebookClient(
+        node,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(REPO / "chapters")}},
+    )
+    client.execute()  # raises CellExecutionError, with the traceback, if any cell raises
+    flags = exercise_flags(learner)
+    for cell, is_ex in zip(node.cells, flags, strict=True):
+        if not is_ex:
+            continue
+        text = "".join(
+            o.get("text", "") + "".join(o.get("data", {}).get("text/plain", ""))
+            for o in cell.outputs
+        )
+        assert "not yet right" in text.lower(), (
+            f"{path.name}: unsolved exercise printed no 'not yet right':\n{source(cell)[:200]}\n"
+            f"output: {text[:300]}"
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# Deck derivation (no browser): boundaries, speaker notes, what is left out
+# ------------------------------------------------------------------------------------------
+
+
+def _md(text: str, **meta: object) -> dict:
+    return {"cell_type": "markdown", "metadata": dict(meta), "source": text}
+
+
+def _code(text: str, tags: list[str] | None = None, outputs: list | None = None) -> dict:
+    return {
+        "cell_type": "code",
+        "metadata": {"tags": tags or []},
+        "source": text,
+        "outputs": outputs or [],
+        "execution_count": 1,
+    }
+
+
+def test_deck_notebook_boundaries_notes_and_skips() -> None:
+    from course_utils.classroom.lesson_plan import parse_plan
+    from course_utils.classroom.slides import deck_notebook
+
+    view = {"data": {"application/vnd.jupyter.widget-view+json": {"model_id": "x"}}}
+    nb = {
+        "metadata": {},
+        "cells": [
+            _md("# 9. Title (标题)\n\nIntro"),
+            _md("## 9.1 First part\n\ntext"),
+            _code("x = 1"),
+            _md("### Try it: a widget"),
+            _code("w = QueryKeyPlane(keys)\nw", tags=["widget"], outputs=[view]),
+            _md("## Exercises"),
+            _code("def f(): ...\ncheck_f(f)", tags=["exercise"]),
+            _code(
+                "def f_solution(): return 1\ncheck_f(f_solution)", tags=["hide-cell", "solution"]
+            ),
+            _md("not on the slides", tags=["slides-skip"]),
+            _md("explicit", slideshow={"slide_type": "fragment"}),
+        ],
+    }
+    plan = parse_plan(
+        "## 45-minute plan\n| minutes | activity | cell/widget |\n|---|---|---|\n"
+        '| 0-5 | Hook | "First part" |\n| 5-9 | Nowhere | "No such section" |\n'
+        "## Predict, then move the slider\n- `QueryKeyPlane`: which key wins?\n"
+    )
+    deck = deck_notebook(nb, plan)
+    kinds = [c["metadata"]["slideshow"]["slide_type"] for c in deck["cells"]]
+    notes = [
+        source(c) for c in deck["cells"] if c["metadata"]["slideshow"]["slide_type"] == "notes"
+    ]
+    assert kinds[:2] == ["slide", "notes"]  # title slide, then the unmatched note
+    assert "Nowhere" in notes[0] and "Hook" in notes[1] and "which key wins" in notes[2]
+    by_source = {source(c)[:12]: k for c, k in zip(deck["cells"], kinds, strict=True)}
+    assert by_source["## 9.1 First"] == "slide"
+    assert by_source["### Try it: "] == "subslide"
+    assert by_source["def f_soluti"] == "skip"
+    assert by_source["not on the s"] == "skip"
+    assert by_source["explicit"] == "fragment"
+    assert by_source["def f(): ...\n"[:12]] == "-"
+    widget = next(c for c in deck["cells"] if "QueryKeyPlane" in source(c))
+    assert widget["metadata"]["transient"] == {"remove_source": True}
+    assert "(标题)" in source(deck["cells"][0])
+
+
+def test_long_sections_are_cut_into_subslides() -> None:
+    from course_utils.classroom.slides import SLIDE_LINES, deck_notebook
+
+    long = "\n".join(f"line {i}" for i in range(SLIDE_LINES - 2))
+    nb = {"metadata": {}, "cells": [_md("## A section"), _md(long), _md(long), _md(long)]}
+    kinds = [c["metadata"]["slideshow"]["slide_type"] for c in deck_notebook(nb)["cells"]]
+    assert kinds == ["slide", "-", "subslide", "subslide"]
+
+
+def test_deck_widget_runtime_exists() -> None:
+    """The decks' widget runtime scripts are files the site serves under _static/."""
+    from course_utils.classroom.slides import MATHJAX, widget_runtime
+
+    statics = [REPO / "src" / "course_utils" / "sphinx_ext" / "static"]
+    statics.append(REPO / "src" / "course_utils" / "classroom" / "static")
+    scripts = widget_runtime()
+    assert scripts
+    for rel in [s["src"] for s in scripts] + [MATHJAX]:
+        assert any((d / rel).is_file() for d in statics), f"_static/{rel} is not served"
+
+
+def test_reveal_is_vendored_with_licence_and_hashes() -> None:
+    import importlib.util
+    import json as _json
+
+    spec = importlib.util.spec_from_file_location(
+        "vendor_reveal", REPO / "scripts" / "vendor_reveal.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (module.DEST / "LICENSE").is_file()
+    manifest = _json.loads((module.DEST / "VERSIONS.json").read_text(encoding="utf-8"))
+    assert manifest["files"] == module.file_hashes(), "run scripts/vendor_reveal.py (hashes differ)"
+
+
+def test_launch_buttons_default_off_and_one_setting_turns_them_on() -> None:
+    from course_utils.classroom.sphinx import launch_problem
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    launch = config["launch_buttons"]
+    assert not launch.get("jupyterhub_url") and not launch.get("binderhub_url"), "must be off"
+    assert "course_utils.classroom.sphinx" in config["sphinx"]["extra_extensions"]
+    repo = "https://github.com/example/attention"
+    on = {"launch_buttons": {**launch, "jupyterhub_url": "https://hub.example.edu"}}
+    assert launch_problem({**on, "repository_url": repo}) is None
+    assert "repository.url" in launch_problem({**on, "repository_url": ""})
