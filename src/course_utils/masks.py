@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["causal_mask"]
+__all__ = ["causal_mask", "key_padding_mask"]
 
 
 def _check_length(value: object, name: str) -> int:
@@ -58,3 +58,37 @@ def causal_mask(
     query_pos = np.arange(t_q)[:, None]  # (t_q, 1)
     key_pos = np.arange(t_k)[None, :]  # (1, t_k)
     return key_pos <= query_pos + offset  # (t_q, t_k)
+
+
+def key_padding_mask(lengths: object, t_k: int | None = None) -> NDArray[np.bool_]:
+    """Key-padding mask ``(B, t_k)``: ``True`` where source ``b`` has a real token (``j < len``).
+
+    A batch of sentences of different lengths is padded on the right to one length ``t_k``
+    (default: the longest); the padding positions must get zero weight, or every query spends
+    part of its attention on filler. Pass it to attention as ``mask[:, None, :]`` ``(B, 1, t_k)``
+    so that it broadcasts over the queries. PyTorch's ``key_padding_mask`` arguments use the
+    opposite polarity: hand them ``~mask``.
+
+    >>> key_padding_mask([3, 1, 2]).astype(int)
+    array([[1, 1, 1],
+           [1, 0, 0],
+           [1, 1, 0]])
+    """
+    if hasattr(lengths, "detach"):
+        lengths = lengths.detach().cpu().numpy()  # type: ignore[union-attr]
+    arr = np.asarray(lengths)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(
+            f"lengths must be a non-empty 1-d sequence of ints (B,); got shape {arr.shape}"
+        )
+    if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
+        raise TypeError(f"lengths must hold ints; got dtype {arr.dtype}")
+    if (arr < 1).any():
+        raise ValueError(
+            f"every length must be >= 1 (a source needs one real token); got {arr.tolist()}"
+        )
+    longest = int(arr.max())
+    t_k = longest if t_k is None else _check_length(t_k, "t_k")
+    if t_k < longest:
+        raise ValueError(f"t_k = {t_k} is shorter than the longest source (length {longest})")
+    return np.arange(t_k)[None, :] < arr[:, None]  # (B, t_k)

@@ -320,3 +320,13 @@ def sublayer_norms(
             )
             x = t.out  # (B, T, d_model)
     return rows
+
+
+def __getattr__(name: str) -> object:
+    """``DecoderBlock`` and ``DecoderWeights`` live in :mod:`course_utils.decoder` (which builds
+    on this module); they are importable from here too, loaded on first use."""
+    if name in ("DecoderBlock", "DecoderWeights"):
+        from . import decoder
+
+        return getattr(decoder, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

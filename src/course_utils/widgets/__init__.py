@@ -8,6 +8,7 @@ See ``_base.py`` for the shared base and the rules (text only via ``textContent`
 
 from ._base import CourseWidget
 from .block_tracer import BlockTracer
+from .cross_attention_view import CrossAttentionView
 from .four_steps import FourSteps
 from .head_explorer import HeadExplorer
 from .query_key_plane import QueryKeyPlane
@@ -22,6 +23,7 @@ from .topic_word_focus import TopicWordFocus
 __all__ = [
     "BlockTracer",
     "CourseWidget",
+    "CrossAttentionView",
     "FourSteps",
     "HeadExplorer",
     "QueryKeyPlane",

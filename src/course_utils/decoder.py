@@ -1,0 +1,248 @@
+"""The decoder block (解码器块): causal self-attention, cross-attention (交叉注意力), then the FFN.
+
+Cross-attention is the same multi-head attention as before with its inputs from two sequences:
+the queries come from the decoder's tokens ``x`` ``(B, T_q, d_model)``, the keys and values from
+the encoder's output, the *memory* ``(B, T_k, d_model)`` (Vaswani et al., 2017, section 3.2.3).
+Row ``i`` of its weights ``(B, n_heads, T_q, T_k)`` says where output step ``i`` looks in the
+source.
+
+Pre-LN (``norm_first=True``)::
+
+    x = x + Dropout(SelfAttn(LN1(x), causal))
+    x = x + Dropout(CrossAttn(LN2(x), memory))
+    x = x + Dropout(FFN(LN3(x)))
+
+Post-LN (the original Transformer)::
+
+    x = LN1(x + Dropout(SelfAttn(x, causal)))
+    x = LN2(x + Dropout(CrossAttn(x, memory)))
+    x = LN3(x + Dropout(FFN(x)))
+
+As in ``torch.nn.TransformerDecoderLayer``, the memory is used as it comes (the encoder's final
+LayerNorm has normalised it). Masks are boolean with ``True`` = may attend; PyTorch's layer uses
+the opposite polarity (``tgt_mask``, ``memory_key_padding_mask``: ``True`` = may NOT attend).
+:meth:`DecoderBlock.from_torch` copies weights, not masks. The public name is importable from
+:mod:`course_utils.transformer` too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ._validation import shape_str
+from .multihead import MultiHeadAttention, attention_weights
+from .transformer import (
+    FeedForward,
+    _check_bool,
+    _check_dropout,
+    _check_int,
+)
+
+__all__ = ["DecoderBlock", "DecoderWeights"]
+
+
+def _attend(
+    attn: MultiHeadAttention,
+    dropout: nn.Dropout,
+    queries_from: Tensor,
+    keys_from: Tensor,
+    mask: Tensor | None,
+    *,
+    return_weights: bool,
+) -> tuple[Tensor, Tensor | None]:
+    """Multi-head attention from ``queries_from`` to ``keys_from`` with dropout on the weights.
+
+    In ``eval()`` mode this is exactly ``attn(q_in, kv_in, kv_in, mask)``; in training, dropout
+    zeroes some weights after the softmax (as ``torch.nn.MultiheadAttention`` does).
+    """
+    if not ((dropout.training and dropout.p > 0) or return_weights):
+        out = attn(queries_from, keys_from, keys_from, mask=mask)  # (B, T_q, d_model), fast path
+        return out, None
+    mask = attn._check_inputs(queries_from, keys_from, keys_from, mask)  # (B|1, h|1, T_q|1, T_k)
+    q = attn.split_heads(attn.W_Q(queries_from))  # (B, n_heads, T_q, d_k)
+    k = attn.split_heads(attn.W_K(keys_from))  # (B, n_heads, T_k, d_k)
+    v = attn.split_heads(attn.W_V(keys_from))  # (B, n_heads, T_k, d_k)
+    weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k), rows sum to 1
+    context = dropout(weights) @ v  # (B, n_heads, T_q, d_k); dropout is identity in eval()
+    return attn.W_O(attn.merge_heads(context)), weights  # (B, T_q, d_model)
+
+
+@dataclass(frozen=True)
+class DecoderWeights:
+    """The attention weights of one decoder block (before dropout)."""
+
+    self_attn: Tensor  # (B, n_heads, T_q, T_q): among the output steps (causal in a decoder)
+    cross: Tensor  # (B, n_heads, T_q, T_k): from each output step to each source position
+
+
+class DecoderBlock(nn.Module):
+    """One Transformer decoder block: masked self-attention, cross-attention, FFN.
+
+    Parameters are those of :class:`~course_utils.transformer.TransformerBlock`; the block has a
+    second attention (``cross_attn``) and a third LayerNorm.
+
+    >>> _ = torch.manual_seed(0)
+    >>> block = DecoderBlock(d_model=8, n_heads=2, d_ff=32)
+    >>> x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)   # T_q = 3 output steps, T_k = 5
+    >>> causal = torch.ones(3, 3, dtype=torch.bool).tril()         # True = may attend
+    >>> out, w = block(x, memory, self_mask=causal, return_weights=True)
+    >>> tuple(out.shape), tuple(w.cross.shape)        # (B, T_q, d_model), (B, n_heads, T_q, T_k)
+    ((2, 3, 8), (2, 2, 3, 5))
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = True,
+        activation: str = "relu",
+        bias: bool = True,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        _check_int(d_model, "d_model")
+        _check_int(n_heads, "n_heads")
+        if d_model % n_heads:
+            raise ValueError(
+                f"d_model must be divisible by n_heads (every head gets d_model / n_heads "
+                f"dimensions); got d_model = {d_model}, n_heads = {n_heads}"
+            )
+        self.d_model, self.n_heads, self.d_ff = d_model, n_heads, _check_int(d_ff, "d_ff")
+        self.norm_first = _check_bool(norm_first, "norm_first")
+        self.p_dropout = _check_dropout(dropout)
+        bias = _check_bool(bias, "bias")
+        self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
+        self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.self_attn_dropout = nn.Dropout(dropout)  # on the self-attention weights
+        self.cross_attn_dropout = nn.Dropout(dropout)  # on the cross-attention weights
+        self.dropout1 = nn.Dropout(dropout)  # on each sublayer's output
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+
+    def extra_repr(self) -> str:
+        kind = "pre-LN" if self.norm_first else "post-LN"
+        act = self.ffn.activation
+        return f"{kind}, d_ff={self.d_ff}, activation={act!r}, dropout={self.p_dropout}"
+
+    def _check(self, x: object, name: str, expected: str) -> Tensor:
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(f"{name} must be a floating-point torch.Tensor {expected}; got {got}")
+        if x.dim() != 3 or x.size(-1) != self.d_model:
+            raise ValueError(
+                f"{name} has shape {shape_str(tuple(x.shape))}, expected {expected} with "
+                f"d_model = {self.d_model}"
+            )
+        return x
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        *,
+        self_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        return_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, DecoderWeights]:
+        """``x`` ``(B, T_q, d_model)`` reads ``memory`` ``(B, T_k, d_model)``; same shape out.
+
+        ``self_mask`` (e.g. causal, ``(T_q, T_q)``) and ``memory_mask`` (e.g. key padding,
+        ``(B, 1, T_k)``, or ``(T_q, T_k)``, ``(B, T_q, T_k)``) are boolean, ``True`` = may attend;
+        ``None`` = no mask. With ``return_weights`` the result is ``(out, DecoderWeights)``.
+        """
+        self._check(x, "x", "(B, T_q, d_model)")
+        self._check(memory, "memory", "(B, T_k, d_model)")
+        if memory.size(0) != x.size(0):
+            raise ValueError(
+                f"memory has shape {shape_str(tuple(memory.shape))}, expected ({x.size(0)}, T_k, "
+                f"{self.d_model}): the same batch size B as x {shape_str(tuple(x.shape))}"
+            )
+        sa = lambda h: _attend(  # noqa: E731
+            self.self_attn, self.self_attn_dropout, h, h, self_mask, return_weights=return_weights
+        )
+        ca = lambda h: _attend(  # noqa: E731
+            self.cross_attn, self.cross_attn_dropout, h, memory, memory_mask,
+            return_weights=return_weights,
+        )  # fmt: skip
+        if self.norm_first:
+            a, w_self = sa(self.norm1(x))
+            x = x + self.dropout1(a)  # (B, T_q, d_model): the output steps exchange information
+            c, w_cross = ca(self.norm2(x))
+            x = x + self.dropout2(c)  # (B, T_q, d_model): each step reads the source
+            x = x + self.dropout3(self.ffn(self.norm3(x)))  # (B, T_q, d_model)
+        else:
+            a, w_self = sa(x)
+            x = self.norm1(x + self.dropout1(a))  # (B, T_q, d_model)
+            c, w_cross = ca(x)
+            x = self.norm2(x + self.dropout2(c))  # (B, T_q, d_model)
+            x = self.norm3(x + self.dropout3(self.ffn(x)))  # (B, T_q, d_model)
+        if return_weights:
+            assert w_self is not None and w_cross is not None
+            return x, DecoderWeights(w_self, w_cross)
+        return x
+
+    @classmethod
+    def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderBlock:
+        """A copy, with the same weights and dtype, of a ``torch.nn.TransformerDecoderLayer``.
+
+        The layer must be built with ``batch_first=True``, ``"relu"`` or ``"gelu"``, and one
+        ``eps`` in its three LayerNorms; ``norm_first`` and ``bias`` are copied. Compare in
+        ``eval()`` mode, and invert masks (``~mask``) for PyTorch.
+
+        >>> _ = torch.manual_seed(0)
+        >>> ref = nn.TransformerDecoderLayer(8, 2, 16, batch_first=True).eval()
+        >>> ours = DecoderBlock.from_torch(ref).eval()
+        >>> x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+        >>> torch.allclose(ours(x, memory), ref(x, memory), atol=1e-6)
+        True
+        """
+        if not isinstance(layer, nn.TransformerDecoderLayer):
+            raise TypeError(
+                f"layer must be a torch.nn.TransformerDecoderLayer; got {type(layer).__name__}"
+            )
+        if not layer.self_attn.batch_first:
+            raise ValueError("layer must be built with batch_first=True; got batch_first=False")
+        act = layer.activation
+        if act is torch.nn.functional.relu or isinstance(act, nn.ReLU):
+            activation = "relu"
+        elif act is torch.nn.functional.gelu or isinstance(act, nn.GELU):
+            if isinstance(act, nn.GELU) and act.approximate != "none":
+                raise ValueError("layer's GELU must be the exact (erf) one")
+            activation = "gelu"
+        else:
+            raise ValueError(f"layer's activation must be relu or gelu; got {act!r}")
+        eps = {layer.norm1.eps, layer.norm2.eps, layer.norm3.eps}
+        if len(eps) != 1:
+            raise ValueError(f"norm1, norm2 and norm3 must share one eps; got {sorted(eps)}")
+        weight = layer.self_attn.in_proj_weight.detach()
+        ours = cls(
+            layer.self_attn.embed_dim,
+            layer.self_attn.num_heads,
+            layer.linear1.out_features,
+            dropout=layer.dropout.p,
+            norm_first=bool(layer.norm_first),
+            activation=activation,
+            bias=layer.linear1.bias is not None,
+            layer_norm_eps=layer.norm1.eps,
+        ).to(dtype=weight.dtype, device=weight.device)
+        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
+        ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
+        for mine, theirs in (
+            (ours.ffn.linear1, layer.linear1),
+            (ours.ffn.linear2, layer.linear2),
+            (ours.norm1, layer.norm1),
+            (ours.norm2, layer.norm2),
+            (ours.norm3, layer.norm3),
+        ):
+            mine.load_state_dict(theirs.state_dict())
+        return ours.train(layer.training)

@@ -1,0 +1,226 @@
+"""Checkers for the exercises of chapter 8, "Cross attention and the encoder–decoder".
+
+The learner writes a *function*; the checker runs it on its own seeded cases (through the shared
+runner :func:`~course_utils.exercises._learner.run_cases`) and compares with the package
+(:func:`course_utils.masks.key_padding_mask`, :class:`course_utils.decoder.DecoderBlock`). A
+checker never raises on a wrong answer, and names the typical mistake when it recognises one.
+
+- :func:`check_cross_attention`: ``cross_attention(x, memory, W_Q, W_K, W_V)``, one head;
+- :func:`check_padding_mask`: ``padding_mask(lengths, t_k)``, the key-padding mask;
+- :func:`check_decoder_block`: ``decoder_block(x, memory, self_attn, cross_attn, ffn, norm1,
+  norm2, norm3)``, the pre-LN wiring of a decoder block.
+
+>>> def padding_mask(lengths, t_k):
+...     return torch.arange(t_k)[None, :] < torch.as_tensor(lengths)[:, None]
+>>> bool(check_padding_mask(padding_mask))
+True
+>>> print(check_padding_mask(lambda lengths, t_k: ...))
+✗ key-padding mask: not yet right
+  - your function returned Ellipsis
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..decoder import DecoderBlock
+from ..masks import causal_mask, key_padding_mask
+from ._checks import Mistake, check_array
+from ._feedback import Feedback
+from ._learner import run_cases
+
+__all__ = ["check_cross_attention", "check_decoder_block", "check_padding_mask"]
+
+_SEED = 2008
+
+
+def _numpy(x: Any) -> Any:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool = True) -> torch.Tensor:
+    scores = q @ k.T / (math.sqrt(q.shape[-1]) if scale else 1.0)  # (T_q, T_k)
+    return torch.softmax(scores, dim=-1) @ v  # (T_q, d_v)
+
+
+# --- exercise 8.1: cross-attention, one head -----------------------------------------------------
+
+
+def check_cross_attention(cross_attention: Callable[..., Any]) -> Feedback:
+    """Check ``cross_attention(x, memory, W_Q, W_K, W_V)``: queries from ``x`` ``(T_q, d)``, keys
+    and values from ``memory`` ``(T_k, d)``, output ``(T_q, d_v)``.
+
+    >>> def cross_attention(x, memory, W_Q, W_K, W_V):
+    ...     q, k, v = x @ W_Q, memory @ W_K, memory @ W_V
+    ...     return torch.softmax(q @ k.T / k.shape[-1] ** 0.5, dim=-1) @ v
+    >>> bool(check_cross_attention(cross_attention))
+    True
+    >>> def swapped(x, memory, W_Q, W_K, W_V):
+    ...     q, k, v = memory @ W_Q, x @ W_K, x @ W_V
+    ...     return torch.softmax(q @ k.T / k.shape[-1] ** 0.5, dim=-1) @ v
+    >>> print(check_cross_attention(swapped).hints[0])  # doctest: +ELLIPSIS
+    the queries come from x (the decoder), the keys and values from memory ...
+    """
+    title = "cross-attention"
+    g = torch.Generator().manual_seed(_SEED)
+    cases = []
+    for t_q, t_k, d, d_v in [(2, 5, 4, 3), (3, 3, 6, 6), (4, 7, 8, 2)]:
+        x = torch.randn(t_q, d, generator=g, dtype=torch.float64)
+        memory = torch.randn(t_k, d, generator=g, dtype=torch.float64)
+        w = [torch.randn(d, n, generator=g, dtype=torch.float64) for n in (d, d, d_v)]
+        cases.append((f"T_q = {t_q}, T_k = {t_k}, d_model = {d}, d_v = {d_v}", (x, memory, *w)))
+
+    def compare(result: Any, x: Any, memory: Any, W_Q: Any, W_K: Any, W_V: Any) -> Feedback:
+        expected = _attend(x @ W_Q, memory @ W_K, memory @ W_V)  # (T_q, d_v)
+        mistakes = [
+            Mistake(
+                "the queries come from x (the decoder), the keys and values from memory "
+                "(the encoder's output); you have them the other way round",
+                _attend(memory @ W_Q, x @ W_K, x @ W_V),
+            ),
+            Mistake(
+                "that is self-attention on x: the keys and values must come from memory",
+                _attend(x @ W_Q, x @ W_K, x @ W_V),
+            ),
+            Mistake(
+                "the values come from memory too (the same rows the keys were made from)",
+                _attend(x @ W_Q, memory @ W_K, x @ W_V) if x.shape[0] == memory.shape[0] else None,
+            ),
+            Mistake(
+                "divide the scores by √d_k before the softmax",
+                _attend(x @ W_Q, memory @ W_K, memory @ W_V, scale=False),
+            ),
+        ]
+        return check_array(
+            title,
+            _numpy(result),
+            expected.numpy(),
+            atol=1e-6,
+            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes if m.value is not None],
+        )
+
+    return run_cases(
+        title, cross_attention, "cross_attention", cases, compare,
+        "all {n} test cases right: each output row is a mix of memory's values",
+    )  # fmt: skip
+
+
+# --- exercise 8.2: the key-padding mask ----------------------------------------------------------
+
+
+def check_padding_mask(padding_mask: Callable[..., Any]) -> Feedback:
+    """Check ``padding_mask(lengths, t_k)`` -> boolean ``(B, t_k)``, ``True`` = a real token.
+
+    >>> print(check_padding_mask(lambda lengths, t_k: torch.arange(t_k)[None, :] >=
+    ...       torch.as_tensor(lengths)[:, None]).hints[0])  # doctest: +ELLIPSIS
+    True means "may attend" here: ...
+    """
+    title = "key-padding mask"
+    cases = [
+        ("lengths = [3, 1, 2], t_k = 3", ([3, 1, 2], 3)),
+        ("lengths = [2, 5], t_k = 6", ([2, 5], 6)),
+        ("lengths = [4], t_k = 4", ([4], 4)),
+    ]
+
+    def compare(result: Any, lengths: list[int], t_k: int) -> Feedback:
+        expected = key_padding_mask(lengths, t_k)  # (B, t_k)
+        got = _numpy(result)
+        arr = np.asarray(got)
+        if arr.dtype != np.bool_ and arr.shape == expected.shape and np.isin(arr, (0, 1)).all():
+            arr = arr.astype(bool)  # 0/1 integers are a fine answer too
+        pos = np.arange(t_k)[None, :]  # (1, t_k)
+        lens = np.asarray(lengths)[:, None]  # (B, 1)
+        mistakes = [
+            Mistake(
+                'True means "may attend" here: True for the real tokens, False for the padding '
+                "(PyTorch's key_padding_mask is the opposite)",
+                ~expected,
+            ),
+            Mistake(
+                "off by one: position j is real when j < length (j counts from 0)", pos <= lens
+            ),
+            Mistake("one row per sentence (B, t_k), not (t_k, B)", expected.T),
+        ]
+        return check_array(title, arr, expected, mistakes=mistakes)
+
+    return run_cases(
+        title, padding_mask, "padding_mask", cases, compare,
+        "all {n} test cases right: True for real tokens, False for padding",
+    )  # fmt: skip
+
+
+# --- exercise 8.3: the decoder block's wiring ----------------------------------------------------
+
+
+def check_decoder_block(decoder_block: Callable[..., Any]) -> Feedback:
+    """Check ``decoder_block(x, memory, self_attn, cross_attn, ffn, norm1, norm2, norm3)`` against
+    a pre-LN :class:`DecoderBlock`. ``self_attn(h)`` is causal self-attention, ``cross_attn(h,
+    memory)`` attends from ``h`` to ``memory``, ``ffn(h)`` the FFN, ``norm*`` the LayerNorms.
+
+    >>> def decoder_block(x, memory, self_attn, cross_attn, ffn, norm1, norm2, norm3):
+    ...     x = x + self_attn(norm1(x))
+    ...     x = x + cross_attn(norm2(x), memory)
+    ...     return x + ffn(norm3(x))
+    >>> bool(check_decoder_block(decoder_block))
+    True
+    """
+    title = "decoder block"
+    cases = []
+    for seed, (B, t_q, t_k) in enumerate([(1, 3, 5), (2, 4, 2)]):
+        torch.manual_seed(_SEED + seed)
+        block = DecoderBlock(8, 2, 16).double().eval()
+        g = torch.Generator().manual_seed(_SEED + 10 + seed)
+        x = torch.randn(B, t_q, 8, generator=g, dtype=torch.float64)
+        memory = torch.randn(B, t_k, 8, generator=g, dtype=torch.float64)
+        causal = torch.from_numpy(causal_mask(t_q))  # (T_q, T_q)
+
+        def self_attn(h: torch.Tensor, _b: DecoderBlock = block, _m: Any = causal) -> torch.Tensor:
+            return _b.self_attn(h, h, h, mask=_m)
+
+        def cross_attn(h: torch.Tensor, mem: torch.Tensor, _b: DecoderBlock = block) -> Any:
+            return _b.cross_attn(h, mem, mem)
+
+        fns = (self_attn, cross_attn, block.ffn, block.norm1, block.norm2, block.norm3)
+        cases.append((f"B = {B}, T_q = {t_q}, T_k = {t_k}, d_model = 8", (x, memory, *fns)))
+
+    def compare(
+        result: Any, x: Any, memory: Any, sa: Any, ca: Any, ffn: Any, *norms: Any
+    ) -> Feedback:
+        n1, n2, n3 = norms
+        with torch.no_grad():
+            h = x + sa(n1(x))
+            expected = (h2 := h + ca(n2(h), memory)) + ffn(n3(h2))
+            post = n1(x + sa(x))
+            post = n3((p2 := n2(post + ca(post, memory))) + ffn(p2))
+            normed_mem = (m2 := h + ca(n2(h), n2(memory))) + ffn(n3(m2))
+            no_self = (s2 := x + ca(n2(x), memory)) + ffn(n3(s2))
+            no_res = (r2 := h + ca(n2(h), memory)) * 0 + ca(n2(h), memory) + ffn(n3(r2))
+        mistakes = [
+            Mistake("that is the post-LN block; pre-LN normalises each sublayer's input", post),
+            Mistake(
+                "pass memory to cross_attn as it is: the encoder already normalised it",
+                normed_mem,
+            ),
+            Mistake(
+                "start with the causal self-attention sublayer (x + self_attn(norm1(x)))", no_self
+            ),
+            Mistake("add cross_attn's output to x (the residual), do not replace x", no_res),
+        ]
+        return check_array(
+            title,
+            _numpy(result),
+            expected.numpy(),
+            atol=1e-6,
+            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes],
+        )
+
+    return run_cases(
+        title, decoder_block, "decoder_block", cases, compare,
+        "all {n} test cases equal course_utils' pre-LN DecoderBlock",
+    )  # fmt: skip

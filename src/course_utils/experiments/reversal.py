@@ -1,0 +1,305 @@
+"""A small encoder–decoder learns to reverse a word: ``"cab"`` -> ``"bac"``.
+
+The alignment is predictable: output step ``i`` copies source position ``L - 1 - i`` (``L`` is the
+source's length), so a reader can check where the cross-attention *should* look. The sources have
+different lengths (``min_len`` to ``max_len`` letters) and are padded on the right with ``<pad>``;
+the key-padding mask (:func:`course_utils.masks.key_padding_mask`) hides the padding from the
+encoder's self-attention and from the decoder's cross-attention.
+
+Model: letter embeddings + sinusoidal positions -> ``n_layers`` encoder blocks
+(:class:`~course_utils.transformer.TransformerBlock`) -> LayerNorm = the memory; the decoder reads
+``<bos> y_0 ... y_{L-1}`` with a causal mask through ``n_layers``
+:class:`~course_utils.decoder.DecoderBlock` s -> LayerNorm -> logits over letters and ``<eos>``.
+Trained with teacher forcing (the decoder sees the right previous letters), decoded greedily.
+
+Runs are seeded and deterministic (one thread, deterministic algorithms).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..decoder import DecoderBlock
+from ..masks import causal_mask, key_padding_mask
+from ..positions import sinusoidal_encoding
+from ..transformer import TransformerBlock
+from .heads import _deterministic
+
+__all__ = [
+    "ReversalModel",
+    "ReversalRun",
+    "alignment_accuracy",
+    "cross_attention_rows",
+    "decode",
+    "encode",
+    "make_batch",
+    "train_reversal",
+]
+
+PAD, BOS, EOS = 0, 1, 2
+LETTERS = string.ascii_lowercase[:10]  # a..j
+VOCAB = ["<pad>", "<bos>", "<eos>", *LETTERS]
+
+
+def encode(words: Sequence[str], t_k: int | None = None) -> tuple[Tensor, Tensor]:
+    """Words -> token ids ``(B, t_k)`` padded with ``<pad>``, and their lengths ``(B,)``.
+
+    >>> src, lengths = encode(["cab", "a"])
+    >>> src.tolist(), lengths.tolist()
+    ([[5, 3, 4], [3, 0, 0]], [3, 1])
+    """
+    if isinstance(words, str) or not words:
+        raise ValueError(f"words must be a non-empty list of strings; got {words!r}")
+    for w in words:
+        if not isinstance(w, str) or not w or any(c not in LETTERS for c in w):
+            raise ValueError(f"every word must be non-empty, letters a-j only; got {w!r}")
+    lengths = torch.tensor([len(w) for w in words])  # (B,)
+    t_k = int(lengths.max()) if t_k is None else t_k
+    src = torch.full((len(words), t_k), PAD)  # (B, t_k)
+    for b, w in enumerate(words):
+        src[b, : len(w)] = torch.tensor([VOCAB.index(c) for c in w])
+    return src, lengths
+
+
+def decode(ids: Tensor | Sequence[int]) -> str:
+    """Token ids -> the letters up to the first ``<eos>`` (``<pad>``/``<bos>`` dropped)."""
+    out = []
+    for i in ids:
+        i = int(i)
+        if i == EOS:
+            break
+        if i > EOS:
+            out.append(VOCAB[i])
+    return "".join(out)
+
+
+def make_batch(
+    batch: int, min_len: int, max_len: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Random words: sources ``(B, max_len)``, lengths ``(B,)``, targets ``(B, max_len + 1)``.
+
+    The target is the reversed word, then ``<eos>``, then ``<pad>``.
+
+    >>> src, lengths, tgt = make_batch(2, 2, 4, torch.Generator().manual_seed(0))
+    >>> [decode(s[:n]) for s, n in zip(src, lengths)], [decode(t) for t in tgt]
+    (['dadj', 'hd'], ['jdad', 'dh'])
+    """
+    lengths = torch.randint(min_len, max_len + 1, (batch,), generator=generator)  # (B,)
+    letters = torch.randint(EOS + 1, len(VOCAB), (batch, max_len), generator=generator)  # (B, T)
+    pos = torch.arange(max_len)[None, :]  # (1, max_len)
+    real = pos < lengths[:, None]  # (B, max_len)
+    src = torch.where(real, letters, PAD)  # (B, max_len)
+    # target position i holds source position L - 1 - i, then <eos> at i = L
+    idx = (lengths[:, None] - 1 - pos).clamp(min=0)  # (B, max_len)
+    tgt = torch.full((batch, max_len + 1), PAD)  # (B, max_len + 1)
+    tgt[:, :max_len] = torch.where(real, src.gather(1, idx), PAD)
+    tgt[torch.arange(batch), lengths] = EOS
+    return src, lengths, tgt
+
+
+class ReversalModel(nn.Module):
+    """Encoder blocks + decoder blocks (pre-LN) sharing one embedding table and sinusoids."""
+
+    def __init__(
+        self, *, max_len: int = 8, d_model: int = 32, n_heads: int = 2, d_ff: int = 64,
+        n_layers: int = 2,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.max_len, self.d_model = max_len, d_model
+        self.embed = nn.Embedding(len(VOCAB), d_model)
+        pe = torch.tensor(sinusoidal_encoding(max_len + 2, d_model), dtype=torch.float32)
+        self.register_buffer("pe", pe, persistent=False)  # (max_len + 2, d_model)
+        self.encoder = nn.ModuleList(
+            TransformerBlock(d_model, n_heads, d_ff) for _ in range(n_layers)
+        )
+        self.decoder = nn.ModuleList(DecoderBlock(d_model, n_heads, d_ff) for _ in range(n_layers))
+        self.enc_norm = nn.LayerNorm(d_model)
+        self.dec_norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, len(VOCAB))
+
+    def _embed(self, ids: Tensor) -> Tensor:
+        return self.embed(ids) + self.pe[: ids.size(1)]  # (B, T, d_model)
+
+    def encode(self, src: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """The memory ``(B, T_k, d_model)`` and the key-padding mask ``(B, 1, T_k)``."""
+        keep = torch.from_numpy(key_padding_mask(lengths, src.size(1)))[:, None, :]  # (B, 1, T_k)
+        h = self._embed(src)  # (B, T_k, d_model)
+        for block in self.encoder:
+            h = block(h, keep)  # (B, T_k, d_model); padding is never attended to
+        return self.enc_norm(h), keep
+
+    def decode_step(
+        self, tgt_in: Tensor, memory: Tensor, keep: Tensor | None, *, return_weights: bool = False
+    ) -> Tensor | tuple[Tensor, list[Tensor]]:
+        """Logits ``(B, T_q, vocab)`` for decoder inputs ``(B, T_q)``; optionally the cross
+        weights ``(B, n_heads, T_q, T_k)`` of every decoder block."""
+        causal = torch.from_numpy(causal_mask(tgt_in.size(1)))  # (T_q, T_q)
+        h = self._embed(tgt_in)  # (B, T_q, d_model)
+        cross = []
+        for block in self.decoder:
+            if return_weights:
+                h, w = block(h, memory, self_mask=causal, memory_mask=keep, return_weights=True)
+                cross.append(w.cross)  # (B, n_heads, T_q, T_k)
+            else:
+                h = block(h, memory, self_mask=causal, memory_mask=keep)  # (B, T_q, d_model)
+        logits = self.head(self.dec_norm(h))  # (B, T_q, vocab)
+        return (logits, cross) if return_weights else logits
+
+    def forward(self, src: Tensor, lengths: Tensor, tgt: Tensor) -> Tensor:
+        """Teacher forcing: logits ``(B, T_out, vocab)`` predicting ``tgt`` ``(B, T_out)``."""
+        memory, keep = self.encode(src, lengths)
+        tgt_in = torch.cat([torch.full_like(tgt[:, :1], BOS), tgt[:, :-1]], dim=1)  # shift right
+        return self.decode_step(tgt_in, memory, keep)
+
+    @torch.no_grad()
+    def generate(
+        self, src: Tensor, lengths: Tensor, *, use_padding_mask: bool = True
+    ) -> tuple[Tensor, list[Tensor]]:
+        """Greedy decoding of ``max_len + 1`` steps: ids ``(B, T_out)`` and, per decoder block,
+        the cross weights ``(B, n_heads, T_out, T_k)`` of the final pass."""
+        memory, keep = self.encode(src, lengths)
+        ids = torch.full((src.size(0), 1), BOS)  # (B, 1)
+        for _ in range(self.max_len + 1):
+            logits = self.decode_step(ids, memory, keep if use_padding_mask else None)
+            ids = torch.cat([ids, logits[:, -1:].argmax(-1)], dim=1)  # (B, t + 1)
+        _, cross = self.decode_step(
+            ids[:, :-1], memory, keep if use_padding_mask else None, return_weights=True
+        )
+        return ids[:, 1:], cross
+
+
+def alignment_accuracy(cross: Tensor, lengths: Tensor) -> float:
+    """How often the head-averaged cross-attention's strongest source position at output step
+    ``i < L`` is ``L - 1 - i``, the letter the task says step ``i`` copies.
+
+    ``cross`` is ``(B, n_heads, T_out, T_k)``; only the ``L`` letter steps of each word count.
+    """
+    top = cross.mean(dim=1).argmax(dim=-1)  # (B, T_out)
+    hits = total = 0
+    for b, n in enumerate(lengths.tolist()):
+        expected = torch.arange(n - 1, -1, -1)  # (n,)
+        hits += int((top[b, :n] == expected).sum())
+        total += n
+    return hits / total
+
+
+@dataclass(frozen=True)
+class ReversalRun:
+    seed: int
+    steps: list[int]  # steps at which the held-out loss was measured (0 = before training)
+    losses: list[float]  # held-out teacher-forced cross-entropy (nats) at those steps
+    exact_match: float  # share of held-out words reversed exactly by greedy decoding
+    alignment: list[float]  # per decoder block: alignment_accuracy on the held-out words
+    model: ReversalModel
+
+
+def _loss(model: ReversalModel, src: Tensor, lengths: Tensor, tgt: Tensor) -> Tensor:
+    logits = model(src, lengths, tgt)  # (B, T_out, vocab)
+    return F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=PAD)
+
+
+def _held_out_loss(model: ReversalModel, src: Tensor, lengths: Tensor, tgt: Tensor) -> float:
+    model.eval()
+    with torch.no_grad():
+        return float(_loss(model, src, lengths, tgt))
+
+
+def held_out(n: int = 500, *, min_len: int = 2, max_len: int = 8) -> tuple[Tensor, Tensor, Tensor]:
+    """The held-out words (seeded apart from training; the same for every run)."""
+    return make_batch(n, min_len, max_len, torch.Generator().manual_seed(12345))
+
+
+def train_reversal(
+    seeds: Sequence[int] = (0, 1, 2),
+    *,
+    min_len: int = 2,
+    max_len: int = 8,
+    d_model: int = 32,
+    n_heads: int = 2,
+    d_ff: int = 64,
+    n_layers: int = 2,
+    steps: int = 600,
+    batch: int = 64,
+    lr: float = 3e-3,
+    eval_every: int = 100,
+) -> list[ReversalRun]:
+    """Train one :class:`ReversalModel` per seed (Adam, linear decay); report held-out numbers.
+
+    >>> runs = train_reversal(seeds=(0,), steps=2, eval_every=1, batch=4)
+    >>> runs[0].steps, len(runs[0].alignment)
+    ([0, 1, 2], 2)
+    """
+    runs = []
+    with _deterministic():
+        test_src, test_len, test_tgt = held_out(min_len=min_len, max_len=max_len)
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = ReversalModel(
+                max_len=max_len, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers
+            )
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            # linear decay to 0: the late steps settle instead of jumping out of the minimum
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps)
+            data = torch.Generator().manual_seed(1000 + seed)
+
+            at, losses = [0], [_held_out_loss(model, test_src, test_len, test_tgt)]
+            for step in range(1, steps + 1):
+                model.train()
+                loss = _loss(model, *make_batch(batch, min_len, max_len, data))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                sched.step()
+                if step % eval_every == 0 or step == steps:
+                    at.append(step)
+                    losses.append(_held_out_loss(model, test_src, test_len, test_tgt))
+            model.eval()
+            out, cross = model.generate(test_src, test_len)
+            exact = float(
+                np.mean([decode(o) == decode(t) for o, t in zip(out, test_tgt, strict=True)])
+            )
+            align = [alignment_accuracy(c, test_len) for c in cross]
+            runs.append(ReversalRun(seed, at, losses, exact, align, model))
+    return runs
+
+
+def cross_attention_rows(
+    model: ReversalModel,
+    words: Sequence[str],
+    *,
+    t_k: int | None = None,
+    use_padding_mask: bool = True,
+    block: int = -1,
+) -> list[tuple[str, list[str], list[str], np.ndarray]]:
+    """For each word: ``(label, source tokens, output tokens, weights (T_out, T_k))``.
+
+    The sources are padded to ``t_k`` (default: the longest word) and shown with their
+    ``<pad>`` tokens; the output runs to the first ``<eos>``; the weights are the cross-attention
+    of decoder block ``block``, averaged over heads. This is what
+    :class:`course_utils.widgets.CrossAttentionView` draws.
+
+    >>> _ = torch.manual_seed(0)
+    >>> label, src, out, w = cross_attention_rows(ReversalModel().eval(), ["cab", "a"])[1]
+    >>> src, w.shape[1]
+    (['a', '<pad>', '<pad>'], 3)
+    """
+    src, lengths = encode(words, t_k)
+    ids, cross = model.generate(src, lengths, use_padding_mask=use_padding_mask)
+    weights = cross[block].mean(dim=1)  # (B, T_out, T_k): average over heads
+    rows = []
+    for b, word in enumerate(words):
+        out_ids = ids[b].tolist()
+        n = out_ids.index(EOS) + 1 if EOS in out_ids else len(out_ids)  # through <eos>
+        out_tokens = [VOCAB[i] for i in out_ids[:n]]
+        src_tokens = [VOCAB[i] for i in src[b].tolist()]
+        mask_text = "with" if use_padding_mask else "WITHOUT"
+        label = f"{word} -> {decode(out_ids)} ({mask_text} padding mask)"
+        rows.append((label, src_tokens, out_tokens, weights[b, :n].double().numpy()))
+    return rows

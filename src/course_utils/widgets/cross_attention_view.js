@@ -1,0 +1,108 @@
+// CrossAttentionView: pick an example and an output step; bars under the source tokens show that
+// step's cross-attention weights. Python precomputed every (T_out, T_src) matrix; this file only
+// reads one row. Padding tokens are drawn muted. Tokens are text only (textContent).
+
+function render({ model, el }) {
+  const { controls, stage } = CU.frame(el, model, "cu-cross-attention-view");
+  const BAR = 80; // px for weight 1
+
+  const exampleSelect = CU.select({
+    label: "Example",
+    options: model.get("labels"),
+    value: model.get("example_index"),
+    onChange: (i) => {
+      model.set("example_index", i);
+      const n = model.get("outputs")[i].length;
+      if (model.get("step_index") >= n) model.set("step_index", n - 1);
+      model.save_changes();
+      rebuild();
+    },
+  });
+  const outTok = (i) => model.get("outputs")[model.get("example_index")][i];
+  const stepSlider = CU.slider({
+    label: "Output step",
+    n: model.get("outputs")[model.get("example_index")].length,
+    value: model.get("step_index"),
+    format: (i) => `${i + 1}: ${outTok(i)}`,
+    onInput: (i) => {
+      model.set("step_index", i);
+      model.save_changes();
+      update();
+    },
+  });
+  if (model.get("labels").length > 1) controls.append(exampleSelect.root);
+  controls.append(stepSlider.root);
+
+  CU.html("p", { class: "cu-cav-label" }, stage, "Output (queries)");
+  const outRow = CU.html("div", { class: "cu-cav-row", role: "group", "aria-label": "Output tokens" }, stage);
+  CU.html("p", { class: "cu-cav-label" }, stage, "Source (keys and values) and the chosen step's weights");
+  const srcRow = CU.html("div", { class: "cu-cav-row", role: "group", "aria-label": "Source tokens and weights" }, stage);
+  const summary = CU.html("p", { class: "cu-cav-summary", "aria-live": "polite" }, stage);
+  let outs = [];
+  let cols = [];
+
+  function rebuild() {
+    const e = model.get("example_index");
+    outRow.replaceChildren();
+    srcRow.replaceChildren();
+    outs = model.get("outputs")[e].map((tok, i) => {
+      const btn = CU.html("button", { type: "button", class: "cu-cav-tok" }, outRow);
+      CU.token(btn, tok);
+      btn.setAttribute("aria-label", `Show output step ${i + 1}, "${tok}"`);
+      btn.addEventListener("click", () => {
+        model.set("step_index", i);
+        model.save_changes();
+        update();
+      });
+      CU.suppressShortcuts(btn);
+      return btn;
+    });
+    cols = model.get("sources")[e].map((tok) => {
+      const col = CU.html("div", { class: "cu-cav-col" }, srcRow);
+      const num = CU.html("span", { class: "cu-cav-num" }, col);
+      const well = CU.html("div", { class: "cu-cav-well", style: `height:${BAR}px` }, col);
+      const bar = CU.html("div", { class: "cu-cav-bar" }, well);
+      const t = CU.html("span", { class: "cu-cav-src" }, col);
+      CU.token(t, tok);
+      if (tok === "<pad>") col.classList.add("cu-cav-pad");
+      return { num, bar };
+    });
+    stepSlider.input.max = String(outs.length - 1);
+    exampleSelect.set(e);
+    update();
+  }
+
+  function update() {
+    const e = model.get("example_index");
+    const qi = Math.min(model.get("step_index"), outs.length - 1);
+    const w = CU.slice(model.get("frames")[e], qi);
+    const src = model.get("sources")[e];
+    let best = 0;
+    let pad = 0;
+    cols.forEach((c, j) => {
+      if (w[j] > w[best]) best = j;
+      if (src[j] === "<pad>") pad += w[j];
+      c.num.textContent = CU.fmt(w[j], 2);
+      c.bar.style.height = `${Math.round(BAR * w[j])}px`;
+      c.bar.style.background = CU.colour(w[j], "cividis");
+    });
+    outs.forEach((b, i) => {
+      b.classList.toggle("cu-cav-query", i === qi);
+      b.setAttribute("aria-pressed", i === qi ? "true" : "false");
+    });
+    stepSlider.set(qi);
+    summary.textContent =
+      `Output step ${qi + 1} ("${model.get("outputs")[e][qi]}") looks most at source position ` +
+      `${best + 1} ("${src[best]}", weight ${CU.fmt(w[best], 2)}); weight on padding: ${CU.fmt(pad, 2)}.`;
+  }
+
+  const cleanup = CU.listen(model, [
+    ["change:example_index", rebuild],
+    ["change:step_index", update],
+    ["change:frames", rebuild],
+  ]);
+  rebuild();
+  return cleanup;
+}
+
+export default { render };
