@@ -10,6 +10,7 @@ from ._base import CourseWidget
 from .block_tracer import BlockTracer
 from .four_steps import FourSteps
 from .head_explorer import HeadExplorer
+from .kv_cache_compare import KVCacheCompare
 from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
@@ -23,6 +24,7 @@ __all__ = [
     "CourseWidget",
     "FourSteps",
     "HeadExplorer",
+    "KVCacheCompare",
     "QueryKeyPlane",
     "RopeDial",
     "ScalingExplorer",
