@@ -254,7 +254,7 @@ class MultiHeadLatentAttention(nn.Module):
         rope_scores = q_r @ k_r[:, None].transpose(-2, -1)  # (B, h, T, S): shared key, all heads
         if absorb:
             W_UK = self.W_UK.weight.view(h, dn, dc)  # (h, d_h, d_c)
-            q_lat = torch.einsum("bhtn,hnc->bhtc", q_c, W_UK)  # (B, h, T, d_c): W^UK_h^T q^C
+            q_lat = q_c @ W_UK  # (B, h, T, d_c): W^UK_h^T q^C, per head
             content = q_lat @ c_kv[:, None].transpose(-2, -1)  # (B, h, T, S)
         else:
             k_c = self.W_UK(c_kv).view(B, S, h, dn).transpose(1, 2)  # (B, h, S, d_h)
@@ -267,13 +267,32 @@ class MultiHeadLatentAttention(nn.Module):
         weights = torch.softmax(scores, dim=-1)  # (B, h, T, S); future keys get exactly 0
         if absorb:
             ctx_lat = weights @ c_kv[:, None]  # (B, h, T, d_c): weighted sum of latents
-            W_UV = self.W_UV.weight.view(h, dv, dc)  # (h, d_v, d_c)
-            W_O = self.W_O.weight.view(self.d_model, h, dv)  # (d, h, d_v)
-            W_OV = torch.einsum("dhv,hvc->hdc", W_O, W_UV)  # (h, d, d_c): W^O_h W^UV_h folded
-            return torch.einsum("bhtc,hdc->btd", ctx_lat, W_OV)  # (B, T, d)
+            W_OV = self.absorbed_output()  # (h·d_c, d): W^O_h W^UV_h stacked, folded once
+            flat = ctx_lat.transpose(1, 2).reshape(B, T, h * dc)  # (B, T, h·d_c)
+            return flat @ W_OV  # (B, T, d)
         v = self.W_UV(c_kv).view(B, S, h, dv).transpose(1, 2)  # (B, h, S, d_v)
         ctx = (weights @ v).transpose(1, 2).reshape(B, T, h * dv)  # (B, T, h·d_v)
         return self.W_O(ctx)  # (B, T, d)
+
+    def absorbed_output(self) -> Tensor:
+        """``(W^O_h W^UV_h)^T`` of all heads stacked, ``(h·d_c, d_model)``: the output side.
+
+        Folded once and kept until a weight changes (deployments fold it when loading).
+        """
+        params = (self.W_UV.weight, self.W_O.weight)
+        key = tuple((p.data_ptr(), p._version, p.dtype) for p in params)
+        cached = getattr(self, "_absorbed", None)
+        if cached is None or cached[0] != key or torch.is_grad_enabled():
+            h, dv, dc = self.n_heads, self.d_head_v, self.d_latent_kv
+            W_UV = self.W_UV.weight.view(h, dv, dc)  # (h, d_v, d_c)
+            W_O = self.W_O.weight.view(self.d_model, h, dv)  # (d, h, d_v)
+            W_OV = torch.einsum("dhv,hvc->hcd", W_O, W_UV)  # (h, d_c, d)
+            W_OV = W_OV.reshape(h * dc, self.d_model).contiguous()  # (h·d_c, d)
+            if torch.is_grad_enabled():
+                return W_OV  # keep the autograd graph; do not cache
+            cached = (key, W_OV)
+            self._absorbed = cached
+        return cached[1]
 
     # ----------------------------------------------------------------------------------------
     @classmethod
