@@ -52,3 +52,11 @@ def test_bad_index():
     w = KVCacheCompare()
     with pytest.raises((ValueError, TypeError), match="rope_index"):
         w.rope_index = 99
+
+
+def test_bytes_per_token_frame():
+    w = KVCacheCompare()
+    b = unpack_array(w.frames["bytes"])  # (n_lat, n_rope, 4)
+    i, j = w.latent_index, w.rope_index
+    assert b[i, j, 3] == kvc.mla_cache_bytes(60, 512, 64, 1)
+    assert b[i, j, 0] == kvc.kv_cache_bytes(60, 128, 128, 1)

@@ -9,7 +9,7 @@ function render({ model, el }) {
   const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"]; // Okabe-Ito
   const W = 460;
   const ROW = 34;
-  const H = 30 + ROW * KINDS.length;
+  const H = 34 + ROW * KINDS.length;
   const fmtCtx = (t) => (t >= 1024 ? `${t / 1024}k` : String(t));
 
   const mk = (label, key, grid, format) => {
@@ -33,10 +33,14 @@ function render({ model, el }) {
 
   const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" }, stage);
   const svgTitle = CU.svg("title", {}, svg);
+  const axisNote = CU.svg("text", { x: 60, y: 12, class: "cu-kvcache-label" }, svg);
+  CU.setText(axisNote, "numbers cached per token per layer (log scale)");
   const bars = CU.svg("g", {}, svg);
   const table = CU.html("table", { class: "cu-kvcache-table" }, stage);
   const head = CU.html("tr", {}, CU.html("thead", {}, table));
-  for (const h of ["design", "numbers / token / layer", "total cache (GiB)", "quality note"]) {
+  const heads = ["design", "numbers / token / layer", "bytes / token (all layers)",
+    "total cache (GiB)", "quality note"];
+  for (const h of heads) {
     CU.html("th", { scope: "col" }, head, h);
   }
   const body = CU.html("tbody", {}, table);
@@ -44,6 +48,7 @@ function render({ model, el }) {
     const tr = CU.html("tr", {}, body);
     CU.html("th", { scope: "row" }, tr, k);
     return [
+      CU.html("td", { class: "cu-num" }, tr),
       CU.html("td", { class: "cu-num" }, tr),
       CU.html("td", { class: "cu-num" }, tr),
       CU.html("td", { class: "cu-kvcache-note" }, tr, model.get("notes")[m]),
@@ -58,11 +63,12 @@ function render({ model, el }) {
     const frames = model.get("frames");
     const vals = CU.slice(frames.values, i, j);
     const gib = CU.slice(frames.gib, i, j, c);
+    const bytes = CU.slice(frames.bytes, i, j);
     const logMax = Math.log10(Math.max(...vals) * 1.2);
     bars.replaceChildren();
     const x0 = 60;
     KINDS.forEach((k, m) => {
-      const y = 20 + m * ROW;
+      const y = 22 + m * ROW;
       const w = ((W - x0 - 90) * Math.log10(Math.max(vals[m], 1))) / logMax;
       const label = CU.svg("text", { x: 4, y: y + 16, class: "cu-kvcache-label" }, bars);
       CU.setText(label, k);
@@ -71,7 +77,8 @@ function render({ model, el }) {
       const t = CU.svg("text", { x: x0 + w + 6, y: y + 16, class: "cu-kvcache-label" }, bars);
       CU.setText(t, vals[m].toLocaleString("en"));
       cells[m][0].textContent = vals[m].toLocaleString("en");
-      cells[m][1].textContent = CU.fmt(gib[m], 3);
+      cells[m][1].textContent = bytes[m].toLocaleString("en");
+      cells[m][2].textContent = CU.fmt(gib[m], 3);
     });
     const d_c = model.get("latents")[i];
     const d_r = model.get("ropes")[j];

@@ -79,7 +79,7 @@ class KVCacheCompare(CourseWidget):
     contexts = traitlets.List(traitlets.Int()).tag(sync=True)
     shape = traitlets.Dict().tag(sync=True)  # the fixed model shape, for the caption
     notes = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per KINDS
-    # values (n_lat, n_rope, 4): numbers per token per layer; gib (n_lat, n_rope, n_ctx, 4)
+    # values, bytes (n_lat, n_rope, 4): per token per layer / all layers; gib (.., n_ctx, 4)
     frames = traitlets.Dict().tag(sync=True)
     latent_index = traitlets.Int(0).tag(sync=True)
     rope_index = traitlets.Int(0).tag(sync=True)
@@ -155,7 +155,11 @@ class KVCacheCompare(CourseWidget):
         per_token_bytes = values * s["n_layers"] * s["bytes_per_value"]  # (n_lat, n_rope, 4)
         ctx = np.asarray(self.contexts, dtype=np.float64)[None, None, :, None]  # (1, 1, n_c, 1)
         gib = per_token_bytes[:, :, None, :] * ctx / 2**30  # (n_lat, n_rope, n_ctx, 4)
-        self.frames = {"values": pack_array(values, 0), "gib": pack_array(gib, 3)}
+        self.frames = {
+            "values": pack_array(values, 0),
+            "bytes": pack_array(per_token_bytes, 0),  # bytes per token, all layers
+            "gib": pack_array(gib, 3),
+        }
         self._check_budget()
 
     def values_per_token(self) -> dict[str, int]:
