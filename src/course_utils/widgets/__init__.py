@@ -11,6 +11,7 @@ from .block_tracer import BlockTracer
 from .cross_attention_view import CrossAttentionView
 from .four_steps import FourSteps
 from .head_explorer import HeadExplorer
+from .kv_cache_compare import KVCacheCompare
 from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
@@ -26,6 +27,7 @@ __all__ = [
     "CrossAttentionView",
     "FourSteps",
     "HeadExplorer",
+    "KVCacheCompare",
     "QueryKeyPlane",
     "RopeDial",
     "ScalingExplorer",

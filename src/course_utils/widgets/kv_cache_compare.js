@@ -1,0 +1,108 @@
+// KVCacheCompare: sliders for MLA's latent width d_c, its RoPE width d_h^R and the context; bars
+// (log scale) of the cache per token for MHA, GQA, MQA and MLA, a table with the total cache, and
+// the papers' quality notes. Python precomputed frames.values (n_lat, n_rope, 4) and frames.gib
+// (n_lat, n_rope, n_ctx, 4); this file only looks them up. CU is prepended by Python.
+
+function render({ model, el }) {
+  const { controls, stage } = CU.frame(el, model, "cu-kvcache");
+  const KINDS = ["MHA", "GQA", "MQA", "MLA"];
+  const COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7"]; // Okabe-Ito
+  const W = 460;
+  const ROW = 34;
+  const H = 34 + ROW * KINDS.length;
+  const fmtCtx = (t) => (t >= 1024 ? `${t / 1024}k` : String(t));
+
+  const mk = (label, key, grid, format) => {
+    const s = CU.slider({
+      label,
+      n: model.get(grid).length,
+      value: model.get(key),
+      format: (i) => format(model.get(grid)[i]),
+      onInput: (i) => {
+        model.set(key, i);
+        model.save_changes();
+        update();
+      },
+    });
+    controls.appendChild(s.root);
+    return s;
+  };
+  const sLat = mk("MLA latent width d_c", "latent_index", "latents", (v) => String(v));
+  const sRope = mk("MLA RoPE width d_h^R", "rope_index", "ropes", (v) => String(v));
+  const sCtx = mk("Context length", "context_index", "contexts", fmtCtx);
+
+  const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" }, stage);
+  const svgTitle = CU.svg("title", {}, svg);
+  const axisNote = CU.svg("text", { x: 60, y: 12, class: "cu-kvcache-label" }, svg);
+  CU.setText(axisNote, "numbers cached per token per layer (log scale)");
+  const bars = CU.svg("g", {}, svg);
+  const table = CU.html("table", { class: "cu-kvcache-table" }, stage);
+  const head = CU.html("tr", {}, CU.html("thead", {}, table));
+  const heads = ["design", "numbers / token / layer", "bytes / token (all layers)",
+    "total cache (GiB)", "quality note"];
+  for (const h of heads) {
+    CU.html("th", { scope: "col" }, head, h);
+  }
+  const body = CU.html("tbody", {}, table);
+  const cells = KINDS.map((k, m) => {
+    const tr = CU.html("tr", {}, body);
+    CU.html("th", { scope: "row" }, tr, k);
+    return [
+      CU.html("td", { class: "cu-num" }, tr),
+      CU.html("td", { class: "cu-num" }, tr),
+      CU.html("td", { class: "cu-num" }, tr),
+      CU.html("td", { class: "cu-kvcache-note" }, tr, model.get("notes")[m]),
+    ];
+  });
+  const note = CU.html("p", { class: "cu-kvcache-caption", "aria-live": "polite" }, stage);
+
+  function update() {
+    const i = model.get("latent_index");
+    const j = model.get("rope_index");
+    const c = model.get("context_index");
+    const frames = model.get("frames");
+    const vals = CU.slice(frames.values, i, j);
+    const gib = CU.slice(frames.gib, i, j, c);
+    const bytes = CU.slice(frames.bytes, i, j);
+    const logMax = Math.log10(Math.max(...vals) * 1.2);
+    bars.replaceChildren();
+    const x0 = 60;
+    KINDS.forEach((k, m) => {
+      const y = 22 + m * ROW;
+      const w = ((W - x0 - 90) * Math.log10(Math.max(vals[m], 1))) / logMax;
+      const label = CU.svg("text", { x: 4, y: y + 16, class: "cu-kvcache-label" }, bars);
+      CU.setText(label, k);
+      CU.svg("rect", { x: x0, y, width: Math.max(w, 1), height: ROW - 10, fill: COLOURS[m],
+        "data-values": vals[m] }, bars);
+      const t = CU.svg("text", { x: x0 + w + 6, y: y + 16, class: "cu-kvcache-label" }, bars);
+      CU.setText(t, vals[m].toLocaleString("en"));
+      cells[m][0].textContent = vals[m].toLocaleString("en");
+      cells[m][1].textContent = bytes[m].toLocaleString("en");
+      cells[m][2].textContent = CU.fmt(gib[m], 3);
+    });
+    const d_c = model.get("latents")[i];
+    const d_r = model.get("ropes")[j];
+    const T = model.get("contexts")[c];
+    const ratio = vals[0] / vals[3];
+    const groups = vals[3] / vals[2];
+    svgTitle.textContent =
+      `Numbers cached per token per layer (log scale): ` +
+      KINDS.map((k, m) => `${k} ${vals[m]}`).join(", ") + ".";
+    note.textContent =
+      `MLA with d_c = ${d_c} and d_h^R = ${d_r} caches ${vals[3]} numbers per token per layer: ` +
+      `${CU.fmt(ratio, 1)}× fewer than MHA, as much as GQA with ${CU.fmt(groups, 2)} groups. ` +
+      `At ${fmtCtx(T)} tokens the whole cache is ${CU.fmt(gib[3], 3)} GiB against ` +
+      `${CU.fmt(gib[0], 1)} GiB for MHA.`;
+    sLat.set(i);
+    sRope.set(j);
+    sCtx.set(c);
+  }
+
+  const cleanup = CU.listen(model, [
+    ["change:latent_index change:rope_index change:context_index change:frames", update],
+  ]);
+  update();
+  return cleanup;
+}
+
+export default { render };
