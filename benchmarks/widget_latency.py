@@ -11,7 +11,10 @@ Usage: python benchmarks/widget_latency.py [--site _build/html] [--presses 40] [
 * State size per widget: JSON bytes of each anywidget model in the page's widget state, with and
   without its code (``_esm``/``_css``).
 * Page weight: bytes of every same-origin response the page loads, raw and gzip-compressed
-  (level 6), i.e. what a server with gzip on would send.
+  (level 6), i.e. what a server with gzip on would send. Goal: a chapter page <= 1.5 MB gzipped.
+* Widget start-up: milliseconds from DOMContentLoaded until every widget view of the page is
+  drawn (a MutationObserver installed before any page script notes the moment), median over
+  ``--loads`` fresh loads. Goal: <= 500 ms on a local server.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.browser.site_server import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_ext"))  # course_site
+from course_site.browser import (
+    STARTUP_JS,
     XSS_PAGE,
     block_outside,
     launch,
+    mode_init_script,
     serve,
     site_dir,
     site_pages,
@@ -65,6 +70,23 @@ STATE_SIZES = """
 def pctl(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def startup_ms(browser: Any, base: str, rel: str, loads: int) -> float | None:
+    """Median ms from DOMContentLoaded to every widget view drawn, over fresh loads (no cache)."""
+    times = []
+    for _ in range(loads):
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        block_outside(context, (base,), [])
+        context.add_init_script(mode_init_script("light"))
+        page = context.new_page()
+        page.goto(base + rel, wait_until="domcontentloaded")
+        try:
+            page.wait_for_function("() => window.__cuDrawnAt !== null", timeout=30_000)
+            times.append(page.evaluate(STARTUP_JS))
+        finally:
+            context.close()
+    return statistics.median(times) if times else None
 
 
 def measure_page(browser: Any, base: str, rel: str, presses: int) -> dict[str, Any]:
@@ -142,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", type=Path, default=site_dir())
     parser.add_argument("--presses", type=int, default=40)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--loads", type=int, default=5, help="fresh loads per widget page")
     args = parser.parse_args(argv)
     pages = site_pages(args.site)
     results = []
@@ -150,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     with serve(args.site, extra=extra) as base, sync_playwright() as p:
         browser = launch(p)
         for rel in [*pages, XSS_PAGE]:
-            results.append(measure_page(browser, base, rel, args.presses))
+            result = measure_page(browser, base, rel, args.presses)
+            if result["state"]:
+                result["startup_ms"] = startup_ms(browser, base, rel, args.loads)
+            results.append(result)
         browser.close()
     elapsed = time.perf_counter() - start
 
@@ -176,12 +202,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['page'][:42]:42} {s['widget']:45} data {s['data']:>7} with code {s['full']:>7}"
             )
     print("\npage weight (page + everything it loads, same origin)")
-    print(f"{'page':42} {'requests':>8} {'raw KB':>9} {'gzip KB':>9}")
+    print(f"{'page':42} {'requests':>8} {'raw KB':>9} {'gzip KB':>9} {'start-up ms':>12}")
     for r in results:
+        start = r.get("startup_ms")
         print(
             f"{r['page'][:42]:42} {r['requests']:>8} {r['bytes'] / 1024:9.1f} "
-            f"{r['gzip_bytes'] / 1024:9.1f}" + (f"  BLOCKED {r['blocked']}" if r["blocked"] else "")
+            f"{r['gzip_bytes'] / 1024:9.1f} {'' if start is None else f'{start:12.0f}'}"
+            + (f"  BLOCKED {r['blocked']}" if r["blocked"] else "")
         )
+    heaviest = max(results, key=lambda r: r["gzip_bytes"])
+    print(f"heaviest page: {heaviest['page']} {heaviest['gzip_bytes'] / 1e6:.2f} MB gzipped")
+    starts = [r["startup_ms"] for r in results if r.get("startup_ms") is not None]
+    if starts:
+        print(f"slowest widget start-up after DOMContentLoaded: {max(starts):.0f} ms")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

@@ -57,7 +57,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._validation import as_bool_array, as_float_array, shape_str
-from .attention import scaled_dot_product_attention
+from .attention import attention_scores, scaled_dot_product_attention
 
 __all__ = [
     "FEATURES",
@@ -177,8 +177,7 @@ class ToyExample:
         >>> by_hand_example().scores(scaled=False)[2]  # "sat" looks for its subject, "cat"
         array([0., 4., 0., 0.])
         """
-        raw = self.Q @ self.K.T  # (T, T)
-        return raw / np.sqrt(self.d_k) if scaled else raw
+        return attention_scores(self.Q, self.K, scale=None if scaled else 1.0)  # (T, T)
 
     def attention(
         self, mask: Any = None, *, scale: float | None = None

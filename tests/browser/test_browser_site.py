@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tests.browser.site_server import (
+from course_site import LOADER, page_widget_scripts
+from course_site.browser import (
     AT_END_JS,
     COLLECT_JS,
     DRAWING_JS,
@@ -102,6 +101,8 @@ def open_page(browser: Any, url: str, allowed: tuple[str, ...]) -> tuple[Any, An
 def wait_widgets(page: Any) -> dict[str, Any]:
     info = page.evaluate(COLLECT_JS)
     if info["views"]:
+        # Our loader (pages whose widgets are all anywidgets) says when every view is drawn.
+        page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
         page.wait_for_function(
             """() => {
               const views = document.querySelectorAll(
@@ -259,10 +260,18 @@ def test_widget_scripts_only_where_needed(site_root: Path) -> None:
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         has_state = "application/vnd.jupyter.widget-state+json" in text
-        loads_manager = "embed-amd.js" in text
-        assert has_state == loads_manager, (
-            f"{rel}: widget state {has_state}, manager {loads_manager}"
+        loads_manager = "embed-amd.js" in text or "require.js" in text
+        loads_loader = "course/widget_loader.js" in text
+        assert has_state == (loads_manager or loads_loader), (
+            f"{rel}: widget state {has_state}, manager {loads_manager}, loader {loads_loader}"
         )
+        assert not (loads_manager and loads_loader), f"{rel}: loads both html-manager and loader"
+        if has_state:
+            state = json.loads(STATE_RE.search(text).group(1).replace("<\\/", "</"))["state"]
+            want_loader = page_widget_scripts(state) == [LOADER]
+            assert loads_loader == want_loader, (
+                f"{rel}: all-anywidget page {want_loader}, but loader {loads_loader}"
+            )
         assert "data-jupyter-widgets-cdn-only" not in text, rel
         has_math = 'class="math' in text
         loads_mathjax = "tex-mml-chtml.js" in text
@@ -383,8 +392,11 @@ FONT_URLS_JS = """
 
 
 def test_widget_manager_fonts_are_local(site_url: str, browser: Any) -> None:
-    """html-manager's Font Awesome @font-face URLs point at vendored files that exist."""
-    context, page, record = open_page(browser, site_url + XSS_PAGE, (site_url,))
+    """html-manager's Font Awesome @font-face URLs point at vendored files that exist.
+
+    (On the page with a core ipywidget: pages of anywidgets only get our loader instead.)
+    """
+    context, page, record = open_page(browser, site_url + SHIM_PAGE, (site_url,))
     try:
         wait_widgets(page)
         urls = [u for u in page.evaluate(FONT_URLS_JS) if "course_vendor/html-manager" in u]

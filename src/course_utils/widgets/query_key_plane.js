@@ -82,7 +82,9 @@ function render({ model, el }) {
     // Table: one row per key with score, weight bar and value.
     const table = CU.html("table", { class: "cu-qk-table" }, layout);
     const head = CU.html("tr", {}, CU.html("thead", {}, table));
-    for (const h of ["key", "score", "weight", ""]) CU.html("th", { scope: "col" }, head, h);
+    for (const h of ["key", "score", "weight"]) CU.html("th", { scope: "col" }, head, h);
+    // The bar column's header is for screen readers only (an empty header cell has no name).
+    CU.html("span", { class: "cu-sr-only" }, CU.html("th", { scope: "col" }, head), "weight bar");
     const body = CU.html("tbody", {}, table);
     const rows = labels.map((lab) => {
       const tr = CU.html("tr", {}, body);
