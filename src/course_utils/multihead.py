@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import shape_str
+from ._validation import check_int, shape_str
 
 __all__ = ["MultiHeadAttention", "attention_weights"]
 
@@ -105,11 +105,8 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
         super().__init__()
-        for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1; got {value}")
+        d_model = check_int(d_model, "d_model", low=1)
+        n_heads = check_int(n_heads, "n_heads", low=1)
         if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads so that every head gets "
