@@ -346,8 +346,25 @@ def _move_controls(page: Any, views: list[dict[str, Any]]) -> int:
 
 
 def _open(page: Any, lab: dict[str, Any], notebook: str) -> None:
-    page.goto(f"{lab['base']}lab/tree/{notebook}?token={lab['token']}", timeout=APP_MS)
+    """Open one notebook in a fresh workspace (JupyterLab would reopen the previous tabs)."""
+    workspace = re.sub(r"[^A-Za-z0-9]", "-", Path(notebook).stem)
+    url = f"{lab['base']}lab/workspaces/{workspace}/tree/{notebook}?reset&token={lab['token']}"
+    page.goto(url, timeout=APP_MS)
     page.wait_for_function(KERNEL_IDLE_JS, timeout=APP_MS)
+
+
+def _shut_down_kernels(lab: dict[str, Any]) -> None:
+    """End every kernel session, so that one chapter's kernel does not slow the next chapter."""
+    headers = {"Authorization": f"token {lab['token']}"}
+    request = urllib.request.Request(f"{lab['base']}api/sessions", headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as r:
+        sessions = json.load(r)
+    for session in sessions:
+        delete = urllib.request.Request(
+            f"{lab['base']}api/sessions/{session['id']}", method="DELETE", headers=headers
+        )
+        with urllib.request.urlopen(delete, timeout=30):
+            pass
 
 
 def _run_all(page: Any) -> None:
@@ -392,6 +409,7 @@ class _Session:
                     shutil.copyfile(self.lab["log"], ARTIFACTS / "jupyterlab-server.log")
         finally:
             self.context.close()
+            _shut_down_kernels(self.lab)
 
     def check_clean(self) -> None:
         assert self.dialogs == [], self.dialogs
