@@ -32,7 +32,7 @@ function render({ model, el }) {
   });
   controls.append(angleSlider.root, lengthSlider.root);
 
-  const layout = CU.html("div", { class: "cu-qk-layout" }, stage);
+  const layout = CU.html("div", { class: "cu-qk-layout cu-row" }, stage);
 
   function build() {
     layout.replaceChildren();
@@ -76,7 +76,7 @@ function render({ model, el }) {
     CU.setText(queryText, "q");
     const showOutput = values.length > 0 && values[0].length === 2;
     const outputDot = showOutput
-      ? CU.svg("rect", { width: 12, height: 12, class: "cu-qk-output" }, svg)
+      ? CU.svg("rect", { width: 12, height: 12, class: "cu-qk-output cu-diamond" }, svg)
       : null;
 
     // Table: one row per key with score, weight bar and value.
