@@ -128,6 +128,12 @@ def _copy_chapters(work: Path) -> None:
         nb.metadata.pop("widgets", None)
         nbformat.write(nb, work / "chapters" / path.name)
     scratch = nbformat.v4.new_notebook()
+    # A kernel named up front, or JupyterLab asks which one to start.
+    scratch.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     scratch.cells = [nbformat.v4.new_code_cell(XSS_CELL)]
     nbformat.write(scratch, work / "chapters" / "scratch_hostile_text.ipynb")
 
