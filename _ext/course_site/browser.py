@@ -256,12 +256,14 @@ window.__cuDrawnAt = null;
 """
 
 
-#: Milliseconds from DOMContentLoaded to "every widget view drawn" (null: not yet / no widgets).
+#: When every widget view was drawn, in ms after DOMContentLoaded (negative: before it) and after
+#: the start of the navigation (null: not yet, or no widgets).
 STARTUP_JS = """
 () => {
   const nav = performance.getEntriesByType('navigation')[0];
   if (window.__cuDrawnAt === null || !nav) return null;
-  return window.__cuDrawnAt - nav.domContentLoadedEventStart;
+  return {after_dcl: window.__cuDrawnAt - nav.domContentLoadedEventStart,
+          after_start: window.__cuDrawnAt};
 }
 """
 
