@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import sys
 import time
@@ -52,7 +53,9 @@ def audit_page(browser: Any, base: str, rel: str) -> dict[str, Any]:
         context.add_init_script(mode_init_script(mode))
         page = context.new_page()
         page.goto(base + rel, wait_until="load")
-        page.wait_for_load_state("networkidle")
+        page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
+        with contextlib.suppress(Exception):  # a settle hint only: some pages never go idle
+            page.wait_for_load_state("networkidle", timeout=5_000)
         page.wait_for_timeout(300)
         out[f"theme_{mode}"] = page.evaluate("() => document.documentElement.dataset.theme")
         out[f"axe_{mode}"] = run_axe(page)
@@ -80,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", type=Path, default=site_dir())
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    pages = site_pages(args.site)
+    # A bare redirect (index.html -> the first page) is audited as that page.
+    pages = [
+        rel
+        for rel in site_pages(args.site)
+        if 'http-equiv="Refresh"' not in (args.site / rel).read_text(errors="replace")
+    ]
     start = time.perf_counter()
     with serve(args.site) as base, sync_playwright() as p:
         browser = launch(p)

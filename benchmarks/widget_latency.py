@@ -174,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--presses", type=int, default=40)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--loads", type=int, default=5, help="fresh loads per widget page")
+    parser.add_argument(
+        "--no-test-page",
+        action="store_true",
+        help="skip the test page built from the current widgets (e.g. for an older build's site)",
+    )
     args = parser.parse_args(argv)
     pages = site_pages(args.site)
     results = []
@@ -181,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = {f"/{XSS_PAGE}": xss_page_html().encode()}
     with serve(args.site, extra=extra) as base, sync_playwright() as p:
         browser = launch(p)
-        for rel in [*pages, XSS_PAGE]:
+        for rel in pages if args.no_test_page else [*pages, XSS_PAGE]:
             result = measure_page(browser, base, rel, args.presses)
             if result["state"]:
                 result["startup_ms"] = startup_ms(browser, base, rel, args.loads)
