@@ -60,15 +60,15 @@ execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py chapters/*.ipynb appendix/*.ipynb
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests scripts benchmarks
-	$(BIN)/ruff format --check src tests scripts benchmarks
+	$(BIN)/ruff check src _ext tests scripts benchmarks
+	$(BIN)/ruff format --check src _ext tests scripts benchmarks
 
 format: $(STAMP)
-	$(BIN)/ruff format src tests scripts benchmarks
-	$(BIN)/ruff check --fix src tests scripts benchmarks
+	$(BIN)/ruff format src _ext tests scripts benchmarks
+	$(BIN)/ruff check --fix src _ext tests scripts benchmarks
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils
+	$(BIN)/python -m pytest -q -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils _ext/course_site
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval chapters appendix

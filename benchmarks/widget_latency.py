@@ -11,12 +11,16 @@ Usage: python benchmarks/widget_latency.py [--site _build/html] [--presses 40] [
 * State size per widget: JSON bytes of each anywidget model in the page's widget state, with and
   without its code (``_esm``/``_css``).
 * Page weight: bytes of every same-origin response the page loads, raw and gzip-compressed
-  (level 6), i.e. what a server with gzip on would send.
+  (level 6), i.e. what a server with gzip on would send. Goal: a chapter page <= 1.5 MB gzipped.
+* Widget start-up: milliseconds from DOMContentLoaded until every widget view of the page is
+  drawn (a MutationObserver installed before any page script notes the moment), median over
+  ``--loads`` fresh loads. Goal: <= 500 ms on a local server.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import statistics
@@ -25,11 +29,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.browser.site_server import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_ext"))  # course_site
+from course_site.browser import (
+    STARTUP_JS,
     XSS_PAGE,
     block_outside,
     launch,
+    mode_init_script,
     serve,
     site_dir,
     site_pages,
@@ -67,6 +73,29 @@ def pctl(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
+def startup_ms(browser: Any, base: str, rel: str, loads: int) -> dict[str, float] | None:
+    """Median ms to every widget view drawn, over fresh loads (no cache).
+
+    ``after_dcl``: from DOMContentLoaded (negative: drawn before it, as a deferred loader can);
+    ``after_start``: from the start of the navigation.
+    """
+    times = []
+    for _ in range(loads):
+        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        block_outside(context, (base,), [])
+        context.add_init_script(mode_init_script("light"))
+        page = context.new_page()
+        page.goto(base + rel, wait_until="domcontentloaded")
+        try:
+            page.wait_for_function("() => window.__cuDrawnAt !== null", timeout=30_000)
+            times.append(page.evaluate(STARTUP_JS))
+        finally:
+            context.close()
+    if not times:
+        return None
+    return {k: statistics.median(t[k] for t in times) for k in ("after_dcl", "after_start")}
+
+
 def measure_page(browser: Any, base: str, rel: str, presses: int) -> dict[str, Any]:
     blocked: list[str] = []
     context = browser.new_context(viewport={"width": 1200, "height": 900})
@@ -98,7 +127,9 @@ def measure_page(browser: Any, base: str, rel: str, presses: int) -> dict[str, A
             " || document.querySelectorAll('.widget-subarea > *').length >= " + str(n_views),
             timeout=30_000,
         )
-    page.wait_for_load_state("networkidle")
+    # Let late requests finish (a settle hint only: some pages never go idle).
+    with contextlib.suppress(Exception):  # Playwright's TimeoutError
+        page.wait_for_load_state("networkidle", timeout=5_000)
     result: dict[str, Any] = {
         "page": rel,
         "bytes": sum(bodies.values()),
@@ -142,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", type=Path, default=site_dir())
     parser.add_argument("--presses", type=int, default=40)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--loads", type=int, default=5, help="fresh loads per widget page")
+    parser.add_argument(
+        "--no-test-page",
+        action="store_true",
+        help="skip the test page built from the current widgets (e.g. for an older build's site)",
+    )
     args = parser.parse_args(argv)
     pages = site_pages(args.site)
     results = []
@@ -149,8 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     extra = {f"/{XSS_PAGE}": xss_page_html().encode()}
     with serve(args.site, extra=extra) as base, sync_playwright() as p:
         browser = launch(p)
-        for rel in [*pages, XSS_PAGE]:
-            results.append(measure_page(browser, base, rel, args.presses))
+        for rel in pages if args.no_test_page else [*pages, XSS_PAGE]:
+            result = measure_page(browser, base, rel, args.presses)
+            if result["state"]:
+                result["startup_ms"] = startup_ms(browser, base, rel, args.loads)
+            results.append(result)
         browser.close()
     elapsed = time.perf_counter() - start
 
@@ -176,11 +216,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['page'][:42]:42} {s['widget']:45} data {s['data']:>7} with code {s['full']:>7}"
             )
     print("\npage weight (page + everything it loads, same origin)")
-    print(f"{'page':42} {'requests':>8} {'raw KB':>9} {'gzip KB':>9}")
+    print(
+        f"{'page':42} {'requests':>8} {'raw KB':>9} {'gzip KB':>9} "
+        "widgets drawn (ms after DOMContentLoaded / after navigation start)"
+    )
     for r in results:
+        start = r.get("startup_ms")
+        drawn = "" if not start else f"{start['after_dcl']:8.0f} / {start['after_start']:6.0f}"
         print(
             f"{r['page'][:42]:42} {r['requests']:>8} {r['bytes'] / 1024:9.1f} "
-            f"{r['gzip_bytes'] / 1024:9.1f}" + (f"  BLOCKED {r['blocked']}" if r["blocked"] else "")
+            f"{r['gzip_bytes'] / 1024:9.1f} {drawn}"
+            + (f"  BLOCKED {r['blocked']}" if r["blocked"] else "")
+        )
+    heaviest = max(results, key=lambda r: r["gzip_bytes"])
+    print(f"heaviest page: {heaviest['page']} {heaviest['gzip_bytes'] / 1e6:.2f} MB gzipped")
+    starts = [r["startup_ms"] for r in results if r.get("startup_ms")]
+    if starts:
+        print(
+            "slowest widget start-up: "
+            f"{max(s['after_dcl'] for s in starts):.0f} ms after DOMContentLoaded, "
+            f"{max(s['after_start'] for s in starts):.0f} ms after navigation start"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

@@ -1,6 +1,6 @@
 """Refresh the vendored JavaScript the website serves itself (no CDN): `make vendor`.
 
-Writes ``src/course_utils/sphinx_ext/static/course_vendor/`` from pinned sources:
+Writes ``_ext/course_site/static/course_vendor/`` from pinned sources:
 
 * ``require/require.js``: npm ``requirejs`` (MIT);
 * ``html-manager/embed-amd.js``: npm ``@jupyter-widgets/html-manager`` (BSD-3-Clause) and its
@@ -37,9 +37,13 @@ from pathlib import Path
 import anywidget
 
 ROOT = Path(__file__).resolve().parents[1]
-DEST = ROOT / "src" / "course_utils" / "sphinx_ext" / "static" / "course_vendor"
+DEST = ROOT / "_ext" / "course_site" / "static" / "course_vendor"
+
+#: Tests only (never served by the site): axe-core runs in the browser tests and the site audit.
+TEST_DEST = ROOT / "tests" / "browser" / "vendor"
 
 PINS = {
+    "axe-core": "4.14.1",
     "requirejs": "2.3.7",
     "@jupyter-widgets/html-manager": "1.0.15",
     "mathjax": "3.2.2",
@@ -185,6 +189,26 @@ def vendor(workdir: Path) -> dict[str, object]:
     return versions
 
 
+def vendor_tests(workdir: Path) -> dict[str, object]:
+    """axe-core for the accessibility tests: ``tests/browser/vendor/axe-core/`` (MPL-2.0)."""
+    dest = TEST_DEST / "axe-core"
+    if dest.exists():
+        shutil.rmtree(dest)
+    pkg = npm_pack(f"axe-core@{PINS['axe-core']}", workdir)
+    for name in ("axe.min.js", "LICENSE", "LICENSE-3RD-PARTY.txt"):
+        copy(pkg / name, dest / name, strip_maps=True)
+    version = {"version": PINS["axe-core"], "source": "npm", "license": "MPL-2.0"}
+    hashes = {
+        p.relative_to(dest).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(dest.rglob("*"))
+        if p.is_file()
+    }
+    manifest = {"note": "Written by scripts/vendor_static.py; tests only, not served by the site."}
+    manifest |= {"packages": {"axe-core": version}, "files": hashes}
+    (TEST_DEST / "VERSIONS.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return version
+
+
 def file_hashes() -> dict[str, str]:
     return {
         p.relative_to(DEST).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -196,6 +220,9 @@ def file_hashes() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="verify VERSIONS.json hashes only")
+    parser.add_argument(
+        "--tests-only", action="store_true", help="refresh only the test-only axe-core"
+    )
     args = parser.parse_args(argv)
     manifest_path = DEST / "VERSIONS.json"
     if args.check:
@@ -215,7 +242,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ok: {len(manifest['files'])} vendored files match VERSIONS.json")
         return 0
     with tempfile.TemporaryDirectory(prefix="vendor-") as tmp:
+        if args.tests_only:
+            vendor_tests(Path(tmp))
+            print(f"vendored axe-core {PINS['axe-core']} into {TEST_DEST.relative_to(ROOT)}")
+            return 0
         versions = vendor(Path(tmp))
+        vendor_tests(Path(tmp))
     manifest = {
         "note": "Written by scripts/vendor_static.py; do not edit. sourceMappingURL lines removed.",
         "packages": versions,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from course_utils.head_patterns import measure_heads, top_heads
+from course_utils.heads.patterns import measure_heads, top_heads
 
 from .notebook_runner import CHAPTERS, run_notebook_cells
 
@@ -71,7 +71,7 @@ def test_the_measurement_numbers_stated_in_the_prose():
 
 @pytest.mark.slow
 def test_the_experiment_numbers_stated_in_the_prose():
-    from course_utils.experiments.heads import run_heads_experiment
+    from course_utils.heads.experiment import run_heads_experiment
 
     results = {(r.n_heads, r.seed): r for r in run_heads_experiment((1, 2, 4, 8), (0, 1))}
     for seed in (0, 1):

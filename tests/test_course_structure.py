@@ -813,7 +813,7 @@ def test_licence_files_exist():
 
 
 def test_every_vendored_directory_has_a_licence():
-    vendor = PACKAGE / "sphinx_ext" / "static" / "course_vendor"
+    vendor = REPO / "_ext" / "course_site" / "static" / "course_vendor"
     dirs = sorted(d for d in vendor.iterdir() if d.is_dir())
     assert dirs, f"nothing vendored under {vendor}?"
     missing = [
@@ -823,7 +823,7 @@ def test_every_vendored_directory_has_a_licence():
     ]
     assert not missing, f"vendored directories without a licence file in {vendor}: {missing}"
     # The other static folders hold the course's own code (MIT, /LICENSE), never third-party code.
-    for other in (PACKAGE / "sphinx_ext" / "static").iterdir():
+    for other in (REPO / "_ext" / "course_site" / "static").iterdir():
         if other.is_dir() and other != vendor:
             for f in other.rglob("*"):
                 if f.is_file():

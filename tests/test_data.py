@@ -9,7 +9,6 @@ import torch.nn.functional as F
 
 from course_utils.data import (
     FEATURES,
-    OKABE_ITO,
     PlaneExample,
     ToyExample,
     bank_example,
@@ -21,6 +20,7 @@ from course_utils.data import (
     reading_example,
 )
 from course_utils.masks import causal_mask
+from course_utils.plotting import OKABE_ITO
 
 NAMES = ["by_hand", "cat", "bank", "reading"]
 

@@ -369,3 +369,13 @@ def test_alt_text_recipe_yields_img_alt_in_a_myst_nb_build(tmp_path):
     html = (out / "index.html").read_text(encoding="utf-8")
     assert f'<img alt="{alt}"' in html
     assert "Fig. 1" in html  # the named figure is numbered and referenced
+
+
+def test_the_palette_lives_in_plotting_and_data_still_reaches_it() -> None:
+    """OKABE_ITO's home is course_utils.plotting; course_utils.data forwards the old name."""
+    from course_utils import data, plotting
+
+    assert "OKABE_ITO" in plotting.__all__ and "OKABE_ITO" not in data.__all__
+    assert data.OKABE_ITO is plotting.OKABE_ITO
+    assert len(plotting.OKABE_ITO) == 7
+    assert all(0 <= c <= 1 for rgb in plotting.OKABE_ITO.values() for c in rgb)

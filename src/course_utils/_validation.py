@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["as_bool_array", "as_float_array", "check_positive_finite", "shape_str"]
+__all__ = ["as_bool_array", "as_float_array", "check_int", "check_positive_finite", "shape_str"]
 
 
 def shape_str(shape: Sequence[int | str]) -> str:
@@ -104,3 +104,35 @@ def check_positive_finite(value: Any, name: str) -> float:
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0; got {value}")
     return value
+
+
+def check_int(value: Any, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """Validate a whole number (an ``int`` or numpy integer, never a ``bool``) in ``[low, high]``.
+
+    The one check behind every count, length and index argument of the course (mask lengths,
+    ``d_k``, head counts, a widget's slider position), so a learner meets the same message
+    everywhere. With both bounds the message names the range; with ``low`` only, the minimum.
+
+    >>> check_int(3, "t_q", low=1)
+    3
+    >>> check_int(2.0, "t_q", low=1)
+    Traceback (most recent call last):
+    ...
+    TypeError: t_q must be an int; got float
+    >>> check_int(4, "layer", low=0, high=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: layer must be an int in [0, 3]; got 4
+    """
+    bounded = low is not None and high is not None
+    what = f"an int in [{low}, {high}]" if bounded else "an int"
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        got = f"{type(value).__name__} {value!r}" if bounded else type(value).__name__
+        raise TypeError(f"{name} must be {what}; got {got}")
+    if bounded and not low <= value <= high:  # type: ignore[operator]
+        raise ValueError(f"{name} must be {what}; got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}; got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}; got {value}")
+    return int(value)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from ._validation import as_bool_array, as_float_array, shape_str
 from .softmax import softmax
 
-__all__ = ["attention_scores", "scaled_dot_product_attention", "softmax"]
+__all__ = ["attention_scores", "default_scale", "scaled_dot_product_attention", "softmax"]
 
 
 def _broadcast_batch(q: NDArray, k: NDArray, v: NDArray) -> tuple[int, ...]:
@@ -43,8 +43,11 @@ def attention_scores(q: Any, k: Any, *, scale: float | None = None) -> NDArray:
     """
     q, k = _check_q_k(q, k)
     _broadcast_batch(q, k, k)
-    scale = _resolve_scale(scale, q.shape[-1])
-    dtype = np.result_type(q, k)
+    return _scaled_scores(q, k, _resolve_scale(scale, q.shape[-1]), np.result_type(q, k))
+
+
+def _scaled_scores(q: NDArray, k: NDArray, scale: float, dtype: np.dtype) -> NDArray:
+    """``Q Kᵀ · scale`` in ``dtype``, checked finite: the one place the course computes scores."""
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
         scores = (q @ np.swapaxes(k, -1, -2)).astype(dtype, copy=False)  # (..., T_q, T_k)
         scores = scores * dtype.type(scale)  # (..., T_q, T_k)
@@ -90,9 +93,21 @@ def _finite_scores(scores: NDArray) -> NDArray:
     return scores
 
 
+def default_scale(d_k: int) -> float:
+    """The default score scale ``1/√d_k`` (Vaswani et al. 2017).
+
+    A dot product of ``d_k`` unit-variance components has variance ``d_k``; the scale brings it
+    back to 1.
+
+    >>> default_scale(4)
+    0.5
+    """
+    return 1.0 / math.sqrt(d_k)
+
+
 def _resolve_scale(scale: float | None, d_k: int) -> float:
     if scale is None:
-        return 1.0 / math.sqrt(d_k)
+        return default_scale(d_k)
     if isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
         raise TypeError(f"scale must be a number or None; got {type(scale).__name__}")
     if not math.isfinite(scale):
@@ -158,10 +173,7 @@ def scaled_dot_product_attention(
     scale = _resolve_scale(scale, d_k)
 
     dtype = np.result_type(q, k, v)
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
-        scores = (q @ np.swapaxes(k, -1, -2)).astype(dtype, copy=False)  # (..., T_q, T_k)
-        scores = scores * dtype.type(scale)  # (..., T_q, T_k)
-    scores = _finite_scores(scores)
+    scores = _scaled_scores(q, k, scale, dtype)  # (..., T_q, T_k)
     if mask is not None:
         mask = as_bool_array(mask, "mask")
         expected = (*batch, q.shape[-2], t_k)

@@ -58,11 +58,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._validation import as_bool_array, as_float_array, shape_str
-from .attention import scaled_dot_product_attention
+from .attention import attention_scores, scaled_dot_product_attention
 
 __all__ = [
     "FEATURES",
-    "OKABE_ITO",
     "PlaneExample",
     "ToyExample",
     "bank_example",
@@ -178,8 +177,7 @@ class ToyExample:
         >>> by_hand_example().scores(scaled=False)[2]  # "sat" looks for its subject, "cat"
         array([0., 4., 0., 0.])
         """
-        raw = self.Q @ self.K.T  # (T, T)
-        return raw / np.sqrt(self.d_k) if scaled else raw
+        return attention_scores(self.Q, self.K, scale=None if scaled else 1.0)  # (T, T)
 
     def attention(
         self, mask: Any = None, *, scale: float | None = None
@@ -448,17 +446,6 @@ def get_example(name: str) -> ToyExample:
 
 # --- 2-D keys and values for the query-plane widget ----------------------------------------------
 
-# Okabe & Ito's colour-blind-safe palette (RGB in [0, 1]).
-OKABE_ITO: dict[str, tuple[float, float, float]] = {
-    "orange": (0.902, 0.624, 0.0),
-    "sky blue": (0.337, 0.706, 0.914),
-    "bluish green": (0.0, 0.620, 0.451),
-    "yellow": (0.941, 0.894, 0.259),
-    "blue": (0.0, 0.447, 0.698),
-    "vermillion": (0.835, 0.369, 0.0),
-    "reddish purple": (0.8, 0.475, 0.655),
-}
-
 
 @dataclass(frozen=True, eq=False)
 class PlaneExample:
@@ -530,6 +517,8 @@ def query_plane_example() -> PlaneExample:
     the keys the query matches), and each key has an Okabe–Ito colour so a widget can show the
     output as a mixed colour. The starting query points at the small animals.
     """
+    from .plotting import OKABE_ITO  # the palette's home; imported here so data stays light
+
     names = ("orange", "vermillion", "sky blue", "blue")
     keys = [[-1.5, -1.0], [-1.5, 1.5], [1.5, -1.0], [1.5, 1.5]]  # (T_k=4, 2)
     return PlaneExample(
@@ -542,3 +531,13 @@ def query_plane_example() -> PlaneExample:
         axis_labels=("animal ← → vehicle", "small ← → big"),
         description="2-D keys: x = animal (-) to vehicle (+), y = small (-) to big (+)",
     )
+
+
+def __getattr__(name: str) -> Any:
+    # The palette moved to course_utils.plotting (its home). Kept reachable here, silently, until
+    # the chapters import it from there; then delete this function.
+    if name == "OKABE_ITO":
+        from .plotting import OKABE_ITO
+
+        return OKABE_ITO
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

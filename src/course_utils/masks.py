@@ -9,15 +9,9 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from ._validation import check_int
+
 __all__ = ["causal_mask", "key_padding_mask"]
-
-
-def _check_length(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1; got {value}")
-    return int(value)
 
 
 def causal_mask(
@@ -47,8 +41,8 @@ def causal_mask(
     array([[1, 1, 1, 0],
            [1, 1, 1, 1]])
     """
-    t_q = _check_length(t_q, "t_q")
-    t_k = t_q if t_k is None else _check_length(t_k, "t_k")
+    t_q = check_int(t_q, "t_q", low=1)
+    t_k = t_q if t_k is None else check_int(t_k, "t_k", low=1)
     if align == "top_left":
         offset = 0
     elif align == "bottom_right":
@@ -88,7 +82,7 @@ def key_padding_mask(lengths: object, t_k: int | None = None) -> NDArray[np.bool
             f"every length must be >= 1 (a source needs one real token); got {arr.tolist()}"
         )
     longest = int(arr.max())
-    t_k = longest if t_k is None else _check_length(t_k, "t_k")
+    t_k = longest if t_k is None else check_int(t_k, "t_k", low=1)
     if t_k < longest:
         raise ValueError(f"t_k = {t_k} is shorter than the longest source (length {longest})")
     return np.arange(t_k)[None, :] < arr[:, None]  # (B, t_k)

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import shape_str
+from ._validation import check_int, shape_str
 
 __all__ = ["MultiHeadAttention", "attention_weights"]
 
@@ -171,14 +171,8 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
         super().__init__()
-        sizes = {}
-        for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-            if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
-                raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1; got {value}")
-            sizes[name] = int(value)  # numpy integers become plain ints
-        d_model, n_heads = sizes["d_model"], sizes["n_heads"]
+        d_model = check_int(d_model, "d_model", low=1)
+        n_heads = check_int(n_heads, "n_heads", low=1)
         if not isinstance(bias, bool | np.bool_):
             raise TypeError(f"bias must be True or False; got {type(bias).__name__} {bias!r}")
         bias = bool(bias)

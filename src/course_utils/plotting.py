@@ -50,16 +50,28 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from ._validation import as_float_array, shape_str
-from .data import OKABE_ITO
 from .fonts import cjk_font_family
 
 __all__ = [
+    "OKABE_ITO",
     "describe_attention",
     "plot_attention",
     "plot_query_and_keys",
     "plot_vectors",
     "token_font_kwargs",
 ]
+
+# Okabe & Ito's colour-blind-safe palette (RGB in [0, 1]).
+OKABE_ITO: dict[str, tuple[float, float, float]] = {
+    "orange": (0.902, 0.624, 0.0),
+    "sky blue": (0.337, 0.706, 0.914),
+    "bluish green": (0.0, 0.620, 0.451),
+    "yellow": (0.941, 0.894, 0.259),
+    "blue": (0.0, 0.447, 0.698),
+    "vermillion": (0.835, 0.369, 0.0),
+    "reddish purple": (0.8, 0.475, 0.655),
+}
+
 
 _ARROW_COLORS = [OKABE_ITO[n] for n in ("blue", "vermillion", "bluish green", "reddish purple")] + [
     OKABE_ITO[n] for n in ("orange", "sky blue", "yellow")

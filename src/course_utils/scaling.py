@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import as_float_array, shape_str
+from ._validation import as_float_array, check_int, shape_str
 from .saturation import softmax_entropy, softmax_jacobian_norm
 from .softmax import softmax
 
@@ -40,14 +40,6 @@ __all__ = [
 Distribution = Literal["normal", "uniform"]
 
 
-def _check_int(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {value}")
-    return int(value)
-
-
 def _check_rng(rng: object) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
@@ -61,7 +53,7 @@ def _check_d_ks(d_ks: Sequence[int]) -> list[int]:
     values = list(d_ks)
     if not values:
         raise ValueError("d_ks must contain at least one dimension; got an empty sequence")
-    return [_check_int(d, "each entry of d_ks") for d in values]
+    return [check_int(d, "each entry of d_ks", low=1) for d in values]
 
 
 def _draw(rng: np.random.Generator, shape: tuple[int, ...], distribution: Distribution) -> NDArray:
@@ -91,9 +83,9 @@ def sample_scores(
     >>> s.shape
     (3, 8)
     """
-    d_k = _check_int(d_k, "d_k")
-    t_k = _check_int(t_k, "t_k")
-    n_rows = _check_int(n_rows, "n_rows")
+    d_k = check_int(d_k, "d_k", low=1)
+    t_k = check_int(t_k, "t_k", low=1)
+    n_rows = check_int(n_rows, "n_rows", low=1)
     rng = _check_rng(rng)
     q = _draw(rng, (n_rows, 1, d_k), distribution)  # (n_rows, 1, d_k)
     k = _draw(rng, (n_rows, t_k, d_k), distribution)  # (n_rows, t_k, d_k)
@@ -116,7 +108,7 @@ def score_variance(
     array([1., 1., 1.])
     """
     values = _check_d_ks(d_ks)
-    n_samples = _check_int(n_samples, "n_samples", minimum=2)
+    n_samples = check_int(n_samples, "n_samples", low=2)
     rng = _check_rng(rng)
     out = np.empty(len(values))  # (n_d,)
     for i, d_k in enumerate(values):
@@ -205,8 +197,8 @@ def saturation_sweep(
     (True, True)
     """
     values = _check_d_ks(d_ks)
-    t_k = _check_int(t_k, "t_k", minimum=2)
-    n_rows = _check_int(n_rows, "n_rows", minimum=2)
+    t_k = check_int(t_k, "t_k", low=2)
+    n_rows = check_int(n_rows, "n_rows", low=2)
     rng = _check_rng(rng)
     keys = ("max_weight", "entropy", "jacobian_norm")
     unscaled = {key: np.empty(len(values)) for key in keys}

@@ -7,15 +7,13 @@ with a message, except in CI (``CI=true``), where a missing site is a failure.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tests.browser.site_server import (
+from course_site.browser import (
     ROOT,
     SHIM_PAGE,
     XSS_PAGE,

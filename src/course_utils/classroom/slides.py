@@ -51,10 +51,9 @@ MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
 LAB_CSS = "course_kit/jupyterlab.css"
 
 #: The widget runtime the decks load, as ``{path under _static/: {attribute: value}}`` in load
-#: order. ``None``: the same scripts as the site's own pages
-#: (``course_utils.sphinx_ext.widget_scripts()``), so a deck's widgets always run on the runtime the
-#: site uses. Set it to e.g. ``{"course/widget_loader.js": {"type": "module"}}`` to switch.
-WIDGET_RUNTIME: dict[str, dict[str, str]] | None = None
+#: order: the site's own anywidget loader (``_ext/course_site``, ``LOADER``), a plain script that
+#: renders every saved widget view on any page nbconvert or myst-nb wrote.
+WIDGET_RUNTIME: dict[str, dict[str, str]] = {"course/widget_loader.js": {}}
 
 SKIP_TAGS = {"slides-skip", "remove-cell"}
 NO_INPUT_TAGS = {"hide-input", "remove-input"}
@@ -63,12 +62,7 @@ NO_OUTPUT_TAGS = {"hide-output", "remove-output"}
 
 def widget_runtime() -> list[dict[str, Any]]:
     """Scripts (relative to ``_static/``) that make the decks' widgets live, in load order."""
-    scripts = WIDGET_RUNTIME
-    if scripts is None:
-        from course_utils import sphinx_ext
-
-        scripts = sphinx_ext.widget_scripts()
-    return [{"src": src, "attrs": dict(attrs or {})} for src, attrs in scripts.items()]
+    return [{"src": src, "attrs": dict(attrs)} for src, attrs in WIDGET_RUNTIME.items()]
 
 
 # ------------------------------------------------------------------------------------------

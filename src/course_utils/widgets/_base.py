@@ -52,7 +52,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from .._validation import as_float_array, shape_str
+from .._validation import as_float_array, check_int, shape_str
 
 __all__ = [
     "MAX_STATE_BYTES",
@@ -228,11 +228,7 @@ def check_index(i: Any, name: str, n: int) -> int:
     ...
     ValueError: query_index must be an int in [0, 3]; got 4
     """
-    if isinstance(i, bool) or not isinstance(i, int | np.integer):
-        raise TypeError(f"{name} must be an int in [0, {n - 1}]; got {type(i).__name__} {i!r}")
-    if not 0 <= int(i) < n:
-        raise ValueError(f"{name} must be an int in [0, {n - 1}]; got {i!r}")
-    return int(i)
+    return check_int(i, name, low=0, high=n - 1)
 
 
 def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:
@@ -243,11 +239,7 @@ def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:
     ...
     TypeError: n_angles must be an int in [2, 121]; got float 3.0
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer):
-        raise TypeError(f"{name} must be an int in [{low}, {high}]; got {type(n).__name__} {n!r}")
-    if not low <= int(n) <= high:
-        raise ValueError(f"{name} must be an int in [{low}, {high}]; got {n}")
-    return int(n)
+    return check_int(n, name, low=low, high=high)
 
 
 class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]

@@ -32,7 +32,7 @@ function render({ model, el }) {
   });
   controls.append(angleSlider.root, lengthSlider.root);
 
-  const layout = CU.html("div", { class: "cu-qk-layout" }, stage);
+  const layout = CU.html("div", { class: "cu-qk-layout cu-row" }, stage);
 
   function build() {
     layout.replaceChildren();
@@ -76,13 +76,15 @@ function render({ model, el }) {
     CU.setText(queryText, "q");
     const showOutput = values.length > 0 && values[0].length === 2;
     const outputDot = showOutput
-      ? CU.svg("rect", { width: 12, height: 12, class: "cu-qk-output" }, svg)
+      ? CU.svg("rect", { width: 12, height: 12, class: "cu-qk-output cu-diamond" }, svg)
       : null;
 
     // Table: one row per key with score, weight bar and value.
     const table = CU.html("table", { class: "cu-qk-table" }, layout);
     const head = CU.html("tr", {}, CU.html("thead", {}, table));
-    for (const h of ["key", "score", "weight", ""]) CU.html("th", { scope: "col" }, head, h);
+    for (const h of ["key", "score", "weight"]) CU.html("th", { scope: "col" }, head, h);
+    // The bar column's header is for screen readers only (an empty header cell has no name).
+    CU.html("span", { class: "cu-sr-only" }, CU.html("th", { scope: "col" }, head), "weight bar");
     const body = CU.html("tbody", {}, table);
     const rows = labels.map((lab) => {
       const tr = CU.html("tr", {}, body);

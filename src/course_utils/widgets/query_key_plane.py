@@ -20,7 +20,6 @@ array([0.164, 0.673, 0.164])
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +27,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ..attention import attention_scores, scaled_dot_product_attention
+from ..attention import attention_scores, default_scale, scaled_dot_product_attention
 from ._base import (
     CourseWidget,
     check_grid_size,
@@ -200,7 +199,7 @@ class QueryKeyPlane(CourseWidget):
             "weights": pack_array(weights.reshape(A, L, -1), DECIMALS),  # (A, L, T_k)
             "output": pack_array(output.reshape(A, L, -1), DECIMALS),  # (A, L, d_v)
             "extent": round(extent * 1.15, 3),
-            "scale": round(1.0 / math.sqrt(2) if self._scale is None else self._scale, 6),
+            "scale": round(default_scale(2) if self._scale is None else self._scale, 6),
         }
         self._check_budget()
 

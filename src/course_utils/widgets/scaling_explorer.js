@@ -26,7 +26,7 @@ function render({ model, el }) {
   });
   controls.appendChild(slider.root);
 
-  const layout = CU.html("div", { class: "cu-scaling-layout" }, stage);
+  const layout = CU.html("div", { class: "cu-scaling-layout cu-row" }, stage);
   const panels = MODES.map((mode) => {
     const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" }, layout);
     const title = CU.svg("title", {}, svg);

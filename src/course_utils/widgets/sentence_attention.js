@@ -33,7 +33,7 @@ function render({ model, el }) {
   if (model.get("labels").length > 1) controls.append(sentenceSelect.root);
   controls.append(querySlider.root);
 
-  const row = CU.html("div", { class: "cu-sa-row", role: "group", "aria-label": "Tokens and weights" }, stage);
+  const row = CU.html("div", { class: "cu-sa-row cu-row", role: "group", "aria-label": "Tokens and weights" }, stage);
   const summary = CU.html("p", { class: "cu-sa-summary", "aria-live": "polite" }, stage);
   let cols = [];
 

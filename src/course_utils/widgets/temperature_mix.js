@@ -16,7 +16,7 @@ function render({ model, el }) {
     },
   });
   controls.appendChild(slider.root);
-  const layout = CU.html("div", { class: "cu-tmix-layout" }, stage);
+  const layout = CU.html("div", { class: "cu-tmix-layout cu-row" }, stage);
 
   // Left: the weights as bars, with the score under each label.
   const BW = 300;
@@ -56,7 +56,7 @@ function render({ model, el }) {
       CU.setText(t, labels[j]);
       return dot;
     });
-    const outDot = CU.svg("rect", { width: 12, height: 12, class: "cu-tmix-output" }, planeSvg);
+    const outDot = CU.svg("rect", { width: 12, height: 12, class: "cu-tmix-output cu-diamond" }, planeSvg);
     plane = { px, py, dots, outDot };
   }
 

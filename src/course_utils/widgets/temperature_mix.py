@@ -25,41 +25,14 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
+from ..geometry import convex_hull
 from ..softmax import softmax
 from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
 
-__all__ = ["TemperatureMix", "convex_hull"]
+__all__ = ["TemperatureMix"]
 
 DECIMALS = 3
 DEFAULT_TEMPERATURES = tuple(float(t) for t in np.round(np.geomspace(0.1, 10.0, 21), 3))
-
-
-def convex_hull(points: Any) -> NDArray:
-    """Vertices of the convex hull of 2-D points, counter-clockwise (Andrew's monotone chain).
-
-    A drawing aid: the outline inside which every weighted average of the points lies.
-
-    >>> convex_hull([[0, 0], [2, 0], [1, 1], [0, 2], [2, 2]]).tolist()
-    [[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]]
-    """
-    pts = sorted({(float(x), float(y)) for x, y in check_vectors(points, "points", dim=2)})
-    if len(pts) <= 2:
-        return np.array(pts)
-
-    def cross(o: tuple[float, float], a: tuple[float, float], b: tuple[float, float]) -> float:
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-
-    lower: list[tuple[float, float]] = []
-    for p in pts:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
-            lower.pop()
-        lower.append(p)
-    upper: list[tuple[float, float]] = []
-    for p in reversed(pts):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
-            upper.pop()
-        upper.append(p)
-    return np.array(lower[:-1] + upper[:-1])
 
 
 class TemperatureMix(CourseWidget):

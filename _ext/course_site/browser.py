@@ -1,4 +1,6 @@
-"""Helpers shared by the browser tests and benchmarks/widget_latency.py.
+"""Browser helpers shared by the browser tests (tests/browser) and the benchmarks (benchmarks/).
+
+Part of the site's build-and-check machinery, so benchmarks need not import from tests.
 
 * :func:`serve` — serve a folder on 127.0.0.1 (free port) from a thread, with extra in-memory pages.
 * :func:`launch` — Debian's Chromium through Playwright, headless, no network side-channels.
@@ -18,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from . import page_widget_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS_PAGE = "__course_widget_xss_test__.html"
@@ -178,12 +182,15 @@ def embed_page_html(widgets: list[Any], title: str, *, mathjax: bool = False) ->
         if mathjax
         else ""
     )
+    # The scripts the course_site extension would choose: our loader, or html-manager.
+    scripts = "\n".join(
+        f'<script src="_static/{rel}"></script>'
+        for rel in page_widget_scripts(data["manager_state"]["state"])
+    )
     state = _script_json(data["manager_state"])
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-{mathjax_tags}<script src="_static/course_vendor/require/require.js"></script>
-<script src="_static/course_widgets/config.js"></script>
-<script src="_static/course_vendor/html-manager/embed-amd.js"></script>
+{mathjax_tags}{scripts}
 <script type="application/vnd.jupyter.widget-state+json">{state}</script>
 </head><body><main>
 {views}
@@ -215,3 +222,101 @@ def shim_page_html() -> str:
     return embed_page_html(
         [ipywidgets.Label(value=r"weight \(\alpha_{ij}\)")], "shim", mathjax=True
     )
+
+
+# ---- Site audit: shared by tests/browser/test_site_audit.py and benchmarks/site_audit.py ----
+
+AXE_JS = ROOT / "tests" / "browser" / "vendor" / "axe-core" / "axe.min.js"
+
+
+#: Set before any page script runs: the theme's colour mode ("light" or "dark") and timing marks
+#: (DOMContentLoaded, and the moment every widget view on the page is drawn).
+def mode_init_script(mode: str) -> str:
+    return f"""
+try {{ localStorage.setItem('mode', {json.dumps(mode)});
+       localStorage.setItem('theme', {json.dumps(mode)}); }} catch (e) {{}}
+window.__cuDrawnAt = null;
+(() => {{
+  const drawn = () => {{
+    const views = document.querySelectorAll(
+      'script[type="application/vnd.jupyter.widget-view+json"]');
+    if (!views.length) return false;
+    return Array.from(views).every((s) => {{
+      const a = s.previousElementSibling;
+      if (!a || !a.classList.contains('widget-subarea')) return false;
+      const stage = a.querySelector('.cu-stage');
+      return stage ? stage.childElementCount > 0 : a.childElementCount > 0;
+    }});
+  }};
+  const obs = new MutationObserver(() => {{
+    if (window.__cuDrawnAt === null && drawn()) {{
+      window.__cuDrawnAt = performance.now();
+      obs.disconnect();
+    }}
+  }});
+  obs.observe(document, {{subtree: true, childList: true}});
+}})();
+"""
+
+
+#: When every widget view was drawn, in ms after DOMContentLoaded (negative: before it) and after
+#: the start of the navigation (null: not yet, or no widgets).
+STARTUP_JS = """
+() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  if (window.__cuDrawnAt === null || !nav) return null;
+  return {after_dcl: window.__cuDrawnAt - nav.domContentLoadedEventStart,
+          after_start: window.__cuDrawnAt};
+}
+"""
+
+#: axe-core violations as [{id, impact, nodes, targets}] (axe must be injected first); the
+#: argument: a list of rule ids to run, or null for every rule.
+AXE_RUN_JS = """
+async (rules) => {
+  const options = {resultTypes: ['violations']};
+  if (rules) options.runOnly = {type: 'rule', values: rules};
+  const r = await axe.run(document, options);
+  return r.violations.map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+    targets: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}));
+}
+"""
+
+#: Widest element of the page (document scroll width) and the elements that stick out most.
+WIDTH_JS = """
+() => {
+  const vw = document.documentElement.clientWidth;
+  const out = [];
+  for (const e of document.querySelectorAll('body *')) {
+    const r = e.getBoundingClientRect();
+    if (r.width && r.right > vw + 1) {
+      let hidden = false;
+      for (let p = e.parentElement; p; p = p.parentElement) {
+        const ov = getComputedStyle(p).overflowX;
+        if (ov === 'auto' || ov === 'scroll' || ov === 'hidden') { hidden = true; break; }
+      }
+      if (!hidden) out.push([Math.round(r.right), e.tagName.toLowerCase() + '.' +
+        String(e.className && e.className.baseVal !== undefined ? e.className.baseVal
+        : e.className).split(' ').slice(0, 2).join('.')]);
+    }
+  }
+  out.sort((a, b) => b[0] - a[0]);
+  return {scroll: document.documentElement.scrollWidth, viewport: vw, worst: out.slice(0, 5)};
+}
+"""
+
+#: Size (CSS px) of every course widget: [{cls, width, height}].
+WIDGET_SIZES_JS = """
+() => Array.from(document.querySelectorAll('.cu-widget')).map((w) => {
+  const r = w.getBoundingClientRect();
+  return {cls: Array.from(w.classList).find((c) => c !== 'cu-widget') || '',
+          width: Math.round(r.width), height: Math.round(r.height)};
+})
+"""
+
+
+def run_axe(page: Any, rules: list[str] | None = None) -> list[dict[str, Any]]:
+    """Inject the vendored axe-core (tests only, never served by the site) and run it."""
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(content=AXE_JS.read_text(encoding="utf-8"))
+    return page.evaluate(AXE_RUN_JS, rules)

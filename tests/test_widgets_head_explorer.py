@@ -1,5 +1,5 @@
-"""The chapter 4 head explorer: its frames are the model's maps (packed one byte per percentage),
-the chapter's sentences fit the shared 50 KB budget, bad input is rejected."""
+"""course_utils.widgets.head_explorer: frames are the pretrained model's maps; bad input rejected;
+the shared 50 KB budget holds for the chapter's sentences."""
 
 from __future__ import annotations
 

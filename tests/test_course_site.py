@@ -1,4 +1,4 @@
-"""Unit tests of course_utils.sphinx_ext and the vendored files (no Sphinx build, no browser)."""
+"""Unit tests of the course_site Sphinx extension and the vendored files (no build, no browser)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import anywidget
 import pytest
 
-from course_utils import sphinx_ext
+import course_site as sphinx_ext
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = sphinx_ext.STATIC / "course_vendor"
@@ -25,6 +25,8 @@ def _config(**overrides):
         "mathjax_path": "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js",
         "html_context": {},
         "html_theme_options": {"launch_buttons": {"thebe": False}},
+        "templates_path": ["_templates"],
+        "mathjax3_config": {"options": {"processHtmlClass": "math"}},
     }
     base.update(overrides)
     return SimpleNamespace(**base)
@@ -36,15 +38,82 @@ def test_config_points_everything_at_the_site() -> None:
     assert config.html_static_path == ["_static", str(sphinx_ext.STATIC)]
     assert list(config.nb_ipywidgets_js) == [
         "course_vendor/require/require.js",
-        "course_widgets/config.js",
+        "course/html_manager_config.js",
         "course_vendor/html-manager/embed-amd.js",
     ]
     assert all("://" not in k for k in config.nb_ipywidgets_js)
     assert not any("cdn" in json.dumps(v) for v in config.nb_ipywidgets_js.values())
     assert config.mathjax_path == "course_vendor/mathjax/tex-mml-chtml.js"
     assert config.html_context["default_mode"] == "light"
-    for rel in [*config.nb_ipywidgets_js, config.mathjax_path]:
+    for rel in [*config.nb_ipywidgets_js, config.mathjax_path, sphinx_ext.LOADER]:
         assert (sphinx_ext.STATIC / rel).is_file(), rel
+    # Our theme components win over the theme's; formulas are not Tab stops; myst-nb's keys stay.
+    assert config.templates_path == [str(sphinx_ext.TEMPLATES), "_templates"]
+    options = config.mathjax3_config["options"]
+    assert options["menuOptions"]["settings"]["inTabOrder"] is False
+    assert options["processHtmlClass"] == "math"
+
+
+def test_theme_components_we_override_exist_in_the_theme() -> None:
+    """Each template of ours replaces a component the theme really has (same file name)."""
+    import pydata_sphinx_theme
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    ours = sorted(p.name for p in sphinx_ext.TEMPLATES.glob("*.html"))
+    assert ours == ["search-button-field.html", "theme-switcher.html"]
+    for name in ours:
+        assert list(theme.rglob(name)), f"{name} is not a pydata-sphinx-theme component"
+
+
+def _state_script(models):
+    body = json.dumps({"version_major": 2, "version_minor": 0, "state": models})
+    return SimpleNamespace(
+        filename=None,
+        attributes={"type": "application/vnd.jupyter.widget-state+json", "body": body},
+    )
+
+
+ANYWIDGET = {"model_module": "anywidget", "model_name": "AnyModel", "state": {}}
+LAYOUT = {"model_module": "@jupyter-widgets/base", "model_name": "LayoutModel", "state": {}}
+SLIDER = {"model_module": "@jupyter-widgets/controls", "model_name": "IntSliderModel"}
+
+
+@pytest.mark.parametrize(
+    ("models", "loader"),
+    [
+        ({"a": ANYWIDGET, "l": LAYOUT}, True),
+        ({"a": ANYWIDGET, "s": SLIDER}, False),
+        ({"s": SLIDER}, False),
+    ],
+)
+def test_pages_of_anywidgets_get_the_small_loader(models, loader) -> None:
+    manager = [f"_static/{rel}" for rel in sphinx_ext.widget_scripts()]
+    scripts = [_script("_static/doctools.js"), _state_script(models)]
+    scripts += [_script(rel) for rel in manager]
+    added = []
+    app = SimpleNamespace(config=_config(), add_js_file=lambda rel, **kw: added.append((rel, kw)))
+    sphinx_ext._page_context(app, "chapters/x", "page.html", {"script_files": scripts}, None)
+    names = [s.filename for s in scripts]
+    if loader:
+        assert names == ["_static/doctools.js", None]
+        assert added == [(sphinx_ext.LOADER, {"defer": "defer"})]
+    else:
+        assert names == ["_static/doctools.js", None, *manager]
+        assert added == []
+
+
+def test_page_body_fixes() -> None:
+    body = (
+        '<details class="hide above-input"><summary aria-label="Toggle hidden content">'
+        '<p class="collapsed admonition-title">Show the solution</p></summary></details>'
+        '<div role="list" class="citation-list">'
+        '<div class="citation" id="id3" role="doc-biblioentry"><span>[1]</span></div></div>'
+    )
+    fixed = sphinx_ext.fix_body(body)
+    assert "Toggle hidden content" not in fixed
+    assert "<summary><p" in fixed
+    assert '<div class="citation" id="id3" role="listitem">' in fixed
+    assert "doc-biblioentry" not in fixed
 
 
 def test_local_mathjax_path_is_kept() -> None:
@@ -92,6 +161,20 @@ def test_vendored_files_match_their_manifest() -> None:
         assert (VENDOR / package / "LICENSE").is_file(), package
 
 
+def test_axe_core_is_vendored_for_tests_only() -> None:
+    """axe-core (pinned, with its licence) sits under tests/, never in the site's static files."""
+    import hashlib
+
+    tests_vendor = ROOT / "tests" / "browser" / "vendor"
+    manifest = json.loads((tests_vendor / "VERSIONS.json").read_text())
+    assert manifest["packages"]["axe-core"]["license"] == "MPL-2.0"
+    for rel, digest in manifest["files"].items():
+        data = (tests_vendor / "axe-core" / rel).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == digest, rel
+    assert (tests_vendor / "axe-core" / "LICENSE").is_file()
+    assert not list(sphinx_ext.STATIC.rglob("axe*.js")), "axe-core must not be served by the site"
+
+
 def test_anywidget_front_end_is_the_installed_wheels() -> None:
     wheel = Path(anywidget.__file__).parent / "nbextension" / "index.js"
     vendored = (VENDOR / "anywidget" / "index.js").read_bytes()
@@ -106,7 +189,7 @@ def test_anywidget_front_end_is_the_installed_wheels() -> None:
 
 
 def test_config_script_never_forces_the_cdn() -> None:
-    text = (sphinx_ext.STATIC / "course_widgets" / "config.js").read_text()
+    text = (sphinx_ext.STATIC / "course" / "html_manager_config.js").read_text()
     code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
     assert "data-jupyter-widgets-cdn" not in code
     assert "http" not in code

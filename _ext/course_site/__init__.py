@@ -1,0 +1,248 @@
+"""The site's build machinery (Sphinx extension ``course_site``): the site serves everything itself.
+
+It lives outside the learner-facing package ``course_utils`` and is enabled from ``_config.yml``
+(``sphinx: local_extensions: {course_site: _ext/}``). What it does:
+
+At ``config-inited`` (after Jupyter Book generated the Sphinx config):
+
+* appends ``static/`` to ``html_static_path``. Jupyter Book adds every ``.js`` and ``.css`` it
+  finds under ``html_static_path`` to *every* page when it generates the config; because we append
+  later, the vendored trees are copied to ``_static/`` but never auto-included;
+* appends ``templates/`` to ``templates_path``: our copies of a few theme components, fixed for
+  screen readers (a button's name contains its visible text);
+* sets myst-nb's ``nb_ipywidgets_js`` to the vendored require.js, our
+  ``course/html_manager_config.js`` and html-manager's ``embed-amd.js``; myst-nb adds these only
+  to pages whose notebook stored widget state;
+* sets ``mathjax_path`` to the vendored MathJax 3 (Sphinx adds it only to pages with math) and
+  keeps formulas out of the Tab order (a reader can turn MathJax's explorer on in its menu);
+* sets the theme's ``default_mode`` to ``light`` when empty (else a console error on first visit).
+
+At ``builder-inited``: adds ``course/site.css`` (phones, dark mode, focus; every page).
+
+At ``html-page-context``:
+
+* on a page whose saved widgets are all anywidgets, swaps html-manager + require.js for our small
+  loader ``course/widget_loader.js`` (:func:`page_widget_scripts`); a page holding a core
+  ipywidget keeps html-manager;
+* names each hidden-cell toggle by its visible text ("Show the solution"), not "Toggle hidden
+  content", and gives the bibliography a list structure screen readers accept;
+* drops sphinx-thebe's scripts when the thebe launch button is off (Jupyter Book always loads
+  sphinx-thebe; its inline ``const THEBE_JS_URL = "https://unpkg..."`` is added twice per page,
+  a SyntaxError in the console, and names a CDN), and drops exact duplicates.
+
+At ``build-finished``: turns sphinx-external-toc's bare ``index.html`` redirect (one ``<meta>``
+line) into a small valid page with ``<html lang>``, a ``<title>`` and a visible link.
+
+The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json``) are refreshed by
+``scripts/vendor_static.py`` (``make vendor``).
+
+>>> list(widget_scripts())[1]  # between require.js and embed-amd.js
+'course/html_manager_config.js'
+>>> page_widget_scripts({"a": {"model_module": "anywidget"}})
+['course/widget_loader.js']
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+STATIC = Path(__file__).parent / "static"
+TEMPLATES = Path(__file__).parent / "templates"
+MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
+#: Our anywidget loader; a stable URL (``_static/course/widget_loader.js``) the slide decks use too.
+LOADER = "course/widget_loader.js"
+SITE_CSS = "course/site.css"
+STATE_MIME = "application/vnd.jupyter.widget-state+json"
+#: Models the loader may ignore: an anywidget's layout and style (it draws everything itself).
+PASSIVE_MODELS = {("@jupyter-widgets/base", "LayoutModel"), ("@jupyter-widgets/base", "StyleModel")}
+
+
+def widget_scripts() -> dict[str, dict[str, str]]:
+    """Scripts (relative to ``_static``) html-manager needs on a widget page, in load order."""
+    return {
+        "course_vendor/require/require.js": {},
+        "course/html_manager_config.js": {},
+        "course_vendor/html-manager/embed-amd.js": {},
+    }
+
+
+def page_widget_scripts(models: dict[str, Any]) -> list[str]:
+    """The scripts a page with these saved widget models needs (paths relative to ``_static``).
+
+    Our loader when every model is an anywidget (or an anywidget's layout/style), else
+    html-manager with require.js.
+
+    >>> page_widget_scripts({"a": {"model_module": "@jupyter-widgets/controls",
+    ...                            "model_name": "IntSliderModel"}})[-1]
+    'course_vendor/html-manager/embed-amd.js'
+    """
+    for model in models.values():
+        module, name = model.get("model_module"), model.get("model_name")
+        if module != "anywidget" and (module, name) not in PASSIVE_MODELS:
+            return list(widget_scripts())
+    return [LOADER]
+
+
+def _config_inited(app: Any, config: Any) -> None:
+    static = str(STATIC)
+    paths = list(config.html_static_path or [])
+    if static not in paths:
+        paths.append(static)
+    config.html_static_path = paths
+    config.nb_ipywidgets_js = widget_scripts()
+    templates = list(config.templates_path or [])
+    if str(TEMPLATES) not in templates:
+        templates.insert(0, str(TEMPLATES))  # ours win over the theme's components
+    config.templates_path = templates
+    # MathJax: formulas are not Tab stops (a chapter has hundreds); the explorer stays in its menu.
+    mj = dict(config.mathjax3_config or {})
+    options = dict(mj.get("options") or {})
+    menu = dict(options.get("menuOptions") or {})
+    menu["settings"] = {**dict(menu.get("settings") or {}), "inTabOrder": False}
+    options["menuOptions"] = menu
+    mj["options"] = options
+    config.mathjax3_config = mj
+    # pydata-sphinx-theme logs console.error("Got invalid theme mode: .") on a first visit when
+    # Jupyter Book leaves default_mode empty: give it a valid mode.
+    # (the theme reads it from html_context, not from html_theme_options)
+    context = dict(config.html_context or {})
+    if not context.get("default_mode"):
+        context["default_mode"] = "light"
+        config.html_context = context
+    mathjax = str(config.mathjax_path or "")
+    if not mathjax or "://" in mathjax:
+        config.mathjax_path = MATHJAX
+
+
+def _thebe_enabled(config: Any) -> bool:
+    options = getattr(config, "html_theme_options", None) or {}
+    launch = options.get("launch_buttons", {}) if isinstance(options, dict) else {}
+    return bool(launch.get("thebe", False))
+
+
+def _is_thebe(script: Any) -> bool:
+    filename = str(getattr(script, "filename", "") or "")
+    body = str((getattr(script, "attributes", None) or {}).get("body", ""))
+    return (
+        filename.endswith("sphinx-thebe.js")
+        or "THEBE_JS_URL" in body
+        or "unpkg.com/thebe" in filename
+    )
+
+
+def _builder_inited(app: Any) -> None:
+    if getattr(app.builder, "format", "") == "html":
+        app.add_css_file(SITE_CSS)
+
+
+def _saved_models(scripts: list[Any]) -> dict[str, Any] | None:
+    """The widget models saved in the page (from myst-nb's state script), or None."""
+    for script in scripts:
+        attrs = getattr(script, "attributes", None) or {}
+        if attrs.get("type") == STATE_MIME:
+            try:
+                return dict(json.loads(str(attrs.get("body", ""))).get("state") or {})
+            except ValueError:
+                return None
+    return None
+
+
+def _use_loader(app: Any, scripts: list[Any]) -> None:
+    """Swap html-manager + require.js for our loader when every saved model is an anywidget."""
+    models = _saved_models(scripts)
+    if models is None or page_widget_scripts(models) != [LOADER]:
+        return
+    manager = {f"_static/{rel}" for rel in widget_scripts()} | set(widget_scripts())
+    scripts[:] = [s for s in scripts if str(getattr(s, "filename", s) or "") not in manager]
+    app.add_js_file(LOADER, defer="defer")  # this page only (Sphinx resets the list per page)
+
+
+TOGGLE_LABEL = re.compile(r'<summary aria-label="Toggle hidden content">')
+BIBLIOENTRY = re.compile(r'(<div class="citation" id="[^"]*") role="doc-biblioentry"')
+
+
+def fix_body(body: str) -> str:
+    """Accessible names and roles in a page's HTML body.
+
+    * myst-nb names every hidden-cell toggle "Toggle hidden content" while it shows "Show the
+      solution": without the label the toggle is named by the text it shows;
+    * Sphinx's citation list says ``role="list"`` around ``role="doc-biblioentry"`` items (a list
+      without list items, and a deprecated role): its entries become list items.
+
+    >>> fix_body('<summary aria-label="Toggle hidden content"><p>Show the solution</p>')
+    '<summary><p>Show the solution</p>'
+    """
+    body = TOGGLE_LABEL.sub("<summary>", body)
+    if "citation-list" in body:
+        body = BIBLIOENTRY.sub(r'\1 role="listitem"', body)
+    return body
+
+
+def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    if isinstance(context.get("body"), str):
+        context["body"] = fix_body(context["body"])
+    scripts = context.get("script_files")
+    if scripts is None:
+        return
+    _use_loader(app, scripts)
+    thebe_on = _thebe_enabled(app.config)
+    kept: list[Any] = []
+    seen: set[tuple[str, str]] = set()
+    for script in scripts:
+        if not thebe_on and _is_thebe(script):
+            continue
+        attrs = getattr(script, "attributes", None) or {}
+        key = (str(getattr(script, "filename", script) or ""), str(attrs.get("body", "")))
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(script)
+    scripts[:] = kept
+    if not thebe_on and context.get("css_files") is not None:
+        css = context["css_files"]
+        css[:] = [c for c in css if not str(getattr(c, "filename", c)).endswith("sphinx-thebe.css")]
+
+
+BARE_REDIRECT = re.compile(r'^\s*<meta http-equiv="Refresh" content="0; url=([^"<>]+)" />\s*$')
+
+
+def redirect_page(target: str, title: str, language: str = "en") -> str:
+    """A complete HTML page that sends the reader to ``target`` (used for the root index.html).
+
+    >>> "<title>Course</title>" in redirect_page("intro.html", "Course")
+    True
+    """
+    t = html.escape(title)
+    u = html.escape(target, quote=True)
+    return (
+        f'<!DOCTYPE html>\n<html lang="{html.escape(language)}">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Refresh" content="0; url={u}">\n<title>{t}</title>\n</head>\n'
+        f'<body>\n<p><a href="{u}">{t}: go to the first page</a></p>\n</body>\n</html>\n'
+    )
+
+
+def _build_finished(app: Any, exception: Exception | None) -> None:
+    if exception is not None or getattr(app.builder, "format", "") != "html":
+        return
+    index = Path(app.outdir) / "index.html"
+    if not index.is_file():
+        return
+    match = BARE_REDIRECT.match(index.read_text(encoding="utf-8"))
+    if match:
+        title = str(getattr(app.config, "html_title", "") or app.config.project or "Home")
+        language = str(app.config.language or "en")
+        index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
+
+
+def setup(app: Any) -> dict[str, Any]:
+    # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
+    app.connect("config-inited", _config_inited, priority=900)
+    app.connect("builder-inited", _builder_inited)
+    app.connect("html-page-context", _page_context, priority=900)
+    # After sphinx-external-toc wrote its redirect (default priority 500).
+    app.connect("build-finished", _build_finished, priority=900)
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,287 @@
+"""Unit tests of course_utils.widgets._base and of what every widget shares, without a browser.
+
+Frames must equal the course_utils maths (and an independent torch oracle), bad inputs must raise
+clear errors, learner text must never reach an HTML sink in the JavaScript, and each widget's data
+must stay under the 50 KB budget.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import traitlets
+
+from course_utils.softmax import softmax
+from course_utils.widgets import QueryKeyPlane
+from course_utils.widgets._base import (
+    CourseWidget,
+    check_grid_size,
+    check_tokens,
+    check_vectors,
+    pack_array,
+    pack_uint8,
+    unpack_array,
+    widget_esm,
+)
+
+WIDGET_DIR = Path(__file__).resolve().parents[1] / "src" / "course_utils" / "widgets"
+WIDGET_STEMS = sorted(p.stem for p in WIDGET_DIR.glob("[a-z]*.js"))
+torch = pytest.importorskip("torch")
+
+
+# ---- the base ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("x", "decimals", "expected"),
+    [
+        ([[0.12345, -0.0]], 2, {"shape": [1, 2], "data": [0.12, 0.0]}),
+        ([1.5, 2.25, -3.0], 1, {"shape": [3], "data": [1.5, 2.2, -3.0]}),
+        (np.zeros((2, 0)), 3, {"shape": [2, 0], "data": []}),
+        (
+            np.arange(6).reshape(1, 2, 3),
+            0,
+            {"shape": [1, 2, 3], "data": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]},
+        ),
+    ],
+)
+def test_pack_array(x, decimals, expected) -> None:
+    assert pack_array(x, decimals) == expected
+    np.testing.assert_allclose(unpack_array(expected), np.round(np.asarray(x, float), decimals))
+
+
+def test_pack_array_rejects_non_finite() -> None:
+    with pytest.raises(ValueError, match=r"NaN or inf \(shape \(2,\)\)"):
+        pack_array([1.0, np.nan])
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        ([0, 1, 255], {"shape": [3], "uint8": "AAH/"}),
+        (np.array([[100.0, 0.0], [-0.0, 42.0]]), {"shape": [2, 2], "uint8": "ZAAAKg=="}),
+        (np.zeros((2, 0)), {"shape": [2, 0], "uint8": ""}),
+        (np.arange(24, dtype=np.int64).reshape(2, 3, 4), None),
+    ],
+)
+def test_pack_uint8_round_trips(x, expected) -> None:
+    packed = pack_uint8(x, "x")
+    if expected is not None:
+        assert packed == expected
+    json.dumps(packed)  # plain JSON (a str), as the widget state needs
+    out = unpack_array(packed)
+    assert out.shape == np.shape(x)
+    np.testing.assert_array_equal(out, np.asarray(x, dtype=float))
+
+
+@pytest.mark.parametrize(
+    ("x", "error", "match"),
+    [
+        ([0.5, 1.0], ValueError, r"percent must hold whole numbers in 0\.\.255; got shape \(2,\)"),
+        ([-1, 3], ValueError, r"got shape \(2,\) with values in \[-1, 3\]"),
+        ([[256]], ValueError, r"got shape \(1, 1\) with values in \[256, 256\]"),
+        ([np.nan], ValueError, "percent must hold whole numbers"),
+        ([True, False], TypeError, r"percent must be an array of whole numbers .*dtype bool"),
+        (["1"], TypeError, r"dtype <U1 \(shape \(1,\)\)"),
+    ],
+)
+def test_pack_uint8_errors(x, error, match) -> None:
+    with pytest.raises(error, match=match):
+        pack_uint8(x, "percent")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_decodes_what_python_packs() -> None:
+    """CU.bytes + CU.offset (JavaScript) read the same numbers as unpack_array (Python)."""
+    x = np.random.default_rng(0).integers(0, 256, size=(2, 3, 4, 5))  # (L, H, T, T)
+    packed = pack_uint8(x, "x")
+    script = (WIDGET_DIR / "_shared.js").read_text() + (
+        f"\nconst p = {json.dumps(packed)};\n"
+        "const all = CU.bytes(p);\n"
+        "const [start, size] = CU.offset(p.shape, 1, 2);\n"
+        "console.log(JSON.stringify({all: Array.from(all), start, size,"
+        " sub: Array.from(all.subarray(start, start + size))}));\n"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["all"] == x.ravel().tolist()
+    assert (out["start"], out["size"]) == ((1 * 3 + 2) * 20, 20)
+    assert out["sub"] == x[1, 2].ravel().tolist()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_listen_unsubscribes_exactly_what_it_subscribed() -> None:
+    """CU.listen subscribes every named event and its cleanup removes each of them again."""
+    script = (WIDGET_DIR / "_shared.js").read_text() + (
+        "\nconst log = [];\n"
+        "const model = { on: (e, f) => log.push(['on', e, f.name]),"
+        " off: (e, f) => log.push(['off', e, f.name]) };\n"
+        "function draw() {}\nfunction rebuild() {}\n"
+        "const cleanup = CU.listen(model, [['change:a  change:b', draw], ['change:c', rebuild]]);\n"
+        "const subscribed = log.length;\ncleanup();\n"
+        "console.log(JSON.stringify({log, subscribed}));\n"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    pairs = [["change:a", "draw"], ["change:b", "draw"], ["change:c", "rebuild"]]
+    assert out["subscribed"] == 3
+    assert out["log"] == [["on", *p] for p in pairs] + [["off", *p] for p in pairs]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "error", "match"),
+    [
+        ("the cat", TypeError, r"tokens must be a list of strings, not a single str"),
+        ([], ValueError, r"at least 1 token"),
+        (["a", 3], TypeError, r"tokens\[1\] must be a str; got int 3"),
+        (["a", "  "], ValueError, r"tokens\[1\] is empty or only whitespace"),
+        (["x" * 41], ValueError, r"tokens\[0\] has 41 characters; at most 40"),
+        (42, TypeError, r"tokens must be a list of strings; got int"),
+    ],
+)
+def test_check_tokens_errors(tokens, error, match) -> None:
+    with pytest.raises(error, match=match):
+        check_tokens(tokens, "tokens")
+
+
+def test_check_tokens_keeps_html_like_text_verbatim() -> None:
+    hostile = ["<img src=x onerror=alert(1)>", "&amp;", "猫"]
+    assert check_tokens(hostile) == hostile  # no escaping in Python: JS uses textContent
+
+
+@pytest.mark.parametrize(
+    ("x", "kwargs", "error", "match"),
+    [
+        (
+            [1.0, 2.0],
+            {"dim": 2},
+            ValueError,
+            r"keys must have at least 2 dimensions \(T, 2\); got shape \(2,\)",
+        ),
+        (
+            [[1.0, 2.0, 3.0]],
+            {"dim": 2},
+            ValueError,
+            r"keys must have shape \(T, 2\); got shape \(1, 3\)",
+        ),
+        (
+            [[1.0, 2.0]],
+            {"rows": 2},
+            ValueError,
+            r"keys must have shape \(2, d\); got shape \(1, 2\)",
+        ),
+        (
+            np.zeros((2, 2, 2)),
+            {},
+            ValueError,
+            r"keys must have shape \(T, d\); got shape \(2, 2, 2\)",
+        ),
+        ([["a", "b"]], {}, TypeError, r"keys must be a numeric array"),
+        ([[np.nan, 1.0]], {}, ValueError, r"keys contains NaN"),
+        ([[-np.inf, 1.0]], {}, ValueError, r"keys must be finite"),
+    ],
+)
+def test_check_vectors_errors(x, kwargs, error, match) -> None:
+    with pytest.raises(error, match=match):
+        check_vectors(x, "keys", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("n", "error"), [(1, ValueError), (500, ValueError), (3.0, TypeError), (True, TypeError)]
+)
+def test_check_grid_size_errors(n, error) -> None:
+    with pytest.raises(error, match="n_angles must be an int in"):
+        check_grid_size(n, "n_angles")
+
+
+def test_esm_is_shared_prelude_plus_widget_file() -> None:
+    esm = widget_esm("query_key_plane")
+    shared = (WIDGET_DIR / "_shared.js").read_text()
+    own = (WIDGET_DIR / "query_key_plane.js").read_text()
+    assert esm.startswith(shared) and esm.endswith(own)
+    assert QueryKeyPlane._esm == esm
+    assert "export default" in own and "import " not in own  # no relative imports (blob URL)
+
+
+# ---- safety: no HTML sinks in any widget JavaScript --------------------------------------------
+
+HTML_SINKS = re.compile(
+    r"\.innerHTML\b|\.outerHTML\s*=|insertAdjacentHTML|document\.write|\.srcdoc\b|"
+    r"createContextualFragment|DOMParser|\bnew\s+Function\b|\beval\s*\("
+)
+
+
+@pytest.mark.parametrize("js", sorted(WIDGET_DIR.glob("*.js")), ids=lambda p: p.name)
+def test_widget_js_has_no_html_sinks(js: Path) -> None:
+    code = "\n".join(
+        line for line in js.read_text().splitlines() if not line.lstrip().startswith("//")
+    )
+    sinks = HTML_SINKS.findall(code)
+    assert not sinks, f"{js.name} uses HTML sinks {sinks}: set learner text with textContent"
+
+
+def test_sink_pattern_catches_the_usual_mistakes() -> None:
+    for bad in ["el.innerHTML = t", "el.insertAdjacentHTML('beforeend', t)", "document.write(t)"]:
+        assert HTML_SINKS.search(bad), bad
+    assert not HTML_SINKS.search("el.textContent = t")
+
+
+# ---- the example in src/course_utils/widgets/README.md works as written ---------------------
+
+
+def test_api_note_example(tmp_path, monkeypatch) -> None:
+    """The minimal widget of the how-to note, built on the base with its own JS file."""
+    import course_utils.widgets._base as base
+
+    (tmp_path / "_shared.js").write_text((WIDGET_DIR / "_shared.js").read_text())
+    (tmp_path / "_shared.css").write_text((WIDGET_DIR / "_shared.css").read_text())
+    (tmp_path / "temperature_bars.js").write_text(
+        "function render() {}\nexport default { render };\n"
+    )
+    monkeypatch.setattr(base, "HERE", tmp_path)
+
+    class TemperatureBars(CourseWidget):
+        _widget_file = "temperature_bars"
+        scores = traitlets.List(traitlets.Float()).tag(sync=True)
+        temperatures = traitlets.List(traitlets.Float()).tag(sync=True)
+        frames = traitlets.Dict().tag(sync=True)
+        t_index = traitlets.Int(0).tag(sync=True)
+
+        def __init__(self, scores, temperatures=(0.25, 0.5, 1.0, 2.0, 4.0), **kw):
+            super().__init__(**kw)
+            with self.hold_trait_notifications():  # observers run once both are set
+                self.temperatures = [float(t) for t in temperatures]
+                self.scores = check_vectors([scores], "scores")[0].tolist()
+
+        @traitlets.observe("scores", "temperatures")
+        def _on_input(self, _change):
+            self._recompute()
+
+        def _recompute(self):
+            s = np.asarray(self.scores)  # (T_k,)
+            t = np.asarray(self.temperatures)[:, None]  # (n_T, 1)
+            self.frames = pack_array(softmax(s[None, :] / t, axis=-1))  # (n_T, T_k)
+            self._check_budget()
+
+    w = TemperatureBars([2.0, 1.0, 0.0])
+    assert "export default { render }" in w._esm and "const CU" in w._esm
+    np.testing.assert_allclose(unpack_array(w.frames)[2], softmax([2.0, 1.0, 0.0]), atol=5e-4)
+
+
+@pytest.mark.parametrize("stem", WIDGET_STEMS)
+def test_js_does_no_maths_and_no_html_sinks(stem: str) -> None:
+    js = (WIDGET_DIR / f"{stem}.js").read_text(encoding="utf-8")
+    assert "Math.exp" not in js and "Math.log" not in js  # no softmax / entropy in JS
+    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", js)
+    assert "export default { render }" in js
+    # render returns the cleanup that CU.listen built from the same subscriptions
+    assert re.search(r"const cleanup = CU\.listen\(model,", js) and "return cleanup;" in js
+    assert "model.on(" not in js  # every subscription goes through CU.listen
