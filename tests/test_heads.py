@@ -166,14 +166,3 @@ def test_experiment_is_deterministic_and_restores_torch_settings():
     for r in a:
         assert len(r.offset_weights) == r.n_heads
         np.testing.assert_allclose(np.sum(r.offset_weights, axis=1), 1.0, atol=1e-5)
-
-
-def test_old_module_names_forward_to_course_utils_heads() -> None:
-    """Chapter 4 may still import the old names; they are the same objects as the new home's."""
-    import course_utils.experiments.heads as old_experiment
-    import course_utils.head_patterns as old_patterns
-    from course_utils.heads import experiment, patterns
-
-    assert old_patterns.measure_heads is patterns.measure_heads
-    assert old_experiment.run_heads_experiment is experiment.run_heads_experiment
-    assert old_patterns.__all__ == patterns.__all__

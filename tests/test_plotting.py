@@ -371,11 +371,10 @@ def test_alt_text_recipe_yields_img_alt_in_a_myst_nb_build(tmp_path):
     assert "Fig. 1" in html  # the named figure is numbered and referenced
 
 
-def test_the_palette_lives_in_plotting_and_data_still_reaches_it() -> None:
-    """OKABE_ITO's home is course_utils.plotting; course_utils.data forwards the old name."""
+def test_the_palette_lives_in_plotting_only() -> None:
+    """OKABE_ITO's one home is course_utils.plotting; course_utils.data no longer has it."""
     from course_utils import data, plotting
 
-    assert "OKABE_ITO" in plotting.__all__ and "OKABE_ITO" not in data.__all__
-    assert data.OKABE_ITO is plotting.OKABE_ITO
+    assert "OKABE_ITO" in plotting.__all__ and not hasattr(data, "OKABE_ITO")
     assert len(plotting.OKABE_ITO) == 7
     assert all(0 <= c <= 1 for rgb in plotting.OKABE_ITO.values() for c in rgb)

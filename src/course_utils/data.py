@@ -531,13 +531,3 @@ def query_plane_example() -> PlaneExample:
         axis_labels=("animal ← → vehicle", "small ← → big"),
         description="2-D keys: x = animal (-) to vehicle (+), y = small (-) to big (+)",
     )
-
-
-def __getattr__(name: str) -> Any:
-    # The palette moved to course_utils.plotting (its home). Kept reachable here, silently, until
-    # the chapters import it from there; then delete this function.
-    if name == "OKABE_ITO":
-        from .plotting import OKABE_ITO
-
-        return OKABE_ITO
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._determinism import deterministic as _deterministic
 from ..transformer import BlockTrace, TransformerBlock
-from .heads import _deterministic
 
 __all__ = ["CountingModel", "CountingRun", "decode", "encode", "make_batch", "train_counting"]
 

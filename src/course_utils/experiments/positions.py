@@ -29,8 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._determinism import deterministic as _deterministic
 from ..positions import apply_rope, sinusoidal_encoding
-from .heads import _deterministic
 
 __all__ = [
     "KINDS",

@@ -26,11 +26,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._determinism import deterministic as _deterministic
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
 from ..positions import sinusoidal_encoding
 from ..transformer import TransformerBlock
-from .heads import _deterministic
 
 __all__ = [
     "ReversalModel",

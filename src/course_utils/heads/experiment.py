@@ -15,14 +15,14 @@ call returns the same numbers on the same machine and PyTorch version.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._determinism import deterministic as _deterministic
 from ..multihead import MultiHeadAttention
 
 __all__ = ["HeadsResult", "NeighboursModel", "make_batch", "run_heads_experiment"]
@@ -86,19 +86,6 @@ def _offset_weights(model: NeighboursModel, x: Tensor) -> Tensor:
     cols = (i + offset) % T  # (T, T): key index of query i at each offset
     rolled = w.gather(-1, cols.expand(*w.shape[:2], T, T))  # (B, n_heads, T, T) by offset
     return rolled.mean(dim=(0, 2))  # (n_heads, T)
-
-
-@contextmanager
-def _deterministic() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    was = torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(was)
-        torch.set_num_threads(threads)
 
 
 def run_heads_experiment(

@@ -22,14 +22,14 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
+from .._determinism import one_thread
 from ..multihead import attention_weights
 from .dataset import TOPICS, TopicSentence, template_sentences, topic_mask, word_tokens
 
@@ -208,21 +208,6 @@ class TrainResult:
         probs = torch.softmax(logits.double(), dim=-1).numpy()  # (N, C), float64
         lengths = batch.mask.sum(dim=1).tolist()
         return probs, [weights[i, :n].numpy() for i, n in enumerate(lengths)]
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread, then restore the setting.
-
-    The model is tiny: on a busy shared machine, two threads fighting over two cores were ~20x
-    slower than one in our measurements, and one thread also fixes the order of every sum.
-    """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @torch.no_grad()
