@@ -268,7 +268,7 @@ TINY_CORPUS = (
 class CharTokenizer:
     """Characters <-> ids over a fixed alphabet.
 
-    >>> tok = CharTokenizer("abc ")
+    >>> tok = CharTokenizer("abc")
     >>> tok.encode("cab"), tok.decode([2, 0, 1])
     ([2, 0, 1], 'cab')
     """
