@@ -9,6 +9,7 @@ See ``_base.py`` for the shared base and the rules (text only via ``textContent`
 from ._base import CourseWidget
 from .block_tracer import BlockTracer
 from .four_steps import FourSteps
+from .generation_stepper import GenerationStepper
 from .head_explorer import HeadExplorer
 from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
@@ -22,6 +23,7 @@ __all__ = [
     "BlockTracer",
     "CourseWidget",
     "FourSteps",
+    "GenerationStepper",
     "HeadExplorer",
     "QueryKeyPlane",
     "RopeDial",
