@@ -18,29 +18,29 @@ function render({ model, el }) {
     },
   });
   controls.appendChild(exampleSelect.root);
-  let slider = null;
-  const sliderBox = CU.html("div", {}, controls);
+  const currentTokens = () => model.get("tokens")[model.get("example")];
+  // One slider for every example (its range is updated when the example changes), so the control
+  // keeps its id and focus.
+  const slider = CU.slider({
+    label: "Generation step t",
+    n: currentTokens().length,
+    value: Math.min(model.get("step"), currentTokens().length - 1),
+    format: (i) => `${i} (${currentTokens()[Math.min(i, currentTokens().length - 1)]})`,
+    onInput: (i) => {
+      model.set("step", i);
+      model.save_changes();
+      update();
+    },
+  });
+  controls.appendChild(slider.root);
   const layout = CU.html("div", { class: "cu-gstep-layout" }, stage);
   const svg = CU.svg("svg", { role: "img" }, layout);
   const title = CU.svg("title", {}, svg);
   const g = CU.svg("g", {}, svg);
   const out = CU.html("p", { class: "cu-gstep-out", "aria-live": "polite" }, stage);
 
-  function buildSlider() {
-    const tokens = model.get("tokens")[model.get("example")];
-    sliderBox.replaceChildren();
-    slider = CU.slider({
-      label: "Generation step t",
-      n: tokens.length,
-      value: Math.min(model.get("step"), tokens.length - 1),
-      format: (i) => `${i} (${tokens[i]})`,
-      onInput: (i) => {
-        model.set("step", i);
-        model.save_changes();
-        update();
-      },
-    });
-    sliderBox.appendChild(slider.root);
+  function setRange() {
+    slider.input.setAttribute("max", String(Math.max(0, currentTokens().length - 1)));
   }
 
   function update() {
@@ -106,12 +106,12 @@ function render({ model, el }) {
       `Keys and values of ${t} earlier token(s) are read from the cache; only "${tokens[t]}"'s q, k, v are computed.`;
     out.textContent = text;
     title.textContent = `Causal attention at generation step ${t} of ${T}: ` + text;
-    if (slider) slider.set(t);
+    slider.set(t);
     exampleSelect.set(ex);
   }
 
   function rebuild() {
-    buildSlider();
+    setRange();
     update();
   }
   const cleanup = CU.listen(model, [
