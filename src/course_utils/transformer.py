@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +37,9 @@ from torch import Tensor, nn
 
 from ._validation import shape_str
 from .multihead import MultiHeadAttention, attention_weights
+
+if TYPE_CHECKING:
+    from .causal import KVCache
 
 __all__ = ["ACTIVATIONS", "BlockTrace", "FeedForward", "TransformerBlock", "sublayer_norms"]
 
@@ -218,13 +222,43 @@ class TransformerBlock(nn.Module):
         out = self.attn.W_O(self.attn.merge_heads(context))  # (B, T, d_model)
         return (out, weights) if return_weights else out
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``mask``: True = may attend."""
+    def forward(
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        *,
+        causal: bool = False,
+        cache: KVCache | None = None,
+    ) -> Tensor:
+        """``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``mask``: True = may attend.
+
+        ``causal=True`` masks the future (a decoder block, chapter 7). ``cache`` (a
+        :class:`course_utils.causal.KVCache`) makes ``x`` the *new* tokens of a sequence whose
+        earlier keys and values are cached: the block is then causal and only ``x`` is computed.
+        """
         self._check_x(x)
+        if (causal or cache is not None) and mask is not None:
+            raise ValueError("pass either mask or causal=True/cache, not both")
+        if cache is not None:
+            if self.training and self.p_dropout > 0:
+                raise ValueError("the KV cache is for inference: call .eval() first (dropout > 0)")
+            # Imported here: course_utils.causal builds its tiny model from this module's blocks.
+            from .causal import cached_self_attention
+
+            def attend(h: Tensor) -> Tensor:
+                return cached_self_attention(self.attn, h, cache)  # (B, T, d_model)
+        else:
+            if causal:
+                T = x.size(1)
+                mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()  # (T, T)
+
+            def attend(h: Tensor) -> Tensor:
+                return self.self_attention(h, mask)  # (B, T, d_model)
+
         if self.norm_first:
-            x = x + self.dropout1(self.self_attention(self.norm1(x), mask))  # (B, T, d_model)
+            x = x + self.dropout1(attend(self.norm1(x)))  # (B, T, d_model)
             return x + self.dropout2(self.ffn(self.norm2(x)))  # (B, T, d_model)
-        x = self.norm1(x + self.dropout1(self.self_attention(x, mask)))  # (B, T, d_model)
+        x = self.norm1(x + self.dropout1(attend(x)))  # (B, T, d_model)
         return self.norm2(x + self.dropout2(self.ffn(x)))  # (B, T, d_model)
 
     def trace(self, x: Tensor, mask: Tensor | None = None) -> BlockTrace:

@@ -10,6 +10,7 @@ from ._base import CourseWidget
 from .block_tracer import BlockTracer
 from .cross_attention_view import CrossAttentionView
 from .four_steps import FourSteps
+from .generation_stepper import GenerationStepper
 from .head_explorer import HeadExplorer
 from .kv_cache_compare import KVCacheCompare
 from .query_key_plane import QueryKeyPlane
@@ -26,6 +27,7 @@ __all__ = [
     "CourseWidget",
     "CrossAttentionView",
     "FourSteps",
+    "GenerationStepper",
     "HeadExplorer",
     "KVCacheCompare",
     "QueryKeyPlane",

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 from torch import Tensor
 
-from .multihead import MultiHeadAttention
+from ..multihead import MultiHeadAttention
 
 __all__ = [
     "MODEL_NAME",

@@ -1,0 +1,429 @@
+"""Causal self-attention (因果注意力), generation, and the KV cache (KV 缓存).
+
+A decoder may only look backwards: token ``t`` attends to tokens ``0..t`` (the seed's 看书真好
+table, :func:`course_utils.masks.causal_mask`). Two consequences, both tested:
+
+- **No peeking.** Changing any token after position ``t`` never changes an output at or before
+  ``t``, so one forward pass over a whole sentence trains every next-token prediction at once
+  (teacher forcing).
+- **The KV cache.** The keys and values of past tokens never change when a token is appended, so
+  a generator keeps them (:class:`KVCache`) and computes q, k and v for the *new* token only. The
+  outputs for the new tokens equal the matching rows of a full recomputation.
+
+Everything here is built on :class:`course_utils.multihead.MultiHeadAttention` (including its
+grouped-query form, ``n_kv_heads < n_heads``): :func:`cached_self_attention` projects the new
+tokens, appends their keys and values to the cache and calls :meth:`MultiHeadAttention.attend`
+with a bottom-right-aligned causal mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ._validation import shape_str
+from .masks import causal_mask
+from .multihead import MultiHeadAttention
+from .positions import apply_rope
+from .transformer import TransformerBlock
+
+__all__ = [
+    "TINY_CORPUS",
+    "CausalSelfAttention",
+    "CharTokenizer",
+    "KVCache",
+    "TinyCausalLM",
+    "cache_nbytes",
+    "cached_self_attention",
+    "generate",
+    "kv_cache_bytes",
+    "train_tiny_lm",
+]
+
+
+class KVCache:
+    """The keys and values of the tokens seen so far, for one attention layer.
+
+    Starts empty. :func:`cached_self_attention` (and so ``CausalSelfAttention(x_new, cache=c)``)
+    appends the new tokens' keys and values, both ``(B, n_kv_heads, T, d_k)``. ``len(cache)`` is
+    the number of tokens held; :attr:`nbytes` is the memory of the two tensors.
+
+    >>> cache = KVCache()
+    >>> len(cache), cache.nbytes
+    (0, 0)
+    >>> k = v = torch.zeros(1, 2, 3, 4)              # (B, n_kv_heads, T, d_k)
+    >>> _ = cache.append(k, v)
+    >>> len(cache), cache.nbytes                       # 2 tensors * 1*2*3*4 floats * 4 bytes
+    (3, 192)
+    """
+
+    def __init__(self) -> None:
+        self.keys: Tensor | None = None  # (B, n_kv_heads, T, d_k)
+        self.values: Tensor | None = None  # (B, n_kv_heads, T, d_k)
+
+    def __len__(self) -> int:
+        return 0 if self.keys is None else int(self.keys.size(2))
+
+    def __repr__(self) -> str:
+        shape = "empty" if self.keys is None else f"keys/values {shape_str(tuple(self.keys.shape))}"
+        return f"KVCache({shape}, {self.nbytes} bytes)"
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: ``2 * B * n_kv_heads * T * d_k * bytes per value``."""
+        if self.keys is None or self.values is None:
+            return 0
+        return sum(t.numel() * t.element_size() for t in (self.keys, self.values))
+
+    def clear(self) -> None:
+        """Forget every token (start a new sequence)."""
+        self.keys = self.values = None
+
+    def check(self, x: Tensor, n_kv_heads: int, d_k: int) -> None:
+        """Raise if new tokens ``x`` ``(B, T_new, d_model)`` cannot extend this cache."""
+        if self.keys is None:
+            return
+        B, h, _, d = self.keys.shape
+        if x.size(0) != B:
+            raise ValueError(
+                f"the cache holds {B} sequence(s) (keys {shape_str(tuple(self.keys.shape))}) but "
+                f"x has shape {shape_str(tuple(x.shape))} with batch size {x.size(0)}; use a new "
+                "KVCache (or cache.clear()) for a different batch"
+            )
+        if (h, d) != (n_kv_heads, d_k):
+            raise ValueError(
+                f"the cache holds keys {shape_str(tuple(self.keys.shape))}, expected "
+                f"({B}, {n_kv_heads}, T, {d_k}) (n_kv_heads, d_k of this layer): it was filled by "
+                "another layer"
+            )
+        if self.keys.dtype != x.dtype:
+            raise TypeError(
+                f"the cache holds {self.keys.dtype} keys but x has dtype {x.dtype}; shape "
+                f"{shape_str(tuple(x.shape))}"
+            )
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Append ``k``, ``v`` ``(B, n_kv_heads, T_new, d_k)``; return all keys and values."""
+        if self.keys is None or self.values is None:
+            self.keys, self.values = k, v  # (B, n_kv_heads, T_new, d_k)
+        else:
+            self.keys = torch.cat([self.keys, k], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
+            self.values = torch.cat([self.values, v], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
+        return self.keys, self.values
+
+
+def cache_nbytes(caches: Sequence[KVCache]) -> int:
+    """Total bytes of a model's caches (one per layer)."""
+    return sum(c.nbytes for c in caches)
+
+
+def kv_cache_bytes(
+    n_layers: int,
+    n_kv_heads: int,
+    d_head: int,
+    seq_len: int,
+    *,
+    batch: int = 1,
+    bytes_per_value: int = 2,
+) -> int:
+    """The KV cache's size: ``2 · layers · n_kv_heads · d_head · T · batch · bytes per value``.
+
+    The 2 counts keys and values. GPT-2 small (12 layers, 12 heads of 64) at 1024 tokens in
+    float16:
+
+    >>> kv_cache_bytes(12, 12, 64, 1024)
+    37748736
+    """
+    sizes = {
+        "n_layers": n_layers,
+        "n_kv_heads": n_kv_heads,
+        "d_head": d_head,
+        "seq_len": seq_len,
+        "batch": batch,
+        "bytes_per_value": bytes_per_value,
+    }
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be a positive int; got {value!r}")
+    return int(2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value)
+
+
+def _check_x(x: object, d_model: int, dtype: torch.dtype) -> Tensor:
+    expected = f"(B, T, d_model) with d_model = {d_model}"
+    if not isinstance(x, Tensor) or not x.is_floating_point():
+        got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
+        raise TypeError(f"x must be a floating-point torch.Tensor {expected}; got {got}")
+    if x.dim() != 3 or x.size(-1) != d_model or x.size(1) == 0:
+        raise ValueError(f"x has shape {shape_str(tuple(x.shape))}, expected {expected} and T >= 1")
+    if x.dtype != dtype:
+        raise TypeError(
+            f"x has dtype {x.dtype}, expected {dtype} (the dtype of the module's weights); "
+            f"shape {shape_str(tuple(x.shape))}"
+        )
+    return x
+
+
+def cached_self_attention(
+    attn: MultiHeadAttention,
+    x: Tensor,
+    cache: KVCache | None = None,
+    *,
+    return_weights: bool = False,
+    rope_base: float | None = None,
+    fast: bool | None = None,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Causal self-attention of ``attn`` on the new tokens ``x`` ``(B, T_new, d_model)``.
+
+    With ``cache`` holding ``P`` earlier tokens, the new tokens sit at positions ``P..P+T_new-1``;
+    their keys and values are appended to the cache, and new token ``i`` attends to every cached
+    token and to new tokens ``0..i`` (the causal mask aligned bottom-right). Without a cache this
+    is plain causal self-attention. ``rope_base`` (e.g. 100000 for SmolLM2) rotates q and k by
+    their absolute positions with :func:`course_utils.positions.apply_rope` *before* caching, so
+    a cached key is never rotated again. Returns ``(B, T_new, d_model)``, or ``(output,
+    weights)`` with weights ``(B, n_heads, T_new, P + T_new)``.
+    """
+    x = _check_x(x, attn.d_model, attn.W_Q.weight.dtype)
+    if cache is not None:
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
+        cache.check(x, attn.n_kv_heads, attn.d_k)
+    past = 0 if cache is None else len(cache)
+    T = x.size(1)
+    q = attn.split_heads(attn.W_Q(x))  # (B, n_heads, T, d_k)
+    k = attn.split_heads(attn.W_K(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
+    v = attn.split_heads(attn.W_V(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
+    if rope_base is not None:
+        positions = torch.arange(past, past + T, device=x.device)  # (T,) absolute positions
+        q = apply_rope(q, positions, base=rope_base)  # (B, n_heads, T, d_k)
+        k = apply_rope(k, positions, base=rope_base)  # (B, n_kv_heads, T, d_k)
+    if cache is not None:
+        k, v = cache.append(k, v)  # (B, n_kv_heads, past + T, d_k) each
+    mask = None
+    if T > 1:  # one new token may see every key: no mask needed
+        tri = causal_mask(T, past + T, align="bottom_right")  # (T, past + T)
+        mask = torch.from_numpy(tri).to(x.device)[None, None]  # (1, 1, T, past + T)
+    return attn.attend(q, k, v, mask, return_weights, fast=fast)
+
+
+class CausalSelfAttention(nn.Module):
+    """Masked (causal) multi-head self-attention with an optional :class:`KVCache`.
+
+    Built on :class:`~course_utils.multihead.MultiHeadAttention` (kept as ``self.mha``, so
+    ``n_kv_heads < n_heads`` gives grouped-query attention).
+
+    >>> _ = torch.manual_seed(0)
+    >>> attn = CausalSelfAttention(d_model=8, n_heads=2).double()
+    >>> x = torch.randn(1, 5, 8, dtype=torch.float64)     # (B, T, d_model)
+    >>> full = attn(x)                                     # all 5 tokens at once
+    >>> cache = KVCache()
+    >>> steps = [attn(x[:, t : t + 1], cache=cache) for t in range(5)]   # one token at a time
+    >>> torch.allclose(torch.cat(steps, dim=1), full, atol=1e-12), len(cache)
+    (True, 5)
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        *,
+        n_kv_heads: int | None = None,
+        bias: bool = True,
+        rope_base: float | None = None,
+    ) -> None:
+        super().__init__()
+        self.mha = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=bias)
+        self.rope_base = rope_base
+        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, self.mha.n_kv_heads
+
+    def forward(
+        self,
+        x: Tensor,
+        cache: KVCache | None = None,
+        *,
+        return_weights: bool = False,
+        fast: bool | None = None,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)`` (see :func:`cached_self_attention`)."""
+        return cached_self_attention(
+            self.mha, x, cache, return_weights=return_weights, rope_base=self.rope_base, fast=fast
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's tiny language model, trained causally on a few sentences, character by character
+# ---------------------------------------------------------------------------------------------
+
+#: The tiny model's training text: short, repetitive sentences a 2-block model can learn in seconds.
+TINY_CORPUS = (
+    "the cat sat on the mat. the dog sat on the log. the cat saw the dog. "
+    "the dog saw the cat. a cat is on a mat. a dog is on a log. "
+)
+
+
+class CharTokenizer:
+    """Characters <-> ids over a fixed alphabet.
+
+    >>> tok = CharTokenizer("abc")
+    >>> tok.encode("cab"), tok.decode([2, 0, 1])
+    ([2, 0, 1], 'cab')
+    """
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"text must be a non-empty string; got {text!r}")
+        self.chars = sorted(set(text))
+        self.index = {c: i for i, c in enumerate(self.chars)}
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> list[int]:
+        unknown = sorted(set(text) - set(self.index))
+        if unknown:
+            raise ValueError(f"text has characters outside the alphabet: {unknown}")
+        return [self.index[c] for c in text]
+
+    def decode(self, ids: Sequence[int] | Tensor) -> str:
+        return "".join(self.chars[int(i)] for i in ids)
+
+
+class TinyCausalLM(nn.Module):
+    """Token + position embeddings -> pre-LN :class:`TransformerBlock` s -> LayerNorm -> logits.
+
+    The blocks are chapter 6's, run causally: ``forward(ids)`` masks the future, and
+    ``forward(ids_new, cache=caches)`` continues a sequence whose earlier tokens live in
+    ``caches`` (one :class:`KVCache` per block, from :meth:`new_cache`).
+    """
+
+    def __init__(
+        self, vocab_size: int, max_len: int, *, d_model: int = 32, n_heads: int = 4,
+        d_ff: int = 128, n_layers: int = 2,
+    ) -> None:  # fmt: skip
+        super().__init__()
+        self.vocab_size, self.max_len = vocab_size, max_len
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.pos = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(d_model, n_heads, d_ff) for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def new_cache(self) -> list[KVCache]:
+        """One empty cache per block."""
+        return [KVCache() for _ in self.blocks]
+
+    def forward(self, ids: Tensor, cache: list[KVCache] | None = None) -> Tensor:
+        """``ids`` ``(B, T)`` -> logits ``(B, T, vocab)`` for the next token after each position."""
+        if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.is_floating_point():
+            got = shape_str(tuple(ids.shape)) if isinstance(ids, Tensor) else type(ids).__name__
+            raise ValueError(f"ids must be an integer tensor of shape (B, T); got {got}")
+        if cache is not None and len(cache) != len(self.blocks):
+            raise ValueError(f"cache must hold {len(self.blocks)} KVCache(s); got {len(cache)}")
+        past = 0 if cache is None else len(cache[0])
+        T = ids.size(1)
+        if past + T > self.max_len:
+            raise ValueError(
+                f"the model has max_len = {self.max_len} positions; got {past} cached + {T} new"
+            )
+        positions = torch.arange(past, past + T, device=ids.device)  # (T,)
+        h = self.embed(ids) + self.pos(positions)  # (B, T, d_model)
+        for i, block in enumerate(self.blocks):
+            # Without a cache: the whole sequence, future masked. With one: only the new tokens.
+            h = block(h, causal=True) if cache is None else block(h, cache=cache[i])  # (B, T, d)
+        return self.head(self.norm(h))  # (B, T, vocab)
+
+
+def generate(
+    model: nn.Module,
+    ids: Tensor | Sequence[int],
+    max_new_tokens: int,
+    *,
+    use_cache: bool = True,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Append ``max_new_tokens`` tokens to ``ids`` ``(B, T)`` (or a list of ids), one at a time.
+
+    ``temperature == 0`` is greedy (the most likely token); otherwise the next token is drawn
+    from ``softmax(logits / temperature)`` (chapter 3) with ``generator`` (seed it for
+    repeatable samples). ``use_cache=False`` recomputes the whole sequence at every step;
+    ``use_cache=True`` runs the prompt once, then one token per step with ``model.new_cache()``.
+    Both give the same tokens. ``model(ids, cache=...)`` must return logits ``(B, T, vocab)``.
+    Returns ``(B, T + max_new_tokens)``.
+    """
+    if not isinstance(ids, Tensor):
+        ids = torch.tensor([list(ids)], dtype=torch.long)  # (1, T)
+    if ids.dim() != 2 or ids.size(1) == 0 or ids.is_floating_point():
+        raise ValueError(
+            f"ids must be integer token ids (B, T), T >= 1; got {shape_str(tuple(ids.shape))}"
+        )
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ValueError(f"max_new_tokens must be an int >= 0; got {max_new_tokens!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature < 0:
+        raise ValueError(f"temperature must be a number >= 0; got {temperature!r}")
+    cache = model.new_cache() if use_cache else None
+    out = ids  # (B, T)
+    with torch.no_grad():
+        step_input = ids  # (B, T): the prompt first, then one token per step
+        for _ in range(max_new_tokens):
+            logits = model(step_input if use_cache else out, cache=cache)[:, -1]  # (B, vocab)
+            if temperature == 0:
+                nxt = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                probs = torch.softmax(logits.double() / temperature, dim=-1)  # (B, vocab)
+                nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+            out = torch.cat([out, nxt], dim=1)  # (B, T + step + 1)
+            step_input = nxt  # (B, 1)
+    return out
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    """A trained :class:`TinyCausalLM`, its tokenizer and its loss curve."""
+
+    model: TinyCausalLM
+    tokenizer: CharTokenizer
+    losses: list[float]
+
+
+def train_tiny_lm(
+    text: str = TINY_CORPUS, *, steps: int = 200, context: int = 32, batch: int = 8,
+    seed: int = 0, lr: float = 3e-3, **model_kwargs: int,
+) -> TinyRun:  # fmt: skip
+    """Train a :class:`TinyCausalLM` on ``text`` by next-character prediction (teacher forcing).
+
+    Every position of every window predicts the next character in one causal forward pass.
+    Seeded and deterministic on one machine.
+    """
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)  # deterministic, and faster than threads fighting over a busy CPU
+    tok = CharTokenizer(text)
+    data = torch.tensor(tok.encode(text))  # (N,)
+    if len(data) <= context + 1:
+        raise ValueError(f"text must be longer than context + 1 = {context + 1} characters")
+    model = TinyCausalLM(len(tok), max_len=64, **model_kwargs)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    g = torch.Generator().manual_seed(seed)
+    losses = []
+    model.train()
+    for _ in range(steps):
+        starts = torch.randint(0, len(data) - context - 1, (batch,), generator=g)  # (batch,)
+        idx = starts[:, None] + torch.arange(context + 1)  # (batch, context + 1)
+        window = data[idx]  # (batch, context + 1)
+        logits = model(window[:, :-1])  # (batch, context, vocab)
+        loss = F.cross_entropy(logits.reshape(-1, len(tok)), window[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    return TinyRun(model.eval(), tok, losses)

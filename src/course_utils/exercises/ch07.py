@@ -1,0 +1,166 @@
+"""Checkers for the exercises of chapter 7, "Causal attention, generation and the KV cache".
+
+The learner writes a *function*; the checker calls it on its own cases and compares with the
+package (:func:`course_utils.masks.causal_mask`, :func:`course_utils.causal.kv_cache_bytes`,
+:func:`course_utils.softmax.softmax`). A checker never raises on a wrong answer, and names the
+typical mistake when it recognises one.
+
+- :func:`check_cache_mask`: ``cache_mask(t_new, t_past)``, the mask of new tokens over cached +
+  new keys;
+- :func:`check_kv_cache_bytes`:
+  ``cache_bytes(n_layers, n_kv_heads, d_head, seq_len, bytes_per_value)``;
+- :func:`check_next_token_probs`: ``next_token_probs(logits, temperature)``, the sampling
+  distribution.
+
+>>> import numpy as np
+>>> def cache_mask(t_new, t_past):
+...     return np.tril(np.ones((t_new, t_past + t_new), dtype=bool), k=t_past)
+>>> bool(check_cache_mask(cache_mask))
+True
+>>> print(check_kv_cache_bytes(lambda *args: ...))
+✗ KV-cache bytes: not yet right
+  - your function returned Ellipsis
+  hint: replace the `...` with your code, and end the function with `return ...` of your result
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..causal import kv_cache_bytes
+from ..softmax import softmax
+from ._checks import Mistake, check_array, check_causal_mask
+from ._feedback import Feedback
+from ._learner import call_learner, not_a_function
+
+__all__ = ["check_cache_mask", "check_kv_cache_bytes", "check_next_token_probs"]
+
+
+def _fail(title: str, described: str, fb: Feedback) -> Feedback:
+    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
+
+
+def _numpy(x: Any) -> Any:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+# --- exercise 7.1: the mask of a cached step --------------------------------------------------
+
+
+def check_cache_mask(cache_mask: Callable[[int, int], Any]) -> Feedback:
+    """Check ``cache_mask(t_new, t_past)``: ``(t_new, t_past + t_new)``, new token ``i`` may
+    attend to every cached key and to new keys ``0..i``
+    (``causal_mask(..., align="bottom_right")``).
+
+    >>> import numpy as np
+    >>> wrong = lambda t_new, t_past: np.tril(np.ones((t_new, t_past + t_new), dtype=bool))
+    >>> bool(check_cache_mask(wrong))
+    False
+    """
+    title = "cache mask"
+    early = not_a_function(title, cache_mask, "cache_mask")
+    if early is not None:
+        return early
+    cases = [(1, 0), (1, 5), (3, 0), (2, 3), (4, 2)]
+    for t_new, t_past in cases:
+        described = f"t_new = {t_new}, t_past = {t_past}"
+        result = call_learner(title, cache_mask, (t_new, t_past), described)
+        if isinstance(result, Feedback):
+            return result
+        fb = check_causal_mask(
+            _numpy(result), t_new, t_past + t_new, align="bottom_right", name="mask"
+        )
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(
+        True, title, (f"all {len(cases)} cases equal causal_mask(..., 'bottom_right')",)
+    )
+
+
+# --- exercise 7.2: the bytes of a KV cache ------------------------------------------------------
+
+
+def check_kv_cache_bytes(cache_bytes: Callable[..., Any]) -> Feedback:
+    """Check ``cache_bytes(n_layers, n_kv_heads, d_head, seq_len, bytes_per_value)``.
+
+    >>> bool(check_kv_cache_bytes(lambda L, h, d, T, b: 2 * L * h * d * T * b))
+    True
+    >>> print(check_kv_cache_bytes(lambda L, h, d, T, b: L * h * d * T * b).hints[0])
+    a cache holds keys AND values: multiply by 2
+    """
+    title = "KV-cache bytes"
+    early = not_a_function(title, cache_bytes, "cache_bytes")
+    if early is not None:
+        return early
+    # GPT-2 small, SmolLM2-135M, Llama-2-7B-like, a tiny one
+    cases = [(12, 12, 64, 1024, 2), (30, 3, 64, 8192, 2), (32, 32, 128, 4096, 2), (2, 4, 8, 10, 4)]
+    for L, h, d, T, b in cases:
+        described = f"n_layers={L}, n_kv_heads={h}, d_head={d}, seq_len={T}, bytes_per_value={b}"
+        result = call_learner(title, cache_bytes, (L, h, d, T, b), described)
+        if isinstance(result, Feedback):
+            return result
+        expected = kv_cache_bytes(L, h, d, T, bytes_per_value=b)
+        mistakes = [
+            Mistake("a cache holds keys AND values: multiply by 2", expected // 2),
+            Mistake("bytes_per_value counts bytes, not bits: don't multiply by 8", expected * 8),
+            Mistake(
+                "multiply by bytes_per_value: the formula counts values otherwise", expected // b
+            ),
+            Mistake("every layer has its own cache: multiply by n_layers", expected // L),
+        ]
+        fb = check_array(title, _numpy(result), np.array(expected), rtol=0, mistakes=mistakes)
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"all {len(cases)} cases equal 2·layers·heads·d·T·bytes",))
+
+
+# --- exercise 7.3: the next-token distribution ----------------------------------------------------
+
+
+def check_next_token_probs(next_token_probs: Callable[[Any, float], Any]) -> Feedback:
+    """Check ``next_token_probs(logits, temperature)`` = ``softmax(logits / temperature)``.
+
+    ``logits`` is a 1-D float64 torch tensor; any array-like answer is accepted.
+
+    >>> bool(check_next_token_probs(lambda z, t: torch.softmax(z / t, dim=-1)))
+    True
+    >>> print(check_next_token_probs(lambda z, t: torch.softmax(z * t, dim=-1)).hints[0])
+    divide the logits by the temperature (a high temperature flattens the distribution)
+    """
+    title = "next-token probabilities"
+    early = not_a_function(title, next_token_probs, "next_token_probs")
+    if early is not None:
+        return early
+    g = torch.Generator().manual_seed(7)
+    cases = [(torch.randn(6, generator=g, dtype=torch.float64) * 3, t) for t in (1.0, 0.5, 2.0)]
+    cases.append((torch.tensor([1000.0, 999.0, 0.0], dtype=torch.float64), 1.0))
+    for logits, t in cases:
+        described = f"logits of length {logits.numel()}, temperature = {t}"
+        result = call_learner(title, next_token_probs, (logits, t), described)
+        if isinstance(result, Feedback):
+            return result
+        z = logits.numpy()
+        mistakes = [
+            Mistake(
+                "divide the logits by the temperature (a high temperature flattens the "
+                "distribution)",
+                softmax(z * t),
+            ),
+            Mistake("turn the scaled logits into probabilities with a softmax", z / t),
+            Mistake("apply the temperature before the softmax, not to its output", softmax(z) / t),
+        ]
+        fb = check_array(
+            title,
+            _numpy(result),
+            softmax(z, temperature=t),
+            atol=1e-6,
+            mistakes=mistakes,
+            nan_hint="subtract the largest logit before exp (chapter 3's stable softmax)",
+        )
+        if not fb:
+            return _fail(title, described, fb)
+    return Feedback(True, title, (f"all {len(cases)} cases equal softmax(logits / temperature)",))

