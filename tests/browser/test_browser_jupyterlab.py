@@ -117,10 +117,17 @@ CHAPTERS = widget_chapters()
 
 
 def _copy_chapters(work: Path) -> None:
-    """Copy the chapters to ``work/chapters/`` without stored outputs or widget state."""
+    """Copy the chapters to ``work/chapters/`` without stored outputs or widget state.
+
+    Each copy ends at the chapter's last widget cell: the cells after it (exercises, solutions,
+    the summary) cannot affect a widget, and nbval already runs every cell of every chapter, so
+    running them here too would only cost minutes of the test budget.
+    """
     (work / "chapters").mkdir()
     for path in CHAPTERS:
         nb = _read(path)
+        last_widget = max(i for i, cell in enumerate(nb.cells) if _shows_widget(cell))
+        nb.cells = nb.cells[: last_widget + 1]
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs = []
