@@ -243,7 +243,7 @@ def test_deck_widget_runtime_exists() -> None:
     """The decks' widget runtime scripts are files the site serves under _static/."""
     from course_utils.classroom.slides import MATHJAX, widget_runtime
 
-    statics = [REPO / "src" / "course_utils" / "sphinx_ext" / "static"]
+    statics = [REPO / "_ext" / "course_site" / "static"]
     statics.append(REPO / "src" / "course_utils" / "classroom" / "static")
     scripts = widget_runtime()
     assert scripts

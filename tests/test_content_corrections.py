@@ -200,7 +200,7 @@ def test_minilm_description_includes_token_type_embeddings_and_layernorm():
     md = _markdown(4)
     cell = md[md.index("## Opening a real model") :][:1500]
     assert "token-type" in cell and "LayerNorm" in cell
-    code = _read("src/course_utils/pretrained.py")
+    code = _read("src/course_utils/pretrained/minilm.py")
     assert "token_type_embeddings" in code and "ln_embeddings" in code
 
 
