@@ -35,13 +35,9 @@ from ..causal import kv_cache_bytes
 from ..softmax import softmax
 from ._checks import Mistake, check_array, check_causal_mask
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
+from ._learner import call_learner, fail_on, not_a_function
 
 __all__ = ["check_cache_mask", "check_kv_cache_bytes", "check_next_token_probs"]
-
-
-def _fail(title: str, described: str, fb: Feedback) -> Feedback:
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
 
 
 def _numpy(x: Any) -> Any:
@@ -75,7 +71,7 @@ def check_cache_mask(cache_mask: Callable[[int, int], Any]) -> Feedback:
             _numpy(result), t_new, t_past + t_new, align="bottom_right", name="mask"
         )
         if not fb:
-            return _fail(title, described, fb)
+            return fail_on(title, described, fb)
     return Feedback(
         True, title, (f"all {len(cases)} cases equal causal_mask(..., 'bottom_right')",)
     )
@@ -114,7 +110,7 @@ def check_kv_cache_bytes(cache_bytes: Callable[..., Any]) -> Feedback:
         ]
         fb = check_array(title, _numpy(result), np.array(expected), rtol=0, mistakes=mistakes)
         if not fb:
-            return _fail(title, described, fb)
+            return fail_on(title, described, fb)
     return Feedback(True, title, (f"all {len(cases)} cases equal 2·layers·heads·d·T·bytes",))
 
 
@@ -162,5 +158,5 @@ def check_next_token_probs(next_token_probs: Callable[[Any, float], Any]) -> Fee
             nan_hint="subtract the largest logit before exp (chapter 3's stable softmax)",
         )
         if not fb:
-            return _fail(title, described, fb)
+            return fail_on(title, described, fb)
     return Feedback(True, title, (f"all {len(cases)} cases equal softmax(logits / temperature)",))
