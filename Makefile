@@ -70,10 +70,10 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src _ext tests scripts benchmarks
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils _ext/course_site
+	$(BIN)/python -m pytest -q -n 2 -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils _ext/course_site
 
 test-notebooks: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval chapters appendix
+	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval -n 2 --dist loadfile chapters appendix
 
 test-book: book
 
