@@ -19,6 +19,7 @@ import torch
 
 from course_utils.attention import attention_scores, scaled_dot_product_attention
 from course_utils.data import by_hand_example, query_plane_example, reading_example
+from course_utils.geometry import in_convex_polygon
 from course_utils.masks import causal_mask
 from course_utils.softmax import softmax
 
@@ -93,8 +94,8 @@ def test_numbers_the_prose_states() -> None:
     assert torch.isnan(torch.softmax(torch.full((4,), -math.inf), dim=-1)).all()
     assert np.all(ns["out_torch"][3] == 0) and np.all(ns["out_cu"][3] == 0)
     # 3.5: every output is inside the hull, and the hull check can say "outside".
-    assert ns["inside"](ns["outputs_2d"], ns["hull"]).all()
-    assert not ns["inside"](np.array([[3.0, 3.0]]), ns["hull"]).any()
+    assert in_convex_polygon(ns["outputs_2d"], ns["hull"]).all()
+    assert not in_convex_polygon(np.array([[3.0, 3.0]]), ns["hull"]).any()
     # The temperature widget starts at T = 1 on the plane query's scaled scores.
     plane = query_plane_example()
     _, w = plane.attention(plane.query)  # (4,)

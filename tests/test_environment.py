@@ -39,6 +39,13 @@ PROBE = textwrap.dedent(
     matplotlib.use("Agg")
     from matplotlib import font_manager as fm
     from matplotlib.ft2font import FT2Font
+    import os
+    if os.environ.get("COURSE_PROBE_HIDE_SYSTEM_CJK"):
+        # matplotlib scans /usr/share/fonts itself, past fontconfig, so a fontconfig file cannot
+        # hide an installed CJK font from it: drop those fonts from its list instead, which is
+        # exactly what matplotlib sees on a machine without one (nothing was looked up yet).
+        fm.fontManager.ttflist = [f for f in fm.fontManager.ttflist if "CJK" not in f.name]
+        getattr(fm.FontManager._findfont_cached, "cache_clear", lambda: None)()
     import course_utils.plotting as plotting
     from course_utils.data import bank_example
     from course_utils.fonts import cjk_font_path, contains_cjk
@@ -161,7 +168,9 @@ def test_package_cjk_font_without_any_system_cjk_font(tmp_path):
         f"  <cachedir>{tmp_path / 'fc-cache'}</cachedir>\n</fontconfig>\n",
         encoding="utf-8",
     )
-    report = _run_probe({"FONTCONFIG_FILE": str(conf)}, tmp_path)
+    report = _run_probe(
+        {"FONTCONFIG_FILE": str(conf), "COURSE_PROBE_HIDE_SYSTEM_CJK": "1"}, tmp_path
+    )
     assert report["system_same_name"] == []
     _assert_package_font_everywhere(report)
 
