@@ -163,6 +163,24 @@ def _use_loader(app: Any, scripts: list[Any]) -> None:
 
 TOGGLE_LABEL = re.compile(r'<summary aria-label="Toggle hidden content">')
 BIBLIOENTRY = re.compile(r'(<div class="citation" id="[^"]*") role="doc-biblioentry"')
+#: The theme's sidebar expanders: a <summary> holding only a chevron icon has no accessible name.
+NAMELESS_TOC_TOGGLE = '<summary><span class="toctree-toggle" role="presentation">'
+NAMED_TOC_TOGGLE = (
+    '<summary aria-label="Show or hide the pages of this section">'
+    '<span class="toctree-toggle" role="presentation">'
+)
+
+
+def name_toc_toggles(html: str) -> str:
+    """Give the sidebar's section expanders a name (axe: summary-name, serious).
+
+    The sidebar is drawn by the theme's templates, outside the page body, so the built files are
+    mended once the build is done.
+
+    >>> name_toc_toggles(NAMELESS_TOC_TOGGLE) == NAMED_TOC_TOGGLE
+    True
+    """
+    return html.replace(NAMELESS_TOC_TOGGLE, NAMED_TOC_TOGGLE)
 
 
 def fix_body(body: str) -> str:
@@ -228,6 +246,10 @@ def redirect_page(target: str, title: str, language: str = "en") -> str:
 def _build_finished(app: Any, exception: Exception | None) -> None:
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
+    for page in Path(app.outdir).rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        if NAMELESS_TOC_TOGGLE in html:
+            page.write_text(name_toc_toggles(html), encoding="utf-8")
     index = Path(app.outdir) / "index.html"
     if not index.is_file():
         return
