@@ -56,6 +56,8 @@ MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
 #: Our anywidget loader; a stable URL (``_static/course/widget_loader.js``) the slide decks use too.
 LOADER = "course/widget_loader.js"
 SITE_CSS = "course/site.css"
+#: Makes a display formula that overflows its column a Tab stop (only pages with maths load it).
+SCROLLABLE_MATH = "course/scrollable_math.js"
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
 #: Models the loader may ignore: an anywidget's layout and style (it draws everything itself).
 PASSIVE_MODELS = {("@jupyter-widgets/base", "LayoutModel"), ("@jupyter-widgets/base", "StyleModel")}
@@ -207,6 +209,8 @@ def _page_context(app: Any, pagename: str, templatename: str, context: dict, doc
     if scripts is None:
         return
     _use_loader(app, scripts)
+    if any("mathjax" in str(getattr(s, "filename", s) or "") for s in scripts):
+        app.add_js_file(SCROLLABLE_MATH, defer="defer")  # this page only, like the loader
     thebe_on = _thebe_enabled(app.config)
     kept: list[Any] = []
     seen: set[tuple[str, str]] = set()
