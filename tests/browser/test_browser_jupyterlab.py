@@ -54,12 +54,14 @@ RUN_ALL_MS = 300_000  # every cell of the chapter has run
 CELL_MS = 90_000  # one appended cell has run
 DRAW_MS = 10_000  # a key press redraws the widget
 
-#: The integer traits (control positions) of every live course widget, by model id, as JSON.
+#: The scalar traits (control positions: an index, a choice, a toggle) of every live course widget,
+#: by model id, as JSON. Private traits (``_esm``, ``_css``) and data (lists, dicts) are left out.
 KERNEL_STATE = """import json as _cu_json
 from ipywidgets.widgets.widget import _instances as _cu_instances
 from course_utils.widgets._base import CourseWidget as _CuWidget
 print(_cu_json.dumps({k: {n: getattr(w, n) for n in w.trait_names(sync=True)
-                          if type(getattr(w, n)) is int}
+                          if not n.startswith("_")
+                          and type(getattr(w, n)) in (int, float, str, bool)}
                       for k, w in list(_cu_instances.items()) if isinstance(w, _CuWidget)}))"""
 
 #: The scratch notebook's cell: both widgets fed with hostile text (tokens, labels, titles).
@@ -312,7 +314,7 @@ KERNEL_RUN_JS = """async (code) => {
 }"""
 
 
-def _kernel_state(page: Any) -> dict[str, dict[str, int]]:
+def _kernel_state(page: Any) -> dict[str, dict[str, Any]]:
     text = page.evaluate(KERNEL_RUN_JS, KERNEL_STATE)
     assert not text.startswith("ERROR"), text
     return json.loads(text.strip().splitlines()[-1])
