@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validation import shape_str
+from .kv_cache import kv_cache_bytes  # one home; re-exported for chapter 7
 from .masks import causal_mask
 from .multihead import MultiHeadAttention
 from .positions import apply_rope
@@ -120,37 +120,6 @@ class KVCache:
 def cache_nbytes(caches: Sequence[KVCache]) -> int:
     """Total bytes of a model's caches (one per layer)."""
     return sum(c.nbytes for c in caches)
-
-
-def kv_cache_bytes(
-    n_layers: int,
-    n_kv_heads: int,
-    d_head: int,
-    seq_len: int,
-    *,
-    batch: int = 1,
-    bytes_per_value: int = 2,
-) -> int:
-    """The KV cache's size: ``2 · layers · n_kv_heads · d_head · T · batch · bytes per value``.
-
-    The 2 counts keys and values. GPT-2 small (12 layers, 12 heads of 64) at 1024 tokens in
-    float16:
-
-    >>> kv_cache_bytes(12, 12, 64, 1024)
-    37748736
-    """
-    sizes = {
-        "n_layers": n_layers,
-        "n_kv_heads": n_kv_heads,
-        "d_head": d_head,
-        "seq_len": seq_len,
-        "batch": batch,
-        "bytes_per_value": bytes_per_value,
-    }
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValueError(f"{name} must be a positive int; got {value!r}")
-    return int(2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value)
 
 
 def _check_x(x: object, d_model: int, dtype: torch.dtype) -> Tensor:
