@@ -36,9 +36,7 @@ from ._validation import shape_str
 from .multihead import MultiHeadAttention, attention_weights
 from .transformer import (
     FeedForward,
-    _check_bool,
-    _check_dropout,
-    _check_int,
+    _init_block_settings,
 )
 
 __all__ = ["DecoderBlock", "DecoderWeights"]
@@ -106,17 +104,7 @@ class DecoderBlock(nn.Module):
         layer_norm_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        _check_int(d_model, "d_model")
-        _check_int(n_heads, "n_heads")
-        if d_model % n_heads:
-            raise ValueError(
-                f"d_model must be divisible by n_heads (every head gets d_model / n_heads "
-                f"dimensions); got d_model = {d_model}, n_heads = {n_heads}"
-            )
-        self.d_model, self.n_heads, self.d_ff = d_model, n_heads, _check_int(d_ff, "d_ff")
-        self.norm_first = _check_bool(norm_first, "norm_first")
-        self.p_dropout = _check_dropout(dropout)
-        bias = _check_bool(bias, "bias")
+        bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
         self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)

@@ -73,6 +73,32 @@ def _check_dropout(p: object) -> float:
     return float(p)
 
 
+def _init_block_settings(
+    block: nn.Module,
+    d_model: object,
+    n_heads: object,
+    d_ff: object,
+    dropout: object,
+    norm_first: object,
+    bias: object,
+) -> bool:
+    """Check an encoder or decoder block's settings and store them on ``block``; return ``bias``.
+
+    The one place both block kinds validate their sizes, so their error messages agree.
+    """
+    _check_int(d_model, "d_model")
+    _check_int(n_heads, "n_heads")
+    if d_model % n_heads:  # type: ignore[operator]
+        raise ValueError(
+            f"d_model must be divisible by n_heads (every head gets d_model / n_heads "
+            f"dimensions); got d_model = {d_model}, n_heads = {n_heads}"
+        )
+    block.d_model, block.n_heads, block.d_ff = d_model, n_heads, _check_int(d_ff, "d_ff")
+    block.norm_first = _check_bool(norm_first, "norm_first")
+    block.p_dropout = _check_dropout(dropout)
+    return _check_bool(bias, "bias")
+
+
 class FeedForward(nn.Module):
     """The position-wise feed-forward network (前馈网络): ``d_model -> d_ff -> d_model``.
 
@@ -167,17 +193,8 @@ class TransformerBlock(nn.Module):
         layer_norm_eps: float = 1e-5,
     ) -> None:
         super().__init__()
-        _check_int(d_model, "d_model")
-        _check_int(n_heads, "n_heads")
-        if d_model % n_heads:
-            raise ValueError(
-                f"d_model must be divisible by n_heads (every head gets d_model / n_heads "
-                f"dimensions); got d_model = {d_model}, n_heads = {n_heads}"
-            )
-        self.d_model, self.n_heads, self.d_ff = d_model, n_heads, _check_int(d_ff, "d_ff")
-        self.norm_first = _check_bool(norm_first, "norm_first")
-        self.p_dropout = _check_dropout(dropout)
-        self.attn = MultiHeadAttention(d_model, n_heads, bias=_check_bool(bias, "bias"))
+        bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
+        self.attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
