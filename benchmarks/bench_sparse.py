@@ -14,7 +14,8 @@ float32, CPU, inference (no autograd). Three implementations of the same causal 
 
 Time: one process; the variants are interleaved (the order rotates every round) and medians are
 compared, so a burst of load from elsewhere hits all of them. ``ours`` is also timed at the short
-length, for the growth ratio t(long)/t(short) (linear growth gives long/short = 4).
+length, its calls alternating one by one with those at the long length, for the growth ratio
+t(long)/t(short) (linear growth gives long/short = 4).
 Memory: peak RSS growth, each variant in a fresh process (``--child``): the resident set after
 the inputs (and the mask, an input of the masked variants) are in memory, subtracted from the peak
 resident set (``VmHWM``) after one call.
@@ -111,7 +112,7 @@ def main() -> None:
     parser.add_argument("--short", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds of every variant")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--inner", type=int, default=5, help="calls of ours per round")
+    parser.add_argument("--inner", type=int, default=15, help="calls of ours per round")
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--child-t", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -131,14 +132,17 @@ def main() -> None:
         ref = runs["sdpa+mask"]()
         errs = {n: (runs[n]() - ref).abs().max().item() for n in ("ours", "dense")}
         times: dict[str, list[float]] = {n: [] for n in runs}
-        names = list(runs)
+        # "ours" stands for the pair (ours at the long length, ours at the short length): their
+        # calls alternate one by one, so the growth ratio compares calls made side by side.
+        names = list(VARIANTS)
         for r in range(args.rounds):
             for name in names[r % len(names) :] + names[: r % len(names)]:
-                n_calls = args.inner if name.startswith("ours") else 1
-                for _ in range(n_calls):
-                    t0 = time.perf_counter()
-                    runs[name]()
-                    times[name].append(time.perf_counter() - t0)
+                group = ("ours", "ours short") if name == "ours" else (name,)
+                for _ in range(args.inner if name == "ours" else 1):
+                    for member in group:
+                        t0 = time.perf_counter()
+                        runs[member]()
+                        times[member].append(time.perf_counter() - t0)
         del runs, q, k, v, ref
     mem = {name: memory(name, args.long, args) for name in VARIANTS}
     load_after = os.getloadavg()

@@ -29,8 +29,10 @@ from .patterns import _check_int
 
 __all__ = ["BLOCK", "CHUNK_SCORES", "sliding_window_attention"]
 
-#: How many scores (floats) one chunk of query blocks may hold at once (4 Mi = 16 MB in float32).
-CHUNK_SCORES = 1 << 22
+#: How many scores (floats) one chunk of query blocks may hold at once (256 Ki = 1 MiB in
+#: float32). Small enough that a chunk's scores stay in the CPU's cache between the two matrix
+#: products, so the time per query does not grow with T (measured: benchmarks/bench_sparse.py).
+CHUNK_SCORES = 1 << 18
 #: Queries per block (at most the window). A tile holds ``BLOCK + w - 1`` keys for ``w`` needed
 #: ones: smaller blocks waste less, larger blocks make larger (faster) matrix products.
 BLOCK = 64
