@@ -282,7 +282,10 @@ def _tile_update(
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """One tile of the online softmax: fold keys ``k_blk`` into the running ``(m, l, o)``.
 
-    ``q_blk`` is already multiplied by the scale. Shapes: ``q_blk (N, r, d)``, ``k_blk (N, c, d)``,
+    ``q_blk`` is already multiplied by the scale and by ``log2(e)``: the scores are in base-2
+    units, and ``exp2`` replaces ``exp`` (``exp(x) = 2 ** (x · log2 e)``, the same numbers up to
+    rounding). ``exp2`` costs about half of ``exp`` on a CPU, and the exponentials are most of the
+    work besides the two matrix products (FlashAttention-2 does the same on GPUs). Shapes: ``q_blk (N, r, d)``, ``k_blk (N, c, d)``,
     ``v_blk (N, c, d_v)``, ``m, l (N, r, 1)``, ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may
     attend) or None. With ``inplace`` the scores go into ``buffer`` (reused by every tile) and
     ``l, o`` are updated in place (no autograd); otherwise new tensors are returned (for autograd).
@@ -299,14 +302,14 @@ def _tile_update(
         s = s.masked_fill_(~mask, -math.inf) if inplace else s.masked_fill(~mask, -math.inf)
     m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, r, 1): running maximum
     # Every row has seen key 0 by its first tile (top-left causal), so m_new is finite here.
-    alpha = torch.exp(m - m_new)  # (N, r, 1): rescales what was summed under the old maximum
+    alpha = torch.exp2(m - m_new)  # (N, r, 1): rescales what was summed under the old maximum
     if inplace:
-        p = s.sub_(m_new).exp_()  # (N, r, c): exp(s - m_new) <= 1, in the scores' buffer
+        p = s.sub_(m_new).exp2_()  # (N, r, c): 2^(s - m_new) <= 1, in the scores' buffer
         if l is not None:
             l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # (N, r, 1)
         o.mul_(alpha).baddbmm_(p, v_blk)  # (N, r, d_v): alpha·o + p @ v
         return m_new, l, o
-    p = torch.exp(s - m_new)  # (N, r, c)
+    p = torch.exp2(s - m_new)  # (N, r, c)
     l_new = None if l is None else l * alpha + p.sum(dim=-1, keepdim=True)  # (N, r, 1)
     return m_new, l_new, o * alpha + p @ v_blk
 
@@ -387,6 +390,9 @@ def _tiled_forward(
     return out
 
 
+#: log2(e): scores times this are in base-2 units, for exp2.
+_LOG2_E = 1.0 / math.log(2.0)
+
 #: Serialises the calls that change PyTorch's (process-wide) intra-op thread count.
 _THREADS_LOCK = threading.Lock()
 
@@ -394,32 +400,37 @@ _THREADS_LOCK = threading.Lock()
 def _parallel_over_batch(
     qf: torch.Tensor, kf: torch.Tensor, vf: torch.Tensor, workers: int, blocks: dict[str, Any]
 ) -> torch.Tensor:
-    """Run :func:`_tiled_forward` on ``workers`` slices of the batch, one Python thread each.
+    """Run :func:`_tiled_forward` on each batch entry (head), shared among ``workers`` threads.
 
     Every tile is a handful of PyTorch calls, and with intra-op parallelism each call makes
     PyTorch's threads meet at a barrier; on a busy machine most of the time goes into waiting
-    there. Independent slices of the batch (heads) need no meeting at all: PyTorch releases the
-    GIL inside its kernels, so ``workers`` threads, each running single-threaded kernels, use the
-    cores with no synchronisation until the end. The intra-op thread count is set to 1 for the
-    duration of the call and restored afterwards.
+    there. Independent heads need no meeting at all: PyTorch releases the GIL inside its kernels,
+    so ``workers`` Python threads, each running single-threaded kernels, use the cores with no
+    synchronisation until the end. One head at a time keeps a tile of scores small enough for the
+    core's cache, and dealing the heads out in turn gives every thread the same work. The intra-op
+    thread count is set to 1 for the duration of the call and restored afterwards.
     """
     inference = torch.is_inference_mode_enabled()
+    n = qf.shape[0]
 
-    def run(chunk: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def run(first: int) -> list[torch.Tensor]:
         # Grad and inference modes are thread-local: give the worker the caller's.
         with torch.inference_mode(inference), torch.no_grad():
-            return _tiled_forward(*chunk, inplace=True, **blocks)
+            return [
+                _tiled_forward(qf[h : h + 1], kf[h : h + 1], vf[h : h + 1], inplace=True, **blocks)
+                for h in range(first, n, workers)
+            ]  # (1, T_q, d_v) per head
 
-    chunks = list(zip(qf.chunk(workers), kf.chunk(workers), vf.chunk(workers), strict=True))
     with _THREADS_LOCK:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            with ThreadPoolExecutor(len(chunks)) as pool:
-                outs = list(pool.map(run, chunks))
+            with ThreadPoolExecutor(workers) as pool:
+                per_worker = list(pool.map(run, range(workers)))
         finally:
             torch.set_num_threads(threads)
-    return torch.cat(outs)  # (N, T_q, d_v)
+    heads = [per_worker[h % workers][h // workers] for h in range(n)]  # back in head order
+    return torch.cat(heads)  # (N, T_q, d_v)
 
 
 def tiled_attention(
@@ -427,7 +438,7 @@ def tiled_attention(
     k: Any,
     v: Any,
     *,
-    block_q: int = 1024,
+    block_q: int = 512,
     block_k: int = 512,
     causal: bool = False,
     scale: float | None = None,
@@ -444,9 +455,10 @@ def tiled_attention(
     block_q, block_k : int
         Rows of queries and of keys per tile. The largest temporary is one tile of scores,
         ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
-        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a busy 2-core
-        CPU (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
-        a few PyTorch calls, so few large tiles beat many small ones there.
+        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a 2-core CPU
+        (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs a
+        few PyTorch calls, so many small tiles lose, and a 512 × 512 tile of one head (1 MiB in
+        float32) still fits a core's L2 cache, so the passes over it stay in the cache.
     causal : bool
         Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
         what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
@@ -486,7 +498,8 @@ def tiled_attention(
     out_dtype = q.dtype
     work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
     # Fold the batch dimensions into one: (N, T, d). Scaling q once costs T·d, not T_q·T_k.
-    qf = (q.reshape(-1, t_q, d).to(work) * scale).contiguous()  # (N, T_q, d)
+    # log2(e) too: the tiles use exp2 (see _tile_update).
+    qf = (q.reshape(-1, t_q, d).to(work) * (scale * _LOG2_E)).contiguous()  # (N, T_q, d)
     kf = k.reshape(-1, t_k, d).to(work)  # (N, T_k, d)
     vf = v.reshape(-1, t_k, d_v).to(work)  # (N, T_k, d_v)
     n = qf.shape[0]
@@ -542,7 +555,9 @@ def tiled_attention_steps(
     if qt.dim() != 2:
         raise ValueError(f"q, k and v must be 2-D here; got q {shape_str(tuple(qt.shape))}")
     t_q, t_k, d_v = qt.shape[0], kt.shape[0], vt.shape[1]
-    qs_all = qt[None] * scale  # (1, T_q, d)
+    # Base-2 scores, as in tiled_attention: l is the same sum (2^(x·log2 e - m·log2 e) = e^(x - m)),
+    # and the maximum is reported back in natural units.
+    qs_all = qt[None] * (scale * _LOG2_E)  # (1, T_q, d)
     m = torch.full((1, t_q, 1), -math.inf, dtype=torch.float64)  # (1, T_q, 1)
     l = torch.zeros((1, t_q, 1), dtype=torch.float64)  # noqa: E741
     o = torch.zeros((1, t_q, d_v), dtype=torch.float64)  # (1, T_q, d_v)
@@ -562,7 +577,7 @@ def tiled_attention_steps(
         safe_l = torch.where(l > 0, l, torch.ones_like(l))  # rows not reached yet: output 0
         yield TileStep(
             (qs, qe, ks, ke),
-            m[0, :, 0].numpy().copy(),
+            m[0, :, 0].numpy() / _LOG2_E,
             l[0, :, 0].numpy().copy(),
             (o / safe_l)[0].numpy().copy(),
         )
@@ -574,7 +589,7 @@ def tiled_attention_steps(
 
 
 def attention_memory_bytes(
-    t: int, *, heads: int = 8, d: int = 64, batch: int = 1, block_q: int = 1024,
+    t: int, *, heads: int = 8, d: int = 64, batch: int = 1, block_q: int = 512,
     block_k: int = 512, itemsize: int = 4,
 ) -> dict[str, int]:  # fmt: skip
     """Bytes of the tensors each method holds at its peak, beyond ``q``, ``k``, ``v`` themselves.
@@ -586,7 +601,7 @@ def attention_memory_bytes(
 
     >>> mem = attention_memory_bytes(8192)
     >>> mem["naive"] // 2**20, mem["tiled"] // 2**20, round(mem["naive"] / mem["tiled"])  # MiB
-    (4112, 66, 62)
+    (4112, 57, 72)
     """
     n = batch * heads
     bq, bk = min(block_q, t), min(block_k, t)
