@@ -4,6 +4,8 @@ the cache-size arithmetic (course_utils.gqa, course_utils.model_configs, course_
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils.causal import CausalSelfAttention, KVCache
-from course_utils.gqa import head_groups, kv_head_of, mean_pool_kv, relative_output_change
+from course_utils.gqa import (
+    group_similarity,
+    head_groups,
+    kv_head_of,
+    mean_pool_kv,
+    relative_output_change,
+)
 from course_utils.kv_cache import kv_cache_bytes, max_batch
 from course_utils.model_configs import MODEL_CONFIGS, ModelConfig, kv_cache_table
 from course_utils.multihead import MultiHeadAttention
@@ -307,3 +315,40 @@ def test_max_batch_bad_input(kwargs, message):
     args = {"memory_bytes": 10**9, "n_layers": 32, "n_kv_heads": 8, "d_head": 128, "seq_len": 16}
     with pytest.raises((ValueError, TypeError), match=message):
         max_batch(**(args | kwargs))
+
+
+# -- similarity of attention maps within and across groups ---------------------------------------
+
+
+def test_group_similarity_against_numpy_corrcoef():
+    import numpy as np
+
+    g = torch.Generator().manual_seed(3)
+    w = torch.softmax(torch.randn(6, 5, 5, generator=g, dtype=D64), -1).tril()  # (6, 5, 5)
+    within, across = group_similarity(w, 3)  # groups {0, 1}, {2, 3}, {4, 5}
+    rows, cols = np.tril_indices(5)
+    c = np.corrcoef(w.numpy()[:, rows, cols])
+    assert within == pytest.approx(np.mean([c[0, 1], c[2, 3], c[4, 5]]), abs=1e-12)
+    pairs = [(i, j) for i in range(6) for j in range(i + 1, 6) if i // 2 != j // 2]
+    assert across == pytest.approx(np.mean([c[i, j] for i, j in pairs]), abs=1e-12)
+
+
+def test_group_similarity_identical_maps_within_a_group():
+    base = torch.softmax(torch.randn(2, 6, 6, dtype=D64), -1).tril()  # two different maps
+    w = base.repeat_interleave(3, dim=0)  # (6, 6, 6): heads 0-2 equal, heads 3-5 equal
+    within, _ = group_similarity(w, 2)
+    assert within == pytest.approx(1.0)
+    assert math.isnan(group_similarity(w, 1)[1])
+
+
+@pytest.mark.parametrize(
+    ("weights", "n_kv", "message"),
+    [
+        (torch.ones(4, 3, 2), 2, r"weights must be a tensor of shape \(n_heads, T, T\)"),
+        (torch.ones(4, 1, 1), 2, "T >= 2"),
+        (torch.ones(4, 3, 3), 3, "n_kv_heads must divide n_heads"),
+    ],
+)
+def test_group_similarity_bad_input(weights, n_kv, message):
+    with pytest.raises(ValueError, match=message):
+        group_similarity(weights, n_kv)

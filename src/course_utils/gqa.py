@@ -25,7 +25,13 @@ from torch import Tensor
 from ._validation import check_int
 from .multihead import MultiHeadAttention
 
-__all__ = ["head_groups", "kv_head_of", "mean_pool_kv", "relative_output_change"]
+__all__ = [
+    "group_similarity",
+    "head_groups",
+    "kv_head_of",
+    "mean_pool_kv",
+    "relative_output_change",
+]
 
 
 def _check_heads(n_heads: int, n_kv_heads: int) -> tuple[int, int]:
@@ -128,3 +134,37 @@ def relative_output_change(
         y = mha(x, x, x, mask)  # (B, T, d_model)
         y_gqa = gqa(x, x, x, mask)  # (B, T, d_model)
     return float(torch.linalg.vector_norm(y_gqa - y) / torch.linalg.vector_norm(y))
+
+
+def group_similarity(weights: Tensor, n_kv_heads: int) -> tuple[float, float]:
+    """Mean correlation between the attention maps of two query heads that share a k/v head
+    (``within``) and of two that do not (``across``): ``(within, across)``.
+
+    ``weights`` is ``(n_heads, T, T)`` causal attention weights of one layer (one sequence). Only
+    the entries on and below the diagonal are compared (above it every head has exactly 0, which
+    would make any two maps look alike). Pearson correlation over those entries, averaged over
+    all pairs of heads of each kind. With one k/v head (MQA) there is no "across" pair: NaN.
+
+    >>> w = torch.softmax(torch.randn(4, 5, 5), -1).tril()
+    >>> within, across = group_similarity(w, 2)
+    >>> -1 <= within <= 1 and -1 <= across <= 1
+    True
+    """
+    if not isinstance(weights, Tensor) or weights.dim() != 3 or weights.size(1) != weights.size(2):
+        got = tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
+        raise ValueError(f"weights must be a tensor of shape (n_heads, T, T); got {got}")
+    n_heads = weights.size(0)
+    _check_heads(n_heads, n_kv_heads)
+    T = weights.size(1)
+    if T < 2:
+        raise ValueError(f"weights must cover T >= 2 tokens to correlate maps; got T = {T}")
+    rows, cols = torch.tril_indices(T, T)  # the causal entries, i >= j
+    flat = weights[:, rows, cols].double()  # (n_heads, T (T + 1) / 2)
+    corr = torch.corrcoef(flat)  # (n_heads, n_heads)
+    g = n_heads // n_kv_heads
+    within, across = [], []
+    for i in range(n_heads):
+        for j in range(i + 1, n_heads):
+            (within if i // g == j // g else across).append(float(corr[i, j]))
+    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+    return mean(within), mean(across)
