@@ -113,6 +113,14 @@ def test_cache_equals_full_and_weights_are_causal(ours):
         assert torch.equal(w.triu(1), torch.zeros_like(w))
 
 
+@pytest.mark.parametrize("text", SENTENCES)
+def test_token_labels_spell_the_text(ours, text):
+    labels = ours.tokenizer.labels(text)
+    assert len(labels) == len(ours.tokenizer.encode(text))
+    assert "".join(lab for lab in labels if lab != "·") == text
+    assert "\ufffd" not in "".join(labels)
+
+
 def test_bad_input_ids(ours):
     with pytest.raises(ValueError, match=r"input_ids must be an integer tensor of shape \(B, T\)"):
         ours(torch.randn(1, 3))
