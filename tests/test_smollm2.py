@@ -52,6 +52,21 @@ def test_config_is_read_from_the_file(ours):
     assert ours.layers[0].attn.mha.W_K.weight.shape == (3 * 64, 576)
 
 
+def test_chapter_10_table_row_equals_the_gguf_config(ours):
+    """course_utils.model_configs' SmolLM2 row (chapter 10's table) is what the weight file says."""
+    from course_utils.model_configs import MODEL_CONFIGS
+
+    row, cfg = MODEL_CONFIGS["SmolLM2-135M"], ours.config
+    assert (row.n_layers, row.d_model, row.n_heads, row.n_kv_heads) == (
+        cfg.n_layers,
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.n_kv_heads,
+    )
+    assert row.d_head == cfg.d_model // cfg.n_heads == ours.layers[0].attn.mha.d_k
+    assert row.context_length == cfg.context_length
+
+
 @pytest.mark.parametrize("text", SENTENCES)
 def test_tokenizer_matches_reference(ours, reference, text):
     _, tok = reference
@@ -96,6 +111,14 @@ def test_cache_equals_full_and_weights_are_causal(ours):
     assert len(maps) == 30 and maps[0].shape == (1, 9, T, T)
     for w in maps:
         assert torch.equal(w.triu(1), torch.zeros_like(w))
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_token_labels_spell_the_text(ours, text):
+    labels = ours.tokenizer.labels(text)
+    assert len(labels) == len(ours.tokenizer.encode(text))
+    assert "".join(lab for lab in labels if lab != "·") == text
+    assert "\ufffd" not in "".join(labels)
 
 
 def test_bad_input_ids(ours):

@@ -28,6 +28,7 @@ from typing import Any
 __all__ = [
     "DEEPSEEK_V2",
     "kv_cache_bytes",
+    "max_batch",
     "mla_cache_bytes",
     "values_per_token_gqa",
     "values_per_token_mha",
@@ -122,6 +123,33 @@ def kv_cache_bytes(
         * _count(batch, "batch")
         * _count(bytes_per_value, "bytes_per_value")
     )
+
+
+def max_batch(
+    memory_bytes: int,
+    n_layers: int,
+    n_kv_heads: int,
+    d_head: int,
+    seq_len: int,
+    *,
+    bytes_per_value: int = 2,
+) -> int:
+    """The largest batch whose KV cache of ``seq_len`` tokens fits in ``memory_bytes``.
+
+    ``memory_bytes`` is the memory left for the cache (after the weights and activations); the
+    answer is ``memory_bytes // kv_cache_bytes(..., batch=1)`` and may be 0 (not even one sequence
+    fits).
+
+    >>> max_batch(80 * 2**30, 32, 32, 128, 4096)     # Llama 2 7B, fp16, 80 GiB for the cache
+    40
+    >>> max_batch(80 * 2**30, 32, 8, 128, 4096)      # the same shape with 8 k/v heads (GQA)
+    160
+    """
+    memory = _count(memory_bytes, "memory_bytes", low=0)
+    per_sequence = kv_cache_bytes(
+        n_layers, n_kv_heads, d_head, _count(seq_len, "seq_len"), bytes_per_value=bytes_per_value
+    )
+    return memory // per_sequence
 
 
 def mla_cache_bytes(

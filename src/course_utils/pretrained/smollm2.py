@@ -294,8 +294,28 @@ class _Tokenizer:
         return self._tk.decode([int(i) for i in ids], skip_special_tokens=False)
 
     def tokens(self, text: str) -> list[str]:
-        """The pieces of ``text``, readable (byte-level spelling decoded)."""
+        """The pieces of ``text``, readable (byte-level spelling decoded).
+
+        Byte-level BPE may split one Chinese character over several tokens; such a token alone
+        decodes to ``'\ufffd'``. :meth:`labels` gives plot-friendly labels instead.
+        """
         return [self.decode([i]) for i in self.encode(text)]
+
+    def labels(self, text: str) -> list[str]:
+        """One readable label per token of ``text``, for plots: a token shows the characters it
+        completes, and a token that only starts a character (a UTF-8 byte fragment) shows ``'·'``.
+
+        Joining the labels without the ``'·'`` gives ``text`` back.
+        """
+        ids = self.encode(text)
+        labels, done = [], ""
+        for k in range(len(ids)):
+            # The characters complete after token k: decode the prefix and drop the replacement
+            # characters of a trailing, unfinished UTF-8 sequence.
+            now = self._tk.decode(ids[: k + 1], skip_special_tokens=False).rstrip("\ufffd")
+            labels.append(now[len(done) :] or "·")
+            done = now
+        return labels
 
 
 @lru_cache(maxsize=1)

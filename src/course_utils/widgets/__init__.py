@@ -12,6 +12,8 @@ from .cross_attention_view import CrossAttentionView
 from .four_steps import FourSteps
 from .generation_stepper import GenerationStepper
 from .head_explorer import HeadExplorer
+from .head_grouping import HeadGrouping
+from .kv_cache_calculator import KVCacheCalculator
 from .kv_cache_compare import KVCacheCompare
 from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
@@ -29,6 +31,8 @@ __all__ = [
     "FourSteps",
     "GenerationStepper",
     "HeadExplorer",
+    "HeadGrouping",
+    "KVCacheCalculator",
     "KVCacheCompare",
     "QueryKeyPlane",
     "RopeDial",

@@ -1,0 +1,207 @@
+"""Attention configurations of real models, each row sourced, and their KV-cache sizes (chapter 10).
+
+Every number below is the model's published configuration: its paper's architecture table and the
+``config.json`` of its model card (the ``citation`` key of each row is in ``references.bib``;
+``source`` says where in it). SmolLM2-135M's row is also read from its GGUF file by
+:func:`course_utils.pretrained.load_smollm2`, and a test checks the two agree.
+
+``n_kv_heads == n_heads`` is multi-head attention (MHA), ``n_kv_heads == 1`` multi-query attention
+(MQA, Shazeer 2019), anything in between grouped-query attention (GQA, Ainslie et al. 2023).
+Byte counts come from :func:`course_utils.kv_cache.kv_cache_bytes`, the single home of the formula
+``2 · layers · n_kv_heads · d_head · T · batch · bytes per value``.
+
+>>> cfg = MODEL_CONFIGS["Llama 2 70B"]
+>>> cfg.kind, cfg.group_size
+('GQA', 8)
+>>> cfg.cache_bytes(4096) / 2**30          # one sequence of 4k tokens, fp16
+1.25
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .kv_cache import kv_cache_bytes, max_batch
+
+__all__ = ["MODEL_CONFIGS", "ModelConfig", "kv_cache_table"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The attention shape of one model: what sets its KV cache."""
+
+    name: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    context_length: int  # the context the released model was trained for
+    citation: str  # key in references.bib
+    source: str  # where in the cited work (and the model card's config.json keys)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"{self.name}: n_kv_heads = {self.n_kv_heads} must divide n_heads = {self.n_heads}"
+            )
+
+    @property
+    def kind(self) -> str:
+        """``"MHA"``, ``"GQA"`` or ``"MQA"``."""
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per k/v head: ``n_heads / n_kv_heads``."""
+        return self.n_heads // self.n_kv_heads
+
+    def bytes_per_token(self, bytes_per_value: int = 2) -> int:
+        """Cache bytes per token, all layers: ``2 · layers · n_kv_heads · d_head · bytes``."""
+        return kv_cache_bytes(
+            self.n_layers, self.n_kv_heads, self.d_head, 1, bytes_per_value=bytes_per_value
+        )
+
+    def cache_bytes(self, seq_len: int, *, batch: int = 1, bytes_per_value: int = 2) -> int:
+        """Bytes of the whole cache for ``batch`` sequences of ``seq_len`` tokens."""
+        return kv_cache_bytes(
+            self.n_layers,
+            self.n_kv_heads,
+            self.d_head,
+            seq_len,
+            batch=batch,
+            bytes_per_value=bytes_per_value,
+        )
+
+    def max_batch(self, memory_bytes: int, seq_len: int, *, bytes_per_value: int = 2) -> int:
+        """Largest batch of ``seq_len``-token sequences whose cache fits in ``memory_bytes``."""
+        return max_batch(
+            memory_bytes,
+            self.n_layers,
+            self.n_kv_heads,
+            self.d_head,
+            seq_len,
+            bytes_per_value=bytes_per_value,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"kind": self.kind, "group_size": self.group_size}
+
+
+_ROWS = [
+    ModelConfig(
+        "Llama 2 7B",
+        n_layers=32,
+        d_model=4096,
+        n_heads=32,
+        n_kv_heads=32,
+        d_head=128,
+        context_length=4096,
+        citation="touvron2023llama2",
+        source="Table 1 (context 4k; GQA only for 34B and 70B); config.json: "
+        "num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads",
+    ),
+    ModelConfig(
+        "Llama 2 70B",
+        n_layers=80,
+        d_model=8192,
+        n_heads=64,
+        n_kv_heads=8,
+        d_head=128,
+        context_length=4096,
+        citation="touvron2023llama2",
+        source="Table 1 and §2.2 (GQA for 34B and 70B, details in Appendix A.2.1); config.json: "
+        "num_key_value_heads 8",
+    ),
+    ModelConfig(
+        "Mistral 7B",
+        n_layers=32,
+        d_model=4096,
+        n_heads=32,
+        n_kv_heads=8,
+        d_head=128,
+        context_length=8192,
+        citation="jiang2023mistral",
+        source="Table 1 (dim, n_layers, head_dim, n_heads, n_kv_heads, window_size, context_len)",
+        note="sliding-window attention (window 4096) with a rolling buffer: its real cache stops "
+        "growing at 4096 tokens (§2)",
+    ),
+    ModelConfig(
+        "Llama 3 8B",
+        n_layers=32,
+        d_model=4096,
+        n_heads=32,
+        n_kv_heads=8,
+        d_head=128,
+        context_length=8192,
+        citation="llamateam2024llama3",
+        source="Table 3 (layers, model dimension, attention heads, key/value heads); Llama 3.1 "
+        "8B has the same shape with a 128k context",
+    ),
+    ModelConfig(
+        "Falcon 7B",
+        n_layers=32,
+        d_model=4544,
+        n_heads=71,
+        n_kv_heads=1,
+        d_head=64,
+        context_length=2048,
+        citation="almazrouei2023falcon",
+        source="model card config.json: n_layer 32, hidden_size 4544, n_head 71, "
+        "multi_query true (the paper describes Falcon's multi-query attention)",
+    ),
+    ModelConfig(
+        "SmolLM2-135M",
+        n_layers=30,
+        d_model=576,
+        n_heads=9,
+        n_kv_heads=3,
+        d_head=64,
+        context_length=8192,
+        citation="allal2025smollm2",
+        source="config.json of the model card; the same numbers are in the GGUF file's llama.* "
+        "metadata that load_smollm2 reads",
+    ),
+]
+
+#: The sourced table, by model name (in the chapter's order).
+MODEL_CONFIGS: dict[str, ModelConfig] = {row.name: row for row in _ROWS}
+
+
+def kv_cache_table(
+    seq_lens: tuple[int, ...] = (4096, 32768, 131072),
+    *,
+    bytes_per_value: int = 2,
+    memory_bytes: int = 80 * 2**30,
+    batch_seq_len: int = 32768,
+) -> list[dict[str, Any]]:
+    """One row per model of :data:`MODEL_CONFIGS`: its shape, cache bytes per token, the cache of
+    one sequence at each of ``seq_lens`` (GiB) and the largest batch of ``batch_seq_len``-token
+    sequences whose cache fits in ``memory_bytes``.
+
+    The cache at a length beyond a model's trained context is what the formula gives, not a
+    claim that the model works there.
+
+    >>> rows = kv_cache_table()
+    >>> rows[0]["name"], rows[0]["gib"][4096], rows[0]["max_batch"]
+    ('Llama 2 7B', 2.0, 5)
+    """
+    rows = []
+    for cfg in MODEL_CONFIGS.values():
+        rows.append(
+            cfg.as_dict()
+            | {
+                "bytes_per_token": cfg.bytes_per_token(bytes_per_value),
+                "gib": {
+                    T: cfg.cache_bytes(T, bytes_per_value=bytes_per_value) / 2**30 for T in seq_lens
+                },
+                "max_batch": cfg.max_batch(
+                    memory_bytes, batch_seq_len, bytes_per_value=bytes_per_value
+                ),
+            }
+        )
+    return rows

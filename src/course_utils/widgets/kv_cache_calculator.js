@@ -1,0 +1,195 @@
+// KVCacheCalculator: a select for a real model (or custom), sliders for layers, query heads, k/v
+// heads, head width and context, selects for the number type and the memory. Python precomputed
+// frames.per_token (L, K, D, dtype): the cache bytes per token for every combination of the grids
+// (kv_cache_bytes). This file looks the bytes per token up; the total is that times the context,
+// and the batch that fits is how many such totals fit in the memory. CU is prepended by Python.
+
+function render({ model, el }) {
+  const { controls, stage } = CU.frame(el, model, "cu-kvcalc");
+  const grids = model.get("grids");
+  const models = model.get("models");
+  const CUSTOM = models.length;
+  const W = 480;
+  const H = 190;
+  const X0 = 58; // left margin for the axis labels
+  const Y0 = 16; // top of the plot
+  const PH = 140; // plot height
+  const LOG_MIN = 20; // 2^20 bytes = 1 MiB at the bottom
+  const LOG_MAX = 43; // 2^43 bytes = 8 TiB at the top
+  const fmtCtx = (t) => `${t / 1024}k`;
+  const fmtBytes = (b) => {
+    const units = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
+    for (const [u, s] of units) if (b >= s) return `${CU.fmt(b / s, b / s >= 100 ? 0 : 2)} ${u}`;
+    return `${b} bytes`;
+  };
+  const knobs = [
+    ["layers_index", "Layers", (i) => String(grids.layers[i]), grids.layers.length],
+    ["heads_index", "Query heads", (i) => String(grids.heads[i]), grids.heads.length],
+    ["kv_index", "K/V heads", (i) => String(grids.kv_heads[i]), grids.kv_heads.length],
+    ["dhead_index", "Head width d_head", (i) => String(grids.d_heads[i]), grids.d_heads.length],
+  ];
+
+  const modelSel = CU.select({
+    label: "Model",
+    options: [...models.map((m) => `${m.name} (${m.kind})`), "custom"],
+    value: model.get("model_index"),
+    onChange: (i) => {
+      model.set("model_index", i);
+      if (i < CUSTOM) {
+        for (const [key] of knobs) model.set(key, models[i][key]);
+      }
+      model.save_changes();
+      update();
+    },
+  });
+  controls.appendChild(modelSel.root);
+  const sliders = {};
+  for (const [key, label, format, n] of knobs) {
+    sliders[key] = CU.slider({
+      label,
+      n,
+      value: model.get(key),
+      format,
+      onInput: (i) => {
+        model.set(key, i);
+        model.set("model_index", CUSTOM); // a moved knob is no longer the published model
+        model.save_changes();
+        update();
+      },
+    });
+    controls.appendChild(sliders[key].root);
+  }
+  const dtypeSel = CU.select({
+    label: "Number type",
+    options: model.get("dtype_names").map((n, i) => `${n} (${grids.dtype_bytes[i]} B)`),
+    value: model.get("dtype_index"),
+    onChange: (i) => {
+      model.set("dtype_index", i);
+      model.save_changes();
+      update();
+    },
+  });
+  controls.appendChild(dtypeSel.root);
+  const ctxSlider = CU.slider({
+    label: "Context length",
+    n: grids.contexts.length,
+    value: model.get("context_index"),
+    format: (i) => `${fmtCtx(grids.contexts[i])} tokens`,
+    onInput: (i) => {
+      model.set("context_index", i);
+      model.save_changes();
+      update();
+    },
+  });
+  controls.appendChild(ctxSlider.root);
+  const memSel = CU.select({
+    label: "Memory for the cache",
+    options: grids.memories_gib.map((g) => `${g} GiB`),
+    value: model.get("memory_index"),
+    onChange: (i) => {
+      model.set("memory_index", i);
+      model.save_changes();
+      update();
+    },
+  });
+  controls.appendChild(memSel.root);
+
+  const row2 = CU.html("div", { class: "cu-row" }, stage); // drawing and numbers side by side
+  const svgBox = CU.html("div", { class: "cu-kvcalc-plot" }, row2);
+  const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" }, svgBox);
+  const svgTitle = CU.svg("title", {}, svg);
+  const plot = CU.svg("g", {}, svg);
+  const table = CU.html("table", { class: "cu-kvcalc-table" }, row2);
+  const tbody = CU.html("tbody", {}, table);
+  const row = (label) => {
+    const tr = CU.html("tr", {}, tbody);
+    CU.html("th", { scope: "row" }, tr, label);
+    return CU.html("td", { class: "cu-num" }, tr);
+  };
+  const cPerToken = row("bytes per token (all layers)");
+  const cTotal = row("cache of one sequence");
+  const cBatch = row("sequences that fit");
+  const cGroups = row("query heads per k/v head");
+  const note = CU.html("p", { class: "cu-kvcalc-note", "aria-live": "polite" }, stage);
+
+  const y = (bytes) => Y0 + PH * (1 - (Math.log2(Math.max(bytes, 2 ** LOG_MIN)) - LOG_MIN) / (LOG_MAX - LOG_MIN));
+
+  function update() {
+    const m = model.get("model_index");
+    const iL = model.get("layers_index");
+    const iH = model.get("heads_index");
+    const iK = model.get("kv_index");
+    const iD = model.get("dhead_index");
+    const iT = model.get("dtype_index");
+    const iC = model.get("context_index");
+    const iM = model.get("memory_index");
+    const perToken = CU.at(model.get("frames").per_token, iL, iK, iD, iT);
+    const contexts = grids.contexts;
+    const memory = grids.memories_gib[iM] * 2 ** 30;
+    const totals = contexts.map((T) => perToken * T);
+    const total = totals[iC];
+    const batch = Math.floor(memory / total);
+    const heads = grids.heads[iH];
+    const kv = grids.kv_heads[iK];
+    const divides = heads % kv === 0;
+
+    plot.replaceChildren();
+    for (const [label, p] of [["1 MiB", 20], ["1 GiB", 30], ["1 TiB", 40]]) {
+      const yy = y(2 ** p);
+      CU.svg("line", { x1: X0, x2: W - 4, y1: yy, y2: yy, class: "cu-kvcalc-grid" }, plot);
+      CU.setText(CU.svg("text", { x: X0 - 6, y: yy + 4, class: "cu-kvcalc-axis", "text-anchor": "end" }, plot), label);
+    }
+    const bw = (W - X0 - 10) / contexts.length;
+    contexts.forEach((T, c) => {
+      const top = y(totals[c]);
+      const over = totals[c] > memory;
+      CU.svg("rect", {
+        x: X0 + c * bw + 4, y: top, width: bw - 8, height: Math.max(Y0 + PH - top, 1),
+        class: `cu-kvcalc-bar${over ? " cu-kvcalc-over" : ""}${c === iC ? " cu-kvcalc-current" : ""}`,
+      }, plot);
+      const t = CU.svg("text", { x: X0 + c * bw + bw / 2, y: Y0 + PH + 14, class: "cu-kvcalc-axis", "text-anchor": "middle" }, plot);
+      CU.setText(t, fmtCtx(T));
+    });
+    const ym = y(memory);
+    CU.svg("line", { x1: X0, x2: W - 4, y1: ym, y2: ym, class: "cu-kvcalc-memory" }, plot);
+    CU.setText(CU.svg("text", { x: W - 6, y: ym - 4, class: "cu-kvcalc-axis", "text-anchor": "end" }, plot),
+      `memory ${grids.memories_gib[iM]} GiB`);
+    CU.setText(CU.svg("text", { x: X0, y: H - 4, class: "cu-kvcalc-axis" }, plot),
+      "cache of one sequence (log scale) by context; above the dashed line: does not fit");
+
+    cPerToken.textContent = `${perToken.toLocaleString("en")} B (${fmtBytes(perToken)})`;
+    cTotal.textContent = `${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens`;
+    cBatch.textContent = batch >= 1 ? `${batch.toLocaleString("en")} in ${grids.memories_gib[iM]} GiB` : "none: one sequence does not fit";
+    cGroups.textContent = divides
+      ? `${heads / kv} (${kv === heads ? "MHA" : kv === 1 ? "MQA" : "GQA"})`
+      : `invalid: ${kv} k/v heads do not divide ${heads} query heads`;
+    const name = m < CUSTOM ? models[m].name : "custom";
+    let text = m < CUSTOM
+      ? `${name}: the published configuration (${models[m].citation}), trained for ${fmtCtx(models[m].context_length)} tokens.`
+      : "Custom configuration.";
+    if (m < CUSTOM && models[m].note) text += ` Note: ${models[m].note}.`;
+    if (m < CUSTOM && contexts[iC] > models[m].context_length) {
+      text += " This context is beyond the trained one: the formula's number, not a claim about the model.";
+    }
+    note.textContent = text;
+    svgTitle.textContent = `${name}: ${fmtBytes(perToken)} per token; ${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens; ${batch} sequences fit in ${grids.memories_gib[iM]} GiB.`;
+
+    modelSel.set(m);
+    for (const [key] of knobs) sliders[key].set(model.get(key));
+    dtypeSel.set(iT);
+    ctxSlider.set(iC);
+    memSel.set(iM);
+  }
+
+  const cleanup = CU.listen(model, [
+    [
+      "change:model_index change:layers_index change:heads_index change:kv_index " +
+        "change:dhead_index change:dtype_index change:context_index change:memory_index change:frames",
+      update,
+    ],
+  ]);
+  update();
+  return cleanup;
+}
+
+export default { render };

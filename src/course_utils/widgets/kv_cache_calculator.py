@@ -1,0 +1,214 @@
+"""Chapter 10's KV-cache calculator: pick a real model or set the shape, drag the context.
+
+A select picks a row of :data:`course_utils.model_configs.MODEL_CONFIGS` (or "custom"); sliders set
+the layers, query heads, k/v heads and head width; selects set the number type and the memory
+left for the cache; a slider sets the context length. Python precomputes, with
+:func:`course_utils.kv_cache.kv_cache_bytes`, the cache bytes per token for every combination of
+the grids (layers x k/v heads x head width x number type); JavaScript looks the bytes per token
+up and shows them times the context (the total for one sequence) and how many such sequences fit
+in the memory, with bars of the total at every context of the grid.
+
+>>> w = KVCacheCalculator()
+>>> w.model_name, w.bytes_per_token()        # Llama 3 8B, bf16: 2 * 32 * 8 * 128 * 2 bytes
+('Llama 3 8B', 131072)
+>>> w.total_bytes() / 2**30, w.batch_that_fits()       # at 32k tokens, 80 GiB for the cache
+(4.0, 20)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import traitlets
+
+from ..gqa import head_groups
+from ..kv_cache import kv_cache_bytes, max_batch
+from ..model_configs import MODEL_CONFIGS
+from ._base import CourseWidget, check_index, pack_array
+
+__all__ = ["KVCacheCalculator"]
+
+LAYERS = [12, 16, 24, 30, 32, 40, 48, 60, 64, 80, 96, 126]
+HEADS = [8, 9, 12, 16, 24, 32, 40, 48, 64, 71, 96, 128]
+KV_HEADS = [1, 2, 3, 4, 8, 16, 32, 64, 128]
+D_HEADS = [32, 64, 80, 96, 128, 256]
+DTYPES = [("float32", 4), ("bfloat16 / float16", 2), ("8-bit", 1)]
+CONTEXTS = [2**k for k in range(10, 18)]  # 1k .. 128k tokens
+MEMORIES_GIB = [8, 16, 24, 40, 80, 160]
+
+
+class KVCacheCalculator(CourseWidget):
+    """KV-cache bytes of real and custom models (see the module docstring)."""
+
+    _widget_file = "kv_cache_calculator"
+
+    models = traitlets.List(traitlets.Dict()).tag(sync=True)  # preset rows + their grid indices
+    grids = traitlets.Dict().tag(sync=True)  # layers, heads, kv_heads, d_heads, contexts, ...
+    dtype_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    frames = traitlets.Dict().tag(sync=True)  # per_token: packed (L, K, D, dtype) bytes
+    model_index = traitlets.Int(0).tag(sync=True)  # len(models) = custom
+    layers_index = traitlets.Int(0).tag(sync=True)
+    heads_index = traitlets.Int(0).tag(sync=True)
+    kv_index = traitlets.Int(0).tag(sync=True)
+    dhead_index = traitlets.Int(0).tag(sync=True)
+    dtype_index = traitlets.Int(1).tag(sync=True)
+    context_index = traitlets.Int(0).tag(sync=True)
+    memory_index = traitlets.Int(0).tag(sync=True)
+
+    def __init__(
+        self,
+        model: str = "Llama 3 8B",
+        *,
+        context: int = 32768,
+        memory_gib: int = 80,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("title", "KV-cache calculator")
+        kwargs.setdefault(
+            "description",
+            "Pick a model or set layers, heads, key/value heads, head width and number type; "
+            "drag the context length. Shows the cache bytes per token, the cache of one "
+            "sequence, and how many sequences fit in the chosen memory, with bars of the cache "
+            "at every context on a log scale.",
+        )
+        super().__init__(**kwargs)
+        if model not in MODEL_CONFIGS:
+            raise ValueError(f"model must be one of {list(MODEL_CONFIGS)}; got {model!r}")
+        if context not in CONTEXTS:
+            raise ValueError(f"context must be one of {CONTEXTS}; got {context!r}")
+        if memory_gib not in MEMORIES_GIB:
+            raise ValueError(f"memory_gib must be one of {MEMORIES_GIB}; got {memory_gib!r}")
+        presets = []
+        for cfg in MODEL_CONFIGS.values():
+            presets.append(
+                {
+                    "name": cfg.name,
+                    "kind": cfg.kind,
+                    "citation": cfg.citation,
+                    "context_length": cfg.context_length,
+                    "note": cfg.note,
+                    "layers_index": LAYERS.index(cfg.n_layers),
+                    "heads_index": HEADS.index(cfg.n_heads),
+                    "kv_index": KV_HEADS.index(cfg.n_kv_heads),
+                    "dhead_index": D_HEADS.index(cfg.d_head),
+                }
+            )
+        with self.hold_trait_notifications():
+            self.models = presets
+            self.grids = {
+                "layers": LAYERS,
+                "heads": HEADS,
+                "kv_heads": KV_HEADS,
+                "d_heads": D_HEADS,
+                "dtype_bytes": [b for _, b in DTYPES],
+                "contexts": CONTEXTS,
+                "memories_gib": MEMORIES_GIB,
+            }
+            self.dtype_names = [n for n, _ in DTYPES]
+        self._recompute()
+        self.model_index = list(MODEL_CONFIGS).index(model)
+        self._apply_preset()
+        self.context_index = CONTEXTS.index(context)
+        self.memory_index = MEMORIES_GIB.index(memory_gib)
+
+    # -- validation of every index trait ---------------------------------------------------
+    @traitlets.validate("model_index")
+    def _v_model(self, p: Any) -> int:
+        return check_index(p["value"], "model_index", len(MODEL_CONFIGS) + 1)
+
+    @traitlets.validate("layers_index")
+    def _v_layers(self, p: Any) -> int:
+        return check_index(p["value"], "layers_index", len(LAYERS))
+
+    @traitlets.validate("heads_index")
+    def _v_heads(self, p: Any) -> int:
+        return check_index(p["value"], "heads_index", len(HEADS))
+
+    @traitlets.validate("kv_index")
+    def _v_kv(self, p: Any) -> int:
+        return check_index(p["value"], "kv_index", len(KV_HEADS))
+
+    @traitlets.validate("dhead_index")
+    def _v_dhead(self, p: Any) -> int:
+        return check_index(p["value"], "dhead_index", len(D_HEADS))
+
+    @traitlets.validate("dtype_index")
+    def _v_dtype(self, p: Any) -> int:
+        return check_index(p["value"], "dtype_index", len(DTYPES))
+
+    @traitlets.validate("context_index")
+    def _v_context(self, p: Any) -> int:
+        return check_index(p["value"], "context_index", len(CONTEXTS))
+
+    @traitlets.validate("memory_index")
+    def _v_memory(self, p: Any) -> int:
+        return check_index(p["value"], "memory_index", len(MEMORIES_GIB))
+
+    @traitlets.observe("model_index")
+    def _on_model(self, _change: Any) -> None:
+        self._apply_preset()
+
+    def _apply_preset(self) -> None:
+        if self.model_index >= len(self.models):
+            return  # custom: keep the knobs where they are
+        row = self.models[self.model_index]
+        with self.hold_trait_notifications():
+            for key in ("layers_index", "heads_index", "kv_index", "dhead_index"):
+                setattr(self, key, row[key])
+
+    def _recompute(self) -> None:
+        per_token = np.zeros((len(LAYERS), len(KV_HEADS), len(D_HEADS), len(DTYPES)))
+        for a, n_layers in enumerate(LAYERS):
+            for b, n_kv in enumerate(KV_HEADS):
+                for c, d_head in enumerate(D_HEADS):
+                    for d, (_, nbytes) in enumerate(DTYPES):
+                        per_token[a, b, c, d] = kv_cache_bytes(
+                            n_layers, n_kv, d_head, 1, bytes_per_value=nbytes
+                        )
+        self.frames = {"per_token": pack_array(per_token, 0)}  # (L, K, D, dtype) bytes
+        self._check_budget()
+
+    # -- exact answers at the current settings (what the drawing shows) --------------------
+    @property
+    def model_name(self) -> str:
+        if self.model_index >= len(self.models):
+            return "custom"
+        return str(self.models[self.model_index]["name"])
+
+    def _shape(self) -> tuple[int, int, int, int]:
+        return (
+            LAYERS[self.layers_index],
+            KV_HEADS[self.kv_index],
+            D_HEADS[self.dhead_index],
+            DTYPES[self.dtype_index][1],
+        )
+
+    def bytes_per_token(self) -> int:
+        n_layers, n_kv, d_head, nbytes = self._shape()
+        return kv_cache_bytes(n_layers, n_kv, d_head, 1, bytes_per_value=nbytes)
+
+    def total_bytes(self) -> int:
+        """The cache of one sequence at the current context."""
+        n_layers, n_kv, d_head, nbytes = self._shape()
+        T = CONTEXTS[self.context_index]
+        return kv_cache_bytes(n_layers, n_kv, d_head, T, bytes_per_value=nbytes)
+
+    def batch_that_fits(self) -> int:
+        n_layers, n_kv, d_head, nbytes = self._shape()
+        memory = MEMORIES_GIB[self.memory_index] * 2**30
+        T = CONTEXTS[self.context_index]
+        return max_batch(memory, n_layers, n_kv, d_head, T, bytes_per_value=nbytes)
+
+    def groups(self) -> list[list[int]]:
+        """Query heads sharing each k/v head (ValueError if k/v heads do not divide heads)."""
+        return head_groups(HEADS[self.heads_index], KV_HEADS[self.kv_index])
+
+    def __repr__(self) -> str:
+        n_layers, n_kv, d_head, nbytes = self._shape()
+        return (
+            f"KVCacheCalculator(model={self.model_name!r}, layers={n_layers}, "
+            f"heads={HEADS[self.heads_index]}, kv_heads={n_kv}, d_head={d_head}, "
+            f"bytes_per_value={nbytes}, context={CONTEXTS[self.context_index]}, "
+            f"memory={MEMORIES_GIB[self.memory_index]} GiB)"
+        )

@@ -1,0 +1,157 @@
+"""Checkers of chapter 10: worked solutions pass, typical mistakes get their specific hint."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.exercises import ch10
+from course_utils.softmax import softmax
+
+
+def max_batch(memory_bytes, n_layers, n_heads, n_kv_heads, d_head, seq_len, bytes_per_value):
+    return memory_bytes // (2 * n_layers * n_kv_heads * d_head * seq_len * bytes_per_value)
+
+
+def gqa_attention(q, k, v):
+    g = q.shape[0] // k.shape[0]
+    k, v = np.repeat(k, g, axis=0), np.repeat(v, g, axis=0)  # (h, T, d) each
+    return softmax(q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]), axis=-1) @ v
+
+
+def gqa_attention_torch(q, k, v):
+    # torch, returning a tensor, with SDPA itself: accepted
+    q, k, v = (torch.from_numpy(a)[None] for a in (q, k, v))
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, enable_gqa=True)[0]
+
+
+def gqa_attention_loop(q, k, v):
+    g = q.shape[0] // k.shape[0]
+    out = []
+    for i in range(q.shape[0]):
+        j = i // g
+        w = softmax(q[i] @ k[j].T / math.sqrt(q.shape[-1]), axis=-1)
+        out.append((w @ v[j]).tolist())
+    return out  # a nested list
+
+
+def mean_pool(W, n_heads, n_kv_heads):
+    d_k = W.shape[0] // n_heads
+    blocks = W.reshape(n_kv_heads, n_heads // n_kv_heads, d_k, W.shape[1])
+    return blocks.mean(axis=1).reshape(n_kv_heads * d_k, W.shape[1])
+
+
+def mean_pool_torch_f32(W, n_heads, n_kv_heads):
+    t = torch.tensor(W, dtype=torch.float32, requires_grad=True)
+    d_k = W.shape[0] // n_heads
+    return t.view(n_kv_heads, -1, d_k, W.shape[1]).mean(1).reshape(-1, W.shape[1])
+
+
+SOLUTIONS = [
+    (ch10.check_max_batch, max_batch),
+    (ch10.check_max_batch, lambda *a: torch.tensor(max_batch(*a))),
+    (ch10.check_max_batch, lambda *a: float(max_batch(*a))),
+    (ch10.check_gqa_attention, gqa_attention),
+    (ch10.check_gqa_attention, gqa_attention_torch),
+    (ch10.check_gqa_attention, gqa_attention_loop),
+    (ch10.check_mean_pool, mean_pool),
+    (ch10.check_mean_pool, mean_pool_torch_f32),
+]
+
+
+@pytest.mark.parametrize(("checker", "solution"), SOLUTIONS)
+def test_worked_solutions_pass(checker, solution):
+    fb = checker(solution)
+    assert fb, str(fb)
+    assert "✗" not in str(fb)
+
+
+@pytest.mark.parametrize("checker", sorted({c for c, _ in SOLUTIONS}, key=lambda c: c.__name__))
+def test_starter_code_gets_feedback_not_an_exception(checker):
+    def starter(*args): ...
+
+    fb = checker(starter)
+    assert not fb
+    assert "returned None" in str(fb)
+    assert not checker(...)
+    assert "expected the function" in str(checker(42))
+
+
+@pytest.mark.parametrize("checker", [ch10.check_max_batch, ch10.check_gqa_attention])
+def test_crashing_or_odd_answers_get_feedback(checker):
+    def boom(*args):
+        raise RuntimeError("oops")
+
+    fb = checker(boom)
+    assert not fb and "RuntimeError: oops" in str(fb)
+    assert not checker(lambda *a: "many")
+    assert not checker(lambda *a: [[1, 2], [3]])
+
+
+def _per(m, L, kv, d, T, b):
+    return 2 * L * kv * d * T * b
+
+
+def _gqa_tiled(q, k, v):
+    g = q.shape[0] // k.shape[0]
+    k, v = np.tile(k, (g, 1, 1)), np.tile(v, (g, 1, 1))
+    return softmax(q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]), axis=-1) @ v
+
+
+def _gqa_unscaled(q, k, v):
+    g = q.shape[0] // k.shape[0]
+    k, v = np.repeat(k, g, axis=0), np.repeat(v, g, axis=0)
+    return softmax(q @ k.transpose(0, 2, 1), axis=-1) @ v
+
+
+def _pool_sum(W, h, kv):
+    return mean_pool(W, h, kv) * (h // kv)
+
+
+def _pool_strided(W, h, kv):
+    d_k = W.shape[0] // h
+    return W.reshape(h // kv, kv, d_k, -1).mean(0).reshape(kv * d_k, -1)
+
+
+MISTAKES = [
+    (
+        ch10.check_max_batch,
+        lambda m, L, h, kv, d, T, b: m // _per(m, L, h, d, T, b),
+        "not one per query head",
+    ),
+    (
+        ch10.check_max_batch,
+        lambda m, L, h, kv, d, T, b: m // (_per(m, L, kv, d, T, b) // 2),
+        "keys AND values",
+    ),
+    (
+        ch10.check_max_batch,
+        lambda m, L, h, kv, d, T, b: m // (_per(m, L, kv, d, T, b) // b),
+        "bytes_per_value",
+    ),
+    (
+        ch10.check_max_batch,
+        lambda m, L, h, kv, d, T, b: m // (_per(m, L, kv, d, T, b) // L),
+        "n_layers",
+    ),
+    (
+        ch10.check_max_batch,
+        lambda m, L, h, kv, d, T, b: math.ceil(m / _per(m, L, kv, d, T, b)),
+        "round down",
+    ),
+    (ch10.check_max_batch, lambda m, L, h, kv, d, T, b: m / _per(m, L, kv, d, T, b), "expected"),
+    (ch10.check_gqa_attention, _gqa_tiled, "wrong order"),
+    (ch10.check_gqa_attention, _gqa_unscaled, "1/√d"),
+    (ch10.check_mean_pool, _pool_sum, "don't sum"),
+    (ch10.check_mean_pool, _pool_strided, "consecutive heads"),
+]
+
+
+@pytest.mark.parametrize(("checker", "wrong", "hint"), MISTAKES)
+def test_typical_mistakes_get_their_hint(checker, wrong, hint):
+    fb = checker(wrong)
+    assert not fb
+    assert hint in str(fb), str(fb)

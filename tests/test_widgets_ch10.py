@@ -1,0 +1,125 @@
+"""Unit tests of chapter 10's widgets: KVCacheCalculator and HeadGrouping. Frames equal the
+package's maths (course_utils.kv_cache, course_utils.gqa); bad input is rejected clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from course_utils.gqa import head_groups
+from course_utils.kv_cache import kv_cache_bytes, max_batch
+from course_utils.model_configs import MODEL_CONFIGS
+from course_utils.widgets import HeadGrouping, KVCacheCalculator
+from course_utils.widgets._base import unpack_array
+from course_utils.widgets.kv_cache_calculator import (
+    CONTEXTS,
+    D_HEADS,
+    DTYPES,
+    KV_HEADS,
+    LAYERS,
+    MEMORIES_GIB,
+)
+
+
+def test_calculator_frames_equal_kv_cache_bytes():
+    w = KVCacheCalculator()
+    per_token = unpack_array(w.frames["per_token"])  # (L, K, D, dtype)
+    assert per_token.shape == (len(LAYERS), len(KV_HEADS), len(D_HEADS), len(DTYPES))
+    for a, n_layers in enumerate(LAYERS):
+        for b, n_kv in enumerate(KV_HEADS):
+            for c, d_head in enumerate(D_HEADS):
+                for d, (_, nbytes) in enumerate(DTYPES):
+                    want = kv_cache_bytes(n_layers, n_kv, d_head, 1, bytes_per_value=nbytes)
+                    assert per_token[a, b, c, d] == want
+    assert w.data_bytes() < 50_000
+
+
+@pytest.mark.parametrize("name", list(MODEL_CONFIGS))
+def test_calculator_presets_set_the_knobs(name):
+    cfg = MODEL_CONFIGS[name]
+    w = KVCacheCalculator(name, context=4096, memory_gib=24)
+    assert w.model_name == name
+    assert w.bytes_per_token() == cfg.bytes_per_token()
+    assert w.total_bytes() == cfg.cache_bytes(4096)
+    assert w.batch_that_fits() == cfg.max_batch(24 * 2**30, 4096)
+    assert [len(g) for g in w.groups()] == [cfg.group_size] * cfg.n_kv_heads
+
+
+def test_calculator_switching_model_and_custom():
+    w = KVCacheCalculator()
+    w.model_index = list(MODEL_CONFIGS).index("Falcon 7B")
+    assert KV_HEADS[w.kv_index] == 1 and LAYERS[w.layers_index] == 32
+    w.model_index = len(MODEL_CONFIGS)  # custom: knobs stay
+    assert w.model_name == "custom" and KV_HEADS[w.kv_index] == 1
+    w.kv_index, w.dtype_index = KV_HEADS.index(8), 0
+    w.context_index, w.memory_index = CONTEXTS.index(131072), MEMORIES_GIB.index(16)
+    assert w.total_bytes() == kv_cache_bytes(32, 8, 64, 131072, bytes_per_value=4)
+    assert w.batch_that_fits() == max_batch(16 * 2**30, 32, 8, 64, 131072, bytes_per_value=4)
+    assert "custom" in repr(w)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": "GPT-5"}, "model must be one of"),
+        ({"context": 5000}, "context must be one of"),
+        ({"memory_gib": 33}, "memory_gib must be one of"),
+    ],
+)
+def test_calculator_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        KVCacheCalculator(**kwargs)
+
+
+def test_calculator_bad_index():
+    w = KVCacheCalculator()
+    with pytest.raises((ValueError, TypeError), match="kv_index"):
+        w.kv_index = len(KV_HEADS)
+    with pytest.raises((ValueError, TypeError), match="model_index"):
+        w.model_index = -1
+
+
+def test_calculator_groups_reject_a_non_divisor():
+    w = KVCacheCalculator("SmolLM2-135M")
+    w.kv_index = KV_HEADS.index(2)  # 9 query heads, 2 k/v heads
+    with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
+        w.groups()
+
+
+@pytest.mark.parametrize("n_heads", [2, 8, 9, 12, 32])
+def test_grouping_frames_equal_head_groups(n_heads):
+    w = HeadGrouping(n_heads)
+    assert w.kv_options == [d for d in range(n_heads, 0, -1) if n_heads % d == 0]
+    for o, n_kv in enumerate(w.kv_options):
+        for j, heads in enumerate(head_groups(n_heads, n_kv)):
+            assert all(w.kv_of[o][i] == j for i in heads)
+    assert w.data_bytes() < 50_000
+
+
+def test_grouping_state_and_measured():
+    w = HeadGrouping(
+        12, measured=[0, 0.1, 0.2, 0.3, 0.4, 0.5], measured_label="change", n_kv_heads=4
+    )
+    assert w.n_kv_heads == 4 and w.groups()[1] == [3, 4, 5]
+    assert w.measured == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    assert repr(w) == "HeadGrouping(n_heads=12, n_kv_heads=4, query_head=0)"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"n_heads": 1}, ValueError, "n_heads"),
+        ({"n_heads": 33}, ValueError, "n_heads"),
+        ({"n_heads": 4, "measured": [1.0]}, ValueError, r"one finite number per n_kv_heads"),
+        ({"n_heads": 4, "n_kv_heads": 3}, ValueError, r"n_kv_heads must be one of \[4, 2, 1\]"),
+        ({"n_heads": 4.0}, TypeError, "n_heads"),
+    ],
+)
+def test_grouping_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        HeadGrouping(**kwargs)
+
+
+def test_grouping_bad_index():
+    w = HeadGrouping(4)
+    with pytest.raises((ValueError, TypeError), match="query_index"):
+        w.query_index = 4
