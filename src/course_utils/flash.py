@@ -285,10 +285,11 @@ def _tile_update(
     ``q_blk`` is already multiplied by the scale and by ``log2(e)``: the scores are in base-2
     units, and ``exp2`` replaces ``exp`` (``exp(x) = 2 ** (x · log2 e)``, the same numbers up to
     rounding). ``exp2`` costs about half of ``exp`` on a CPU, and the exponentials are most of the
-    work besides the two matrix products (FlashAttention-2 does the same on GPUs). Shapes: ``q_blk (N, r, d)``, ``k_blk (N, c, d)``,
-    ``v_blk (N, c, d_v)``, ``m, l (N, r, 1)``, ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may
-    attend) or None. With ``inplace`` the scores go into ``buffer`` (reused by every tile) and
-    ``l, o`` are updated in place (no autograd); otherwise new tensors are returned (for autograd).
+    work besides the two matrix products (FlashAttention-2 does the same on GPUs). Shapes:
+    ``q_blk (N, r, d)``, ``k_blk (N, c, d)``, ``v_blk (N, c, d_v)``, ``m, l (N, r, 1)``,
+    ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may attend) or None. With ``inplace`` the
+    scores go into ``buffer`` (reused by every tile) and ``l, o`` are updated in place (no
+    autograd); otherwise new tensors are returned (for autograd).
     ``l=None`` means that ``l`` is the last column of ``o``: ``v_blk`` then ends with a column of
     ones, so ``p @ v_blk`` adds the row sums of ``p`` to ``l`` in the same matrix product.
     """
