@@ -344,22 +344,60 @@ def _numbers(text: str) -> set[str]:
     return {n.replace(",", "") for n in _NUMBER.findall(text)}
 
 
+_CHINESE_DIGITS = {
+    "0": "零",
+    "1": "一",
+    "2": "二两",
+    "3": "三",
+    "4": "四",
+    "5": "五",
+    "6": "六",
+    "7": "七",
+    "8": "八",
+    "9": "九",
+    "10": "十",
+}
+
+
+_MEASURE_WORDS = "[维个倍分次章层头步种组类项条位列行句词元]"
+
+
+def _number_written(number: str, msgstr: str) -> bool:
+    """``number`` is in ``msgstr`` as digits, or, up to 10, as a Chinese numeral followed by a
+    measure word (``1D`` → 一维, ``4 times less`` → 四分之一).
+
+    >>> _number_written("2", "二维数组"), _number_written("2", "一个数组")
+    (True, False)
+    """
+    if number in _numbers(msgstr):
+        return True
+    numerals = _CHINESE_DIGITS.get(number, "")
+    return bool(numerals) and re.search(f"[{numerals}]{_MEASURE_WORDS}", msgstr) is not None
+
+
 def check_numbers(cats: dict[str, list[Message]], report: Report) -> None:
     for msgs in cats.values():
         for m in msgs:
             if not m.translated:
                 continue
-            missing = sorted(_numbers(m.msgid) - _numbers(m.msgstr))
+            missing = sorted(n for n in _numbers(m.msgid) if not _number_written(n, m.msgstr))
             if missing:
                 report.add(
                     "error", "numbers", m, f"numbers missing from msgstr: {', '.join(missing)}"
                 )
 
 
-_SEED_EN = re.compile(r"\bseed\b(?! ?[=(])", re.IGNORECASE)
-_RANDOM_SEED = re.compile(
-    r"(random|manual_|torch|numpy|rng|np\.|default_rng|seed=|seed\s*\d)", re.I
+# "the seed" is the study notes the course is built on (种子笔记); "seeds" of random generators are
+# 种子 or 随机种子. A msgid about the notes must say 种子笔记, and, unless it also speaks of random
+# seeds, must not use a bare 种子.
+_SEED_NOTES = re.compile(r"\bthe seed(?:'s)?\b(?! ?-?\d)|\bseed's|\bseed notes\b", re.IGNORECASE)
+_SEED_RANDOM = re.compile(
+    r"\bseeds\b|\bseeded\b|\bseed[ =-]?\d|\bseed=|random seed|depending on the seed|"
+    r"\b(?:a|another|one|second|every|each|per|different|other|on the) seed\b",
+    re.IGNORECASE,
 )
+# phrases about a random seed that the notes pattern would otherwise match
+_SEED_RANDOM_PHRASE = re.compile(r"depending on the seed|\b(?:a|one|each|every) seed's", re.I)
 
 
 def check_consistency(cats: dict[str, list[Message]], report: Report) -> None:
@@ -377,11 +415,14 @@ def check_consistency(cats: dict[str, list[Message]], report: Report) -> None:
             report.add("error", "consistency", first, f"{len(variants)} translations: {desc}")
     for msgs in cats.values():
         for m in msgs:
-            if not m.translated:
+            if not m.translated or not _SEED_NOTES.search(_SEED_RANDOM_PHRASE.sub(" ", m.msgid)):
                 continue
-            bare = re.search(r"种子(?!笔记)", m.msgstr)
-            if bare and _SEED_EN.search(m.msgid) and not _RANDOM_SEED.search(m.msgid):
-                report.add("error", "consistency", m, "'the seed' must be 种子笔记")
+            if "种子笔记" not in m.msgstr:
+                report.add(
+                    "error", "consistency", m, "'the seed' (the study notes) must be 种子笔记"
+                )
+            elif re.search(r"(?<!随机)种子(?!笔记)", m.msgstr) and not _SEED_RANDOM.search(m.msgid):
+                report.add("error", "consistency", m, "a bare 种子: the study notes are 种子笔记")
 
 
 # ---------------------------------------------------------------------------------------------- glo
