@@ -457,6 +457,30 @@ def _english_pattern(term: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){words}(?![\w-])", re.IGNORECASE)
 
 
+def _stem_pattern(term: str) -> re.Pattern[str]:
+    """A looser pattern for the converse check: the head noun (last word) of ``term`` by its stem,
+    anywhere in a word (``Scaling`` finds rescaled, ``Projection
+    matrix`` finds matrices).
+
+    >>> bool(_stem_pattern("Scaling").search("the rescaled scores"))
+    True
+    """
+    last = term.split()[-1].split("-")[-1]
+    stem = re.sub(r"(?:ation|ing|ed|es|s|e|y|x)$", "", last) or last
+    stem = re.escape(stem).replace("is", "i[sz]")
+    if term.lower() == "attention":
+        stem = "atten"
+    return re.compile(stem, re.IGNORECASE)  # anywhere in a word: rescaled, renormalise, attn_mask
+
+
+# English phrases in which a glossary word is not the glossary term ("answer key" is not a key).
+_NOT_TERMS = re.compile(
+    r"\banswer keys?\b|\bkey (?:ideas?|points?|takeaways?|messages?|questions?|steps?|insights?|"
+    r"facts?|results?|differences?|words?)\b",
+    re.IGNORECASE,
+)
+
+
 # Terms that Chinese technical writing keeps in English; the English term counts as the Chinese one.
 KEPT_IN_ENGLISH = {
     "Softmax": ("softmax",),
@@ -476,7 +500,7 @@ def check_glossary(
         for m in msgs:
             if not m.translated or m.msgstr == m.msgid:
                 continue
-            source = _plain_no_code(m.msgid)
+            source = _NOT_TERMS.sub(" ", _plain_no_code(m.msgid))
             target = _plain_no_code(m.msgstr)
             found: list[tuple[str, str]] = []
             for en, zh, pat in patterns:
@@ -497,9 +521,10 @@ def check_glossary(
                 if len(zh) < 2 or zh not in rest:
                     continue
                 rest = rest.replace(zh, " ")
-                if not any(
-                    pat.search(_plain_no_code(m.msgid)) for en, z, pat in patterns if z == zh
-                ):
+                english = _plain_no_code(m.msgid)
+                if zh in m.msgid:
+                    continue  # the English text already gives the Chinese term
+                if not any(_stem_pattern(en).search(english) for en, z, _ in patterns if z == zh):
                     ens = "/".join(sorted(english_for[zh]))
                     report.add(
                         "warning", "glossary", m, f"{zh!r} used, but the English has no {ens!r}"
