@@ -498,6 +498,10 @@ _NOT_TERMS = re.compile(
 )
 
 
+# Other English names the course uses for a glossary term (found like the term itself).
+ALIASES = {"Rotary position embedding": ("Rotary embedding",)}
+
+
 # Terms that Chinese technical writing keeps in English; the English term counts as the Chinese one.
 KEPT_IN_ENGLISH = {
     "Softmax": ("softmax",),
@@ -508,7 +512,8 @@ KEPT_IN_ENGLISH = {
 def check_glossary(
     cats: dict[str, list[Message]], glossary: list[tuple[str, str]], report: Report
 ) -> None:
-    ordered = sorted(glossary, key=lambda p: -len(p[0]))
+    aliases = [(alias, zh) for en, zh in glossary for alias in ALIASES.get(en, ())]
+    ordered = sorted([*glossary, *aliases], key=lambda p: -len(p[0]))
     patterns = [(en, zh, _english_pattern(en)) for en, zh in ordered]
     zh_terms = sorted({zh for _, zh in glossary}, key=len, reverse=True)
     for page, msgs in cats.items():
