@@ -37,9 +37,16 @@ Checks (with none given, every static check runs, and ``--applied`` too when ``-
     no ``msgstr`` renders a literal ``*`` (emphasis that CommonMark cannot open or close, as in
     ``**“词”**`` next to Chinese punctuation); with ``--html`` the pages are searched too.
 
-Exit status 0 when every check passes, 1 otherwise (``--strict``: warnings fail too).
-``--json FILE`` writes the findings and the per-page counts. Untranslated and ``#, fuzzy``
-messages count as not translated, never as errors: they fall back to English by design.
+Exit status 0 when every check passes, 1 otherwise (``--strict``: warnings fail too). Output:
+one ``check  errors N  warnings M`` line per check, with ``--applied`` a table ``page  applied /
+translated / total  percent`` first, and with ``--verbose`` every finding. ``--json FILE`` writes
+``{"errors": [...], "warnings": [...], "pages": {page: {"applied", "translated", "total"}}}``,
+each finding with ``check``, ``detail`` and, for a message, ``page``, ``line``, ``msgid`` and
+``msgstr``. Pages are named like the ``.po`` files (``chapters/02_scaling``); ``sphinx.po``
+(theme strings) is skipped. Untranslated and ``#, fuzzy`` messages count as not translated,
+never as errors: they fall back to English by design. A ``msgstr`` equal to its ``msgid`` counts
+as applied (Sphinx keeps it without parsing it). Needs polib, markdown-it-py and myst-parser
+(all in ``requirements.txt``).
 
 Example::
 
