@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from course_utils.classroom import build_learner_copies
-from course_utils.classroom.lesson_plan import PLAN_SECTIONS, read_plan
-from course_utils.classroom.notebooks import (
+from course_kit import build_learner_copies
+from course_kit.lesson_plan import PLAN_SECTIONS, read_plan
+from course_kit.notebooks import (
     exercise_flags,
     is_placeholder,
     is_solution,
@@ -185,8 +185,8 @@ def _code(text: str, tags: list[str] | None = None, outputs: list | None = None)
 
 
 def test_deck_notebook_boundaries_notes_and_skips() -> None:
-    from course_utils.classroom.lesson_plan import parse_plan
-    from course_utils.classroom.slides import deck_notebook
+    from course_kit.lesson_plan import parse_plan
+    from course_kit.slides import deck_notebook
 
     view = {"data": {"application/vnd.jupyter.widget-view+json": {"model_id": "x"}}}
     nb = {
@@ -231,7 +231,7 @@ def test_deck_notebook_boundaries_notes_and_skips() -> None:
 
 
 def test_long_sections_are_cut_into_subslides() -> None:
-    from course_utils.classroom.slides import SLIDE_LINES, deck_notebook
+    from course_kit.slides import SLIDE_LINES, deck_notebook
 
     long = "\n".join(f"line {i}" for i in range(SLIDE_LINES - 2))
     nb = {"metadata": {}, "cells": [_md("## A section"), _md(long), _md(long), _md(long)]}
@@ -241,10 +241,10 @@ def test_long_sections_are_cut_into_subslides() -> None:
 
 def test_deck_widget_runtime_exists() -> None:
     """The decks' widget runtime scripts are files the site serves under _static/."""
-    from course_utils.classroom.slides import MATHJAX, widget_runtime
+    from course_kit.slides import MATHJAX, widget_runtime
 
     statics = [REPO / "_ext" / "course_site" / "static"]
-    statics.append(REPO / "src" / "course_utils" / "classroom" / "static")
+    statics.append(REPO / "_ext" / "course_kit" / "static")
     scripts = widget_runtime()
     assert scripts
     for rel in [s["src"] for s in scripts] + [MATHJAX]:
@@ -266,12 +266,12 @@ def test_reveal_is_vendored_with_licence_and_hashes() -> None:
 
 
 def test_launch_buttons_default_off_and_one_setting_turns_them_on() -> None:
-    from course_utils.classroom.sphinx import launch_problem
+    from course_kit.sphinx import launch_problem
 
     config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
     launch = config["launch_buttons"]
     assert not launch.get("jupyterhub_url") and not launch.get("binderhub_url"), "must be off"
-    assert "course_utils.classroom.sphinx" in config["sphinx"]["extra_extensions"]
+    assert "course_kit.sphinx" in config["sphinx"]["local_extensions"]  # _ext/, not in course_utils
     repo = "https://github.com/example/attention"
     on = {"launch_buttons": {**launch, "jupyterhub_url": "https://hub.example.edu"}}
     assert launch_problem({**on, "repository_url": repo}) is None
