@@ -7,8 +7,11 @@ here. Learner copies are built in a temporary folder from the committed notebook
 * no solution is left in them: no cell tagged ``solution``, no Markdown "Solution" block, and no
   line of any solution's code or text (a line that also occurs outside the solutions excepted);
 * exercise cells keep their stub and their ``check_*`` call, with outputs cleared;
-* each learner copy runs top to bottom in a fresh kernel with its exercises unsolved, and every
-  exercise's checker reports "not yet right" instead of raising.
+* each learner copy runs in a fresh kernel with its exercises unsolved, from its first exercise to
+  its end, after every earlier cell that binds a name those cells read (followed back; nbval runs
+  the whole chapter, so the slow experiments before the exercises that the exercises do not use
+  are not run a second time here), and every exercise's checker reports "not yet right" instead
+  of raising.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from course_kit.notebooks import (
     source,
     strip_solution_blocks,
 )
+
+from .notebook_runner import cells_needed_from
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
@@ -135,13 +140,48 @@ def test_learner_zip(tmp_path: Path) -> None:
         assert f"attention-step-by-step/chapters/{p.stem}.learner.ipynb" in names
 
 
+def learner_cells_to_run(learner: dict) -> tuple[list[dict], list[bool]]:
+    """The learner copy's code cells from its first exercise on, with the earlier cells they need
+    (:func:`tests.notebook_runner.cells_needed_from`), and which of them are exercises."""
+    code = [
+        (c, f)
+        for c, f in zip(learner["cells"], exercise_flags(learner), strict=True)
+        if c["cell_type"] == "code"
+    ]
+    first = next((i for i, (_, f) in enumerate(code) if f), len(code))
+    keep = cells_needed_from([source(c) for c, _ in code], first)
+    return [code[i][0] for i in keep], [code[i][1] for i in keep]
+
+
+def test_the_learner_run_keeps_what_the_exercises_need() -> None:
+    """The cut is not blind: a name an exercise reads pulls in the cell that binds it."""
+    cells = [
+        _code("import math"),
+        _code("slow = run_experiment()"),
+        _code("x = math.pi"),
+        _code("answer = ...\ncheck(answer, x)", tags=["exercise"]),
+        _code("print(slow)"),
+    ]
+    kept, flags = learner_cells_to_run({"cells": cells, "metadata": {}})
+    assert [source(c) for c in kept] == [source(c) for c in cells]  # the last cell reads `slow`
+    kept, flags = learner_cells_to_run({"cells": cells[:4], "metadata": {}})
+    assert [source(c) for c in kept] == [source(cells[i]) for i in (0, 2, 3)]
+    assert flags == [False, False, True]
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -> None:
-    """Top to bottom in a fresh kernel; every unsolved exercise says "not yet right"."""
+    """In a fresh kernel, from the first exercise on (with what it needs); every unsolved exercise
+    says "not yet right"."""
+    import copy
+
     import nbformat
     from nbclient import NotebookClient
 
     learner = learner_copy(written(path))
+    cells, flags = learner_cells_to_run(learner)
+    assert any(flags), f"{path.name}: the learner copy has no exercise"
+    learner = {**copy.deepcopy(learner), "cells": copy.deepcopy(cells)}
     node = nbformat.reads(__import__("json").dumps(learner), as_version=4)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     client = NotebookClient(
@@ -151,7 +191,6 @@ def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -
         resources={"metadata": {"path": str(REPO / "chapters")}},
     )
     client.execute()  # raises CellExecutionError, with the traceback, if any cell raises
-    flags = exercise_flags(learner)
     for cell, is_ex in zip(node.cells, flags, strict=True):
         if not is_ex:
             continue
