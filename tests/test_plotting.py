@@ -396,8 +396,15 @@ def test_smallest_text_px_counts_every_visible_text() -> None:
     assert smallest_text_px(fig) == round(10 * 100 / 72, 2)  # then the 10 pt tick labels
     ax.tick_params(labelsize=SMALL_FONT_PT)
     assert smallest_text_px(fig) == round(SMALL_FONT_PT * 100 / 72, 2)
-    assert SMALL_FONT_PT * 100 / 72 >= 11  # the package's smallest font is legible in the book
     plt.close(fig)
+
+
+def test_the_size_rules_give_11_px_text_in_the_book_column() -> None:
+    from course_utils.plotting import COLUMN_WIDTH_IN, FIGURE_DPI, MIN_TEXT_PX, SMALL_FONT_PT
+
+    assert SMALL_FONT_PT * FIGURE_DPI / 72 >= MIN_TEXT_PX  # unshrunk, the smallest font is legible
+    # 672 px: the widest image the content column shows unshrunk at 1280 px (measured in Chromium)
+    assert COLUMN_WIDTH_IN * FIGURE_DPI <= 672
 
 
 def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path) -> None:
