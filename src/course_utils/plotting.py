@@ -131,7 +131,8 @@ def smallest_text_px(fig: Any) -> float | None:
     """The smallest visible text of figure ``fig``, in pixels of its PNG (font size x dpi / 72).
 
     Every visible, non-empty text counts: titles, axis labels, tick labels, legends, annotations.
-    ``None`` if the figure has no text.
+    ``None`` if the figure has no text. Sub- and superscripts of mathtext (``$2^{10}$``) are drawn
+    smaller than their text's font size; they count at that font size.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
