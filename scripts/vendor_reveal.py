@@ -1,6 +1,6 @@
 """Refresh the vendored reveal.js of the classroom kit's slide decks (no CDN): `make vendor-reveal`.
 
-Writes ``src/course_utils/classroom/static/course_kit_vendor/reveal/`` from the npm registry at the
+Writes ``_ext/course_kit/static/course_kit_vendor/reveal/`` from the npm registry at the
 pinned version (``npm pack``: downloads the tarball, runs no package scripts):
 
 * ``dist/reveal.js`` (UMD), ``dist/reveal.css``, ``dist/theme/white.css`` and the theme's
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEST = ROOT / "src" / "course_utils" / "classroom" / "static" / "course_kit_vendor" / "reveal"
+DEST = ROOT / "_ext" / "course_kit" / "static" / "course_kit_vendor" / "reveal"
 PIN = "5.2.1"
 FILES = [
     "LICENSE",

@@ -7,8 +7,11 @@ here. Learner copies are built in a temporary folder from the committed notebook
 * no solution is left in them: no cell tagged ``solution``, no Markdown "Solution" block, and no
   line of any solution's code or text (a line that also occurs outside the solutions excepted);
 * exercise cells keep their stub and their ``check_*`` call, with outputs cleared;
-* each learner copy runs top to bottom in a fresh kernel with its exercises unsolved, and every
-  exercise's checker reports "not yet right" instead of raising.
+* each learner copy runs in a fresh kernel with its exercises unsolved, from its first exercise to
+  its end, after every earlier cell that binds a name those cells read (followed back; nbval runs
+  the whole chapter, so the slow experiments before the exercises that the exercises do not use
+  are not run a second time here), and every exercise's checker reports "not yet right" instead
+  of raising.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from course_utils.classroom import build_learner_copies
-from course_utils.classroom.lesson_plan import PLAN_SECTIONS, read_plan
-from course_utils.classroom.notebooks import (
+from course_kit import build_learner_copies
+from course_kit.lesson_plan import PLAN_SECTIONS, read_plan
+from course_kit.notebooks import (
     exercise_flags,
     is_placeholder,
     is_solution,
@@ -33,6 +36,8 @@ from course_utils.classroom.notebooks import (
     source,
     strip_solution_blocks,
 )
+
+from .notebook_runner import cells_needed_from
 
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
@@ -135,13 +140,48 @@ def test_learner_zip(tmp_path: Path) -> None:
         assert f"attention-step-by-step/chapters/{p.stem}.learner.ipynb" in names
 
 
+def learner_cells_to_run(learner: dict) -> tuple[list[dict], list[bool]]:
+    """The learner copy's code cells from its first exercise on, with the earlier cells they need
+    (:func:`tests.notebook_runner.cells_needed_from`), and which of them are exercises."""
+    code = [
+        (c, f)
+        for c, f in zip(learner["cells"], exercise_flags(learner), strict=True)
+        if c["cell_type"] == "code"
+    ]
+    first = next((i for i, (_, f) in enumerate(code) if f), len(code))
+    keep = cells_needed_from([source(c) for c, _ in code], first)
+    return [code[i][0] for i in keep], [code[i][1] for i in keep]
+
+
+def test_the_learner_run_keeps_what_the_exercises_need() -> None:
+    """The cut is not blind: a name an exercise reads pulls in the cell that binds it."""
+    cells = [
+        _code("import math"),
+        _code("slow = run_experiment()"),
+        _code("x = math.pi"),
+        _code("answer = ...\ncheck(answer, x)", tags=["exercise"]),
+        _code("print(slow)"),
+    ]
+    kept, flags = learner_cells_to_run({"cells": cells, "metadata": {}})
+    assert [source(c) for c in kept] == [source(c) for c in cells]  # the last cell reads `slow`
+    kept, flags = learner_cells_to_run({"cells": cells[:4], "metadata": {}})
+    assert [source(c) for c in kept] == [source(cells[i]) for i in (0, 2, 3)]
+    assert flags == [False, False, True]
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -> None:
-    """Top to bottom in a fresh kernel; every unsolved exercise says "not yet right"."""
+    """In a fresh kernel, from the first exercise on (with what it needs); every unsolved exercise
+    says "not yet right"."""
+    import copy
+
     import nbformat
     from nbclient import NotebookClient
 
     learner = learner_copy(written(path))
+    cells, flags = learner_cells_to_run(learner)
+    assert any(flags), f"{path.name}: the learner copy has no exercise"
+    learner = {**copy.deepcopy(learner), "cells": copy.deepcopy(cells)}
     node = nbformat.reads(__import__("json").dumps(learner), as_version=4)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     client = NotebookClient(
@@ -151,7 +191,6 @@ def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -
         resources={"metadata": {"path": str(REPO / "chapters")}},
     )
     client.execute()  # raises CellExecutionError, with the traceback, if any cell raises
-    flags = exercise_flags(learner)
     for cell, is_ex in zip(node.cells, flags, strict=True):
         if not is_ex:
             continue
@@ -185,8 +224,8 @@ def _code(text: str, tags: list[str] | None = None, outputs: list | None = None)
 
 
 def test_deck_notebook_boundaries_notes_and_skips() -> None:
-    from course_utils.classroom.lesson_plan import parse_plan
-    from course_utils.classroom.slides import deck_notebook
+    from course_kit.lesson_plan import parse_plan
+    from course_kit.slides import deck_notebook
 
     view = {"data": {"application/vnd.jupyter.widget-view+json": {"model_id": "x"}}}
     nb = {
@@ -231,7 +270,7 @@ def test_deck_notebook_boundaries_notes_and_skips() -> None:
 
 
 def test_long_sections_are_cut_into_subslides() -> None:
-    from course_utils.classroom.slides import SLIDE_LINES, deck_notebook
+    from course_kit.slides import SLIDE_LINES, deck_notebook
 
     long = "\n".join(f"line {i}" for i in range(SLIDE_LINES - 2))
     nb = {"metadata": {}, "cells": [_md("## A section"), _md(long), _md(long), _md(long)]}
@@ -241,10 +280,10 @@ def test_long_sections_are_cut_into_subslides() -> None:
 
 def test_deck_widget_runtime_exists() -> None:
     """The decks' widget runtime scripts are files the site serves under _static/."""
-    from course_utils.classroom.slides import MATHJAX, widget_runtime
+    from course_kit.slides import MATHJAX, widget_runtime
 
     statics = [REPO / "_ext" / "course_site" / "static"]
-    statics.append(REPO / "src" / "course_utils" / "classroom" / "static")
+    statics.append(REPO / "_ext" / "course_kit" / "static")
     scripts = widget_runtime()
     assert scripts
     for rel in [s["src"] for s in scripts] + [MATHJAX]:
@@ -266,12 +305,12 @@ def test_reveal_is_vendored_with_licence_and_hashes() -> None:
 
 
 def test_launch_buttons_default_off_and_one_setting_turns_them_on() -> None:
-    from course_utils.classroom.sphinx import launch_problem
+    from course_kit.sphinx import launch_problem
 
     config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
     launch = config["launch_buttons"]
     assert not launch.get("jupyterhub_url") and not launch.get("binderhub_url"), "must be off"
-    assert "course_utils.classroom.sphinx" in config["sphinx"]["extra_extensions"]
+    assert "course_kit.sphinx" in config["sphinx"]["local_extensions"]  # _ext/, not in course_utils
     repo = "https://github.com/example/attention"
     on = {"launch_buttons": {**launch, "jupyterhub_url": "https://hub.example.edu"}}
     assert launch_problem({**on, "repository_url": repo}) is None

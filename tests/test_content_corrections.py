@@ -266,11 +266,11 @@ def test_references_are_in_alphabetical_order():
     from pybtex.database import parse_file
     from pybtex.plugin import find_plugin
 
-    import course_utils.bibstyle  # noqa: F401  (registers the style the book uses)
+    import course_site.bibstyle  # noqa: F401  (registers the style the book uses)
 
     config = yaml.safe_load(_read("_config.yml"))
     style_name = config["sphinx"]["config"].get("bibtex_default_style", "alpha")
-    assert "course_utils.bibstyle" in config["sphinx"]["extra_extensions"]
+    assert "course_site.bibstyle" in config["sphinx"]["local_extensions"]  # _ext/
     data = parse_file(str(REPO / "references.bib"))
     style = find_plugin("pybtex.style.formatting", style_name)()
     keys = [entry.key for entry in style.format_bibliography(data).entries]

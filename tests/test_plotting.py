@@ -378,3 +378,57 @@ def test_the_palette_lives_in_plotting_only() -> None:
     assert "OKABE_ITO" in plotting.__all__ and not hasattr(data, "OKABE_ITO")
     assert len(plotting.OKABE_ITO) == 7
     assert all(0 <= c <= 1 for rgb in plotting.OKABE_ITO.values() for c in rgb)
+
+
+# --- text sizes: every figure records its smallest text (the book's browser test reads it) ---
+
+
+def test_smallest_text_px_counts_every_visible_text() -> None:
+    import matplotlib.pyplot as plt
+
+    from course_utils.plotting import SMALL_FONT_PT, smallest_text_px
+
+    fig, ax = plt.subplots(dpi=100)
+    ax.plot([0, 1], [0, 1], label="line")
+    ax.legend(fontsize=7)
+    assert smallest_text_px(fig) == round(7 * 100 / 72, 2)  # the legend, 9.72 px
+    ax.get_legend().set_visible(False)
+    assert smallest_text_px(fig) == round(10 * 100 / 72, 2)  # then the 10 pt tick labels
+    ax.tick_params(labelsize=SMALL_FONT_PT)
+    assert smallest_text_px(fig) == round(SMALL_FONT_PT * 100 / 72, 2)
+    plt.close(fig)
+
+
+def test_the_size_rules_give_11_px_text_in_the_book_column() -> None:
+    from course_utils.plotting import COLUMN_WIDTH_IN, FIGURE_DPI, MIN_TEXT_PX, SMALL_FONT_PT
+
+    assert SMALL_FONT_PT * FIGURE_DPI / 72 >= MIN_TEXT_PX  # unshrunk, the smallest font is legible
+    # 672 px: the widest image the content column shows unshrunk at 1280 px (measured in Chromium)
+    assert COLUMN_WIDTH_IN * FIGURE_DPI <= 672
+
+
+def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path) -> None:
+    """In a real kernel, as the chapters run: `%matplotlib inline`, then `import course_utils`."""
+    import base64
+    import io
+
+    import nbformat
+    from nbclient import NotebookClient
+    from PIL import Image
+
+    from course_utils.plotting import TEXT_SIZE_KEY
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "%matplotlib inline\nimport matplotlib.pyplot as plt\nimport course_utils"
+        ),
+        nbformat.v4.new_code_cell(
+            "fig, ax = plt.subplots(figsize=(3, 2))\nax.set_title('t', fontsize=9)\n"
+            "ax.plot([0, 1], label='a')\nax.legend(fontsize=7.2)\nplt.show()"
+        ),
+    ]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    (png,) = [o["data"]["image/png"] for o in nb.cells[1].outputs if "image/png" in o["data"]]
+    image = Image.open(io.BytesIO(base64.b64decode(png)))
+    assert image.text[TEXT_SIZE_KEY] == "10.00"  # 7.2 pt at 100 dpi

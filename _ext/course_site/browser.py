@@ -320,3 +320,117 @@ def run_axe(page: Any, rules: list[str] | None = None) -> list[dict[str, Any]]:
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.add_script_tag(content=AXE_JS.read_text(encoding="utf-8"))
     return page.evaluate(AXE_RUN_JS, rules)
+
+
+#: Every figure a notebook cell drew (an image in a cell's output) as the page shows it: its
+#: address, natural width (PNG pixels) and shown width (CSS pixels).
+FIGURES_JS = """
+() => Array.from(document.querySelectorAll('.cell_output img, .output img')).filter(
+  (i) => i.getClientRects().length > 0).map((i) => ({
+    src: i.currentSrc || i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width,
+    alt: (i.getAttribute('alt') || '').slice(0, 60)}))
+"""
+
+
+def png_text_size_px(path: Path) -> float | None:
+    """The smallest text a figure's PNG records (``course_utils.plotting.TEXT_SIZE_KEY``), in PNG
+    pixels; ``None`` if the PNG records none (drawn before the package recorded it)."""
+    from PIL import Image
+
+    from course_utils.plotting import TEXT_SIZE_KEY
+
+    with Image.open(path) as image:
+        value = getattr(image, "text", {}).get(TEXT_SIZE_KEY)
+    if value is None or value == "none":
+        return None
+    return float(value)
+
+
+def figure_text_sizes(page: Any, site_root: Path, site_url: str) -> list[dict[str, Any]]:
+    """Each figure of the open page with the size of its smallest text as shown, in CSS px.
+
+    Shown size = (smallest text in the PNG, in PNG px, recorded by ``course_utils.plotting``) x
+    (shown width / natural width): the browser draws the PNG scaled by that ratio.
+    """
+    out = []
+    for fig in page.evaluate(FIGURES_JS):
+        src = str(fig["src"])
+        rel = src[len(site_url) :] if src.startswith(site_url) else None
+        path = site_root / rel.split("?", 1)[0] if rel else None
+        png_px = png_text_size_px(path) if path is not None and path.is_file() else None
+        scale = fig["shown"] / fig["natural"] if fig["natural"] else 0.0
+        out.append(
+            {
+                **fig,
+                "file": path.name if path is not None else src,
+                "png_px": png_px,
+                "scale": round(scale, 3),
+                "shown_px": None if png_px is None else round(png_px * scale, 2),
+            }
+        )
+    return out
+
+
+#: Walk the page with the Tab key from the top of the article; for each course widget, at which
+#: Tab press its first control gets the focus, and how many links and buttons (the tab stops a
+#: reader expects) stand in the article before that control. The caller presses the keys.
+TAB_START_JS = """
+() => {
+  const article = document.querySelector('article') || document.querySelector('main');
+  const start = document.createElement('span');
+  start.id = 'cu-tab-start';
+  start.tabIndex = -1;
+  article.prepend(start);
+  start.focus();
+  const shown = (e) => e.getClientRects().length > 0;
+  const expected = 'a[href], button, summary, input, select, textarea';
+  const before = (a, b) => Boolean(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
+  const stops = Array.from(article.querySelectorAll(expected)).filter(shown);
+  return Array.from(document.querySelectorAll('.cu-widget')).map((w, i) => {
+    const first = Array.from(w.querySelectorAll('input, select, button, textarea')).find(shown);
+    if (!first) return {widget: i, cls: w.className, first: null, links_before: null};
+    first.dataset.cuTabTarget = String(i);
+    return {widget: i, cls: Array.from(w.classList).find((c) => c !== 'cu-widget') || '',
+            first: first.tagName.toLowerCase(),
+            links_before: stops.filter(
+              (s) => s !== first && before(s, first) && !w.contains(s)).length};
+  });
+}
+"""
+
+#: What has the focus now: a widget's first control (its index), and whether it is a formula.
+TAB_FOCUS_JS = """
+() => {
+  const e = document.activeElement;
+  if (!e || e === document.body) return {target: null, formula: false, tag: null};
+  return {target: e.dataset ? (e.dataset.cuTabTarget ?? null) : null,
+          formula: Boolean(e.closest('mjx-container')), tag: e.tagName.toLowerCase()};
+}
+"""
+
+
+def tab_stops_to_widgets(page: Any, most: int = 600) -> list[dict[str, Any]]:
+    """Press Tab from the top of the article until every widget's first control had the focus.
+
+    Returns one row a widget: ``tabs`` (the Tab press that reached its first control, ``None`` if
+    ``most`` presses did not), ``links_before`` (links/buttons/form controls in the article before
+    it) and ``formulas`` (tab stops on formulas met on the way).
+    """
+    widgets = page.evaluate(TAB_START_JS)
+    waiting = {str(w["widget"]) for w in widgets if w["first"]}
+    reached: dict[str, tuple[int, int]] = {}
+    formulas = 0
+    for n in range(1, most + 1):
+        if not waiting:
+            break
+        page.keyboard.press("Tab")
+        focus = page.evaluate(TAB_FOCUS_JS)
+        formulas += bool(focus["formula"])
+        target = focus["target"]
+        if target in waiting:
+            reached[target] = (n, formulas)
+            waiting.discard(target)
+    for w in widgets:
+        n, f = reached.get(str(w["widget"]), (None, formulas))
+        w["tabs"], w["formulas"] = n, f
+    return widgets

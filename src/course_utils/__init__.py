@@ -6,7 +6,12 @@ Heavy dependencies (torch, the pretrained model) are imported only by the module
 
 from .attention import attention_scores, scaled_dot_product_attention
 from .masks import causal_mask
+from .plotting import install_figure_format
 from .softmax import softmax
+
+# In a notebook, figures are shown with their smallest text recorded in the PNG (the book's browser
+# test checks it is >= 11 px as shown); outside IPython this does nothing.
+install_figure_format()
 
 __all__ = ["attention_scores", "causal_mask", "scaled_dot_product_attention", "softmax"]
 __version__ = "0.1.0"

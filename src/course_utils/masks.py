@@ -11,7 +11,23 @@ from numpy.typing import NDArray
 
 from ._validation import check_int
 
-__all__ = ["causal_mask", "key_padding_mask"]
+__all__ = ["causal_mask", "diagonal_offset", "key_padding_mask"]
+
+
+def diagonal_offset(t_q: int, t_k: int, align: str) -> int:
+    """Where query ``i`` stands among ``t_k`` keys, minus ``i``: ``0`` for ``"top_left"``, and
+    ``t_k - t_q`` for ``"bottom_right"`` (the last query at the last key, as with a KV cache).
+
+    One home for the alignment that :func:`causal_mask` and ``positions.alibi_bias`` share.
+
+    >>> diagonal_offset(2, 5, "bottom_right"), diagonal_offset(2, 5, "top_left")
+    (3, 0)
+    """
+    if align == "top_left":
+        return 0
+    if align == "bottom_right":
+        return t_k - t_q
+    raise ValueError(f"align must be 'top_left' or 'bottom_right'; got {align!r}")
 
 
 def causal_mask(
@@ -43,12 +59,7 @@ def causal_mask(
     """
     t_q = check_int(t_q, "t_q", low=1)
     t_k = t_q if t_k is None else check_int(t_k, "t_k", low=1)
-    if align == "top_left":
-        offset = 0
-    elif align == "bottom_right":
-        offset = t_k - t_q
-    else:
-        raise ValueError(f"align must be 'top_left' or 'bottom_right'; got {align!r}")
+    offset = diagonal_offset(t_q, t_k, align)
     query_pos = np.arange(t_q)[:, None]  # (t_q, 1)
     key_pos = np.arange(t_k)[None, :]  # (1, t_k)
     return key_pos <= query_pos + offset  # (t_q, t_k)

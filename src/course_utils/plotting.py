@@ -43,21 +43,33 @@ plotting line with ``;`` (or call ``plt.show()``) so the cell does not also prin
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from matplotlib.axes import Axes
 
 from ._validation import as_float_array, shape_str
 from .fonts import cjk_font_family
 
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not by `import course_utils`
+    from matplotlib.axes import Axes
+
 __all__ = [
+    "COLUMN_WIDTH_IN",
+    "FIGURE_DPI",
+    "MIN_TEXT_PX",
     "OKABE_ITO",
+    "SMALL_FONT_PT",
+    "TEXT_SIZE_KEY",
+    "column_figsize",
     "describe_attention",
+    "figure_png",
+    "install_figure_format",
     "plot_attention",
     "plot_query_and_keys",
     "plot_vectors",
+    "smallest_text_px",
     "token_font_kwargs",
 ]
 
@@ -71,6 +83,139 @@ OKABE_ITO: dict[str, tuple[float, float, float]] = {
     "vermillion": (0.835, 0.369, 0.0),
     "reddish purple": (0.8, 0.475, 0.655),
 }
+
+
+# ---- Figure and text sizes: every figure's smallest text is >= 11 px in the book at 100% zoom ----
+#
+# The book shows a figure at its natural size (one PNG pixel per CSS pixel) up to the width of the
+# content column, and shrinks a wider one to the column. On a 1280 px desktop the column holds
+# images up to 672 px (measured in Chromium on the built site), i.e. 6.72 inches at the figures'
+# 100 dpi. A text of ``s`` points is ``s * dpi / 72`` px in the PNG and is shown at that size times
+# (shown width / natural width). So a figure at most COLUMN_WIDTH_IN wide, with no text under
+# SMALL_FONT_PT, has no text under MIN_TEXT_PX; ``tests/browser/test_site_audit.py`` measures it.
+
+#: Smallest text of a figure, in CSS px as the book shows it on a desktop at 100% zoom.
+MIN_TEXT_PX = 11.0
+#: Resolution of the course's figures (matplotlib's default, which the notebooks keep).
+FIGURE_DPI = 100
+#: Width of a figure in inches: the column (672 px at FIGURE_DPI) less room for the tight crop,
+#: which may grow a figure by labels that stick out (a legend below the axes).
+COLUMN_WIDTH_IN = 6.5
+#: Smallest font size (points) for any text in a figure: 8 pt is 11.1 px at 100 dpi.
+SMALL_FONT_PT = 8.0
+#: The PNG text chunk in which :func:`figure_png` records the figure's smallest text (PNG px).
+TEXT_SIZE_KEY = "course_utils smallest text px"
+
+
+def column_figsize(height: float, width: float = COLUMN_WIDTH_IN) -> tuple[float, float]:
+    """A ``figsize`` no wider than the book's column, so the book shows the figure unshrunk.
+
+    >>> column_figsize(3.0)
+    (6.5, 3.0)
+    >>> column_figsize(3.0, width=9)
+    Traceback (most recent call last):
+    ...
+    ValueError: width is 9 inches, expected at most COLUMN_WIDTH_IN = 6.5 (the book's column)
+    """
+    if not 0 < width <= COLUMN_WIDTH_IN:
+        raise ValueError(
+            f"width is {width} inches, expected at most COLUMN_WIDTH_IN = {COLUMN_WIDTH_IN} "
+            "(the book's column)"
+        )
+    if not height > 0:
+        raise ValueError(f"height is {height} inches, expected a positive number")
+    return (float(width), float(height))
+
+
+def smallest_text_px(fig: Any) -> float | None:
+    """The smallest visible text of figure ``fig``, in pixels of its PNG (font size x dpi / 72).
+
+    Every visible, non-empty text counts: titles, axis labels, tick labels, legends, annotations.
+    ``None`` if the figure has no text. Sub- and superscripts of mathtext (``$2^{10}$``) are drawn
+    smaller than their text's font size; they count at that font size.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(dpi=100)
+    >>> _ = ax.set_title("title", fontsize=12)
+    >>> _ = ax.text(0.5, 0.5, "small", fontsize=7.2)
+    >>> smallest_text_px(fig)
+    10.0
+    >>> plt.close(fig)
+    """
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # lays out the ticks, legends and labels as they will be drawn
+    sizes: list[float] = []
+
+    def walk(artist: Any) -> None:  # a hidden artist hides its children (a legend, an Axes)
+        if not artist.get_visible():
+            return
+        if isinstance(artist, Text) and artist.get_text().strip():
+            sizes.append(float(artist.get_fontsize()) * fig.dpi / 72.0)
+        for child in artist.get_children():
+            walk(child)
+
+    walk(fig)
+    return round(min(sizes), 2) if sizes else None
+
+
+def figure_png(fig: Any) -> bytes | None:
+    """The PNG of ``fig`` as the notebook shows it, its smallest text recorded in the PNG.
+
+    Same rendering as IPython's inline backend (``bbox_inches="tight"``, the figure's dpi and
+    colours), plus a text chunk ``TEXT_SIZE_KEY`` with :func:`smallest_text_px`; the book's browser
+    test reads it to compute the text size as shown. ``None`` for an empty figure (as IPython).
+
+    >>> import io
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from PIL import Image
+    >>> fig, ax = plt.subplots(figsize=(2, 2), dpi=100)
+    >>> _ = ax.set_xlabel("x", fontsize=9)
+    >>> Image.open(io.BytesIO(figure_png(fig))).text[TEXT_SIZE_KEY]  # tick labels are 10 pt
+    '12.50'
+    >>> plt.close(fig)
+    """
+    from IPython.core.pylabtools import print_figure
+
+    if not fig.axes and not fig.lines:
+        return None
+    smallest = smallest_text_px(fig)
+    metadata = {TEXT_SIZE_KEY: "none" if smallest is None else f"{smallest:.2f}"}
+    return print_figure(fig, fmt="png", bbox_inches="tight", metadata=metadata)
+
+
+def _figure_png_base64(fig: Any) -> str | None:
+    import base64
+
+    data = figure_png(fig)
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def install_figure_format(shell: Any = None) -> bool:
+    """Show matplotlib figures in IPython through :func:`figure_png` (records the smallest text).
+
+    ``import course_utils`` calls it; it does nothing outside IPython and returns whether it
+    installed the formatter. It replaces IPython's own PNG formatter for figures (same pixels), so
+    ``%matplotlib inline`` must come before the first ``course_utils`` import, as in the chapters.
+
+    >>> install_figure_format()  # not in IPython here
+    False
+    """
+    if shell is None:
+        ipython = sys.modules.get("IPython")  # not imported: not in IPython (and no import cost)
+        shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return False
+    formatter = shell.display_formatter.formatters["image/png"]
+    if "matplotlib.figure" in sys.modules:  # a formatter registered by type wins over one by name
+        formatter.for_type(sys.modules["matplotlib.figure"].Figure, _figure_png_base64)
+    else:
+        formatter.for_type_by_name("matplotlib.figure", "Figure", _figure_png_base64)
+    return True
 
 
 _ARROW_COLORS = [OKABE_ITO[n] for n in ("blue", "vermillion", "bluish green", "reddish purple")] + [
@@ -174,7 +319,7 @@ def plot_attention(
                     f"{w[i, j]:.{decimals}f}",
                     ha="center",
                     va="center",
-                    fontsize=8,
+                    fontsize=SMALL_FONT_PT,
                     color="black" if luminance > 0.5 else "white",
                 )
     if colorbar:

@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from torch import Tensor
 
 from ._validation import check_positive_finite, shape_str
+from .masks import diagonal_offset
 
 __all__ = [
     "alibi_bias",
@@ -358,12 +359,7 @@ def alibi_bias(
     slopes = alibi_slopes(n_heads)  # (n_heads,)
     t_q = _check_int(t_q, "t_q")
     t_k = t_q if t_k is None else _check_int(t_k, "t_k")
-    if align == "top_left":
-        offset = 0
-    elif align == "bottom_right":
-        offset = t_k - t_q
-    else:
-        raise ValueError(f"align must be 'top_left' or 'bottom_right'; got {align!r}")
+    offset = diagonal_offset(t_q, t_k, align)
     query_pos = torch.arange(t_q, dtype=torch.float64)[:, None] + offset  # (t_q, 1)
     key_pos = torch.arange(t_k, dtype=torch.float64)[None, :]  # (1, t_k)
     distance = (query_pos - key_pos).abs()  # (t_q, t_k)

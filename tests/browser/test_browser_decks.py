@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from course_kit.notebooks import is_placeholder, read_notebook
 from course_site.browser import AT_END_JS, DRAWING_JS, block_outside, press_key_for
-from course_utils.classroom.notebooks import is_placeholder, read_notebook
 from tests.browser.test_browser_site import PageRecord
 
 pytestmark = pytest.mark.browser

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.classroom.notebooks import headings, is_widget, read_notebook
-from course_utils.classroom.pdf import PDF_NAME, english_part, top_of_page
+from course_kit.notebooks import headings, is_widget, read_notebook
+from course_kit.pdf import PDF_NAME, english_part, top_of_page
 
 pytestmark = pytest.mark.browser
 

@@ -8,7 +8,13 @@ grows), then, on that page:
   theme to dark mode;
 * at 390 px wide (a phone) the page does not scroll sideways;
 * on a 1280x720 projector at 150% zoom (a CSS viewport of 853x480) every course widget fits on one
-  screen.
+  screen;
+* on a 1280 px desktop at 100% zoom no figure has text under 11 px as shown: the smallest text of
+  each figure, in PNG pixels, is recorded in its PNG by ``course_utils.plotting`` (font size x
+  dpi / 72), and the browser shows the PNG scaled by (shown width / natural width);
+* from the top of the article, Tab reaches each widget's first control in at most as many presses
+  as there are links and buttons before it, plus a handful (``TAB_SLACK``); formulas are no tab
+  stops.
 
 The numbers behind these goals (before/after a change): ``python benchmarks/site_audit.py``.
 """
@@ -25,11 +31,14 @@ from course_site.browser import (
     WIDGET_SIZES_JS,
     WIDTH_JS,
     block_outside,
+    figure_text_sizes,
     mode_init_script,
     run_axe,
     site_dir,
     site_pages,
+    tab_stops_to_widgets,
 )
+from course_utils.plotting import MIN_TEXT_PX
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +52,9 @@ PAGES = [
 PHONE_WIDTH = 390
 PROJECTOR_150 = (853, 480)  # 1280x720 at 150% zoom, in CSS pixels
 BLOCKING = ("critical", "serious")
+DESKTOP = 1280
+#: Tab presses a widget may take beyond the links and buttons before it ("a handful").
+TAB_SLACK = 5
 
 
 #: Known gaps, excused by page and by the start of the problem's text, each with its reason. The
@@ -84,6 +96,39 @@ SWITCH_THEME_JS = """(mode) => {
 }"""
 
 
+def _figure_problems(page: Any, site_root: Path, site_url: str) -> list[str]:
+    problems = []
+    for fig in figure_text_sizes(page, site_root, site_url):
+        if fig["shown_px"] is None:
+            problems.append(
+                f"figure {fig['file']}: its PNG records no text size (re-execute the chapter: "
+                "course_utils.plotting records it)"
+            )
+        elif fig["shown_px"] < MIN_TEXT_PX:
+            problems.append(
+                f"figure {fig['file']}: smallest text {fig['shown_px']} px as shown at "
+                f"{DESKTOP} px ({fig['png_px']} px in the PNG x {fig['scale']}), under "
+                f"{MIN_TEXT_PX} px ({fig['alt']!r})"
+            )
+    return problems
+
+
+def _tab_problems(page: Any) -> list[str]:
+    problems = []
+    for w in tab_stops_to_widgets(page):
+        if w["first"] is None:
+            continue
+        if w["tabs"] is None:
+            problems.append(f"keyboard: Tab never reaches the first control of {w['cls']}")
+        elif w["tabs"] > w["links_before"] + TAB_SLACK or w["formulas"]:
+            problems.append(
+                f"keyboard: {w['cls']}'s first control is Tab stop {w['tabs']}, with "
+                f"{w['links_before']} links/buttons before it (at most +{TAB_SLACK}); "
+                f"{w['formulas']} formula(s) on the way"
+            )
+    return problems
+
+
 def _violations(page: Any, mode: str, rules: list[str] | None = None) -> list[str]:
     return [
         f"{mode}: axe {v['impact']} {v['id']} ({v['nodes']} node(s), e.g. {v['targets'][:2]})"
@@ -93,10 +138,12 @@ def _violations(page: Any, mode: str, rules: list[str] | None = None) -> list[st
 
 
 @pytest.mark.parametrize("rel", PAGES or ["<no site>"])
-def test_page_audit(rel: str, site_url: str, browser: Any, artifacts: Path) -> None:
+def test_page_audit(
+    rel: str, site_root: Path, site_url: str, browser: Any, artifacts: Path
+) -> None:
     if rel == "<no site>":
         pytest.fail(f"no HTML pages under {_SITE}")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": DESKTOP, "height": 900})
     block_outside(context, (site_url,), [])
     context.add_init_script(mode_init_script("light"))
     page = context.new_page()
@@ -112,6 +159,9 @@ def test_page_audit(rel: str, site_url: str, browser: Any, artifacts: Path) -> N
         page.evaluate(SWITCH_THEME_JS, "dark")
         problems += _violations(page, "dark", COLOUR_RULES)
         page.evaluate(SWITCH_THEME_JS, "light")
+
+        problems += _figure_problems(page, site_root, site_url)
+        problems += _tab_problems(page)
 
         page.set_viewport_size({"width": PHONE_WIDTH, "height": 844})
         page.wait_for_timeout(100)

@@ -16,7 +16,7 @@ MyST syntax that nbconvert does not know is rewritten for the deck: ``{term}`X (
 ``<details>``.
 
 Speaker notes (press ``s`` in a deck) come from the chapter's lesson plan,
-``instructor/NN_<stem>.md`` (see :mod:`course_utils.classroom.lesson_plan`).
+``instructor/NN_<stem>.md`` (see :mod:`course_kit.lesson_plan`).
 
 The widget runtime of the decks is :func:`widget_runtime`: one place to change.
 """
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils.classroom import lesson_plan
-from course_utils.classroom.notebooks import (
+from course_kit import lesson_plan
+from course_kit.notebooks import (
     Notebook,
     headings,
     is_solution,

@@ -10,7 +10,7 @@
 
 Everything is derived from ``chapters/*.ipynb`` at build time, so a new chapter that follows the
 chapter standard gets its deck, learner copy and PDF pages with no extra step.
-Command line: ``python -m course_utils.classroom {slides,pdf} --site _build/html``.
+Command line: ``python -m course_kit {slides,pdf} --site _build/html``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_utils.classroom.notebooks import learner_copy, read_notebook, write_notebook
+from course_kit.notebooks import learner_copy, read_notebook, write_notebook
 
 LEARNER_DIR = "learner"
 SLIDES_DIR = "slides"
@@ -69,7 +69,7 @@ def build_learner_copies(repo: Path, site: Path, chapters: list[Path]) -> tuple[
 
 def build_kit(repo: Path, site: Path, *, title: str = "Attention, step by step") -> KitReport:
     """Learner copies, zip, decks and the slides index, into the built site ``site``."""
-    from course_utils.classroom.slides import LAB_CSS, build_deck, index_page, lab_css
+    from course_kit.slides import LAB_CSS, build_deck, index_page, lab_css
 
     chapters = chapter_notebooks(repo)
     report = KitReport()

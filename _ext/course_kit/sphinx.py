@@ -5,7 +5,7 @@
   its learner copy (a download); on the welcome page, links to the slides index and the zip of all
   learner copies;
 * ``build-finished``: builds the decks, learner copies and zip into the site
-  (:func:`course_utils.classroom.build_kit`), so ``jupyter-book build`` (``make book``) makes them.
+  (:func:`course_kit.build_kit`), so ``jupyter-book build`` (``make book``) makes them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from course_utils.classroom import LEARNER_DIR, SLIDES_DIR, ZIP_NAME, build_kit, learner_name
+from course_kit import LEARNER_DIR, SLIDES_DIR, ZIP_NAME, build_kit, learner_name
 
 STATIC = Path(__file__).parent / "static"
 

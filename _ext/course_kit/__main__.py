@@ -1,4 +1,4 @@
-"""``python -m course_utils.classroom slides|pdf [--site _build/html] [--out _build/pdf]``."""
+"""``python -m course_kit slides|pdf [--site _build/html] [--out _build/pdf]``."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ REPO = Path.cwd()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_utils.classroom")
+    parser = argparse.ArgumentParser(prog="python -m course_kit")
     parser.add_argument("what", choices=["slides", "pdf"])
     parser.add_argument("--site", type=Path, default=REPO / "_build" / "html")
     parser.add_argument("--out", type=Path, default=REPO / "_build" / "pdf")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.what == "slides":
-        from course_utils.classroom import build_kit
+        from course_kit import build_kit
 
         if not (args.site / "_static").is_dir():
             print(
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"{len(report.learner)} learner copies and {report.zip_path}")
     else:
-        from course_utils.classroom.pdf import build_pdf
+        from course_kit.pdf import build_pdf
 
         pdf = build_pdf(REPO, args.site, args.out)
         print(f"{pdf}: {pdf.stat().st_size / 1e6:.1f} MB")
