@@ -31,11 +31,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_ext"))  # course_site
 from course_site.browser import (
+    AT_END_JS,
     STARTUP_JS,
     XSS_PAGE,
     block_outside,
     launch,
     mode_init_script,
+    press_key_for,
     serve,
     site_dir,
     site_pages,
@@ -146,11 +148,14 @@ def measure_page(browser: Any, base: str, rel: str, presses: int) -> dict[str, A
     )
     for control_id, tag, cls in controls:
         page.focus(f"#{control_id}")
-        keys = ("ArrowDown", "ArrowUp") if tag == "select" else ("ArrowRight", "ArrowLeft")
+        # Forward then back, or back then forward for a control that starts at its end (the
+        # forward key would not move it, and nothing would be redrawn).
+        at_end = page.evaluate(AT_END_JS, control_id)
+        keys = (press_key_for(tag, at_end), press_key_for(tag, not at_end))
         page.evaluate("() => { window.__lat = []; }")
         for i in range(presses):
             page.keyboard.press(keys[i % 2])
-            page.wait_for_function(f"() => window.__lat.length >= {i + 1}", timeout=5_000)
+            page.wait_for_function(f"() => window.__lat.length >= {i + 1}", timeout=15_000)
         lat = page.evaluate("() => window.__lat")
         result["controls"].append(
             {

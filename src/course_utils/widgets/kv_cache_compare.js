@@ -31,28 +31,37 @@ function render({ model, el }) {
   const sRope = mk("MLA RoPE width d_h^R", "rope_index", "ropes", (v) => String(v));
   const sCtx = mk("Context length", "context_index", "contexts", fmtCtx);
 
-  const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img" }, stage);
+  // Bars and the table of numbers side by side (they stack on a narrow card); the papers' notes in
+  // a second table below, as wide as the card, so the widget fits on a projector and a phone.
+  const row = CU.html("div", { class: "cu-row" }, stage);
+  const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-kvcache-bars" }, row);
   const svgTitle = CU.svg("title", {}, svg);
   const axisNote = CU.svg("text", { x: 60, y: 12, class: "cu-kvcache-label" }, svg);
   CU.setText(axisNote, "numbers cached per token per layer (log scale)");
   const bars = CU.svg("g", {}, svg);
-  const table = CU.html("table", { class: "cu-kvcache-table" }, stage);
+  const table = CU.html("table", { class: "cu-kvcache-table" }, row);
   const head = CU.html("tr", {}, CU.html("thead", {}, table));
-  const heads = ["design", "numbers / token / layer", "bytes / token (all layers)",
-    "total cache (GiB)", "quality note"];
+  const heads = ["design", "numbers / token / layer", "bytes / token (all layers)", "total cache (GiB)"];
   for (const h of heads) {
     CU.html("th", { scope: "col" }, head, h);
   }
   const body = CU.html("tbody", {}, table);
-  const cells = KINDS.map((k, m) => {
+  const cells = KINDS.map((k) => {
     const tr = CU.html("tr", {}, body);
     CU.html("th", { scope: "row" }, tr, k);
     return [
       CU.html("td", { class: "cu-num" }, tr),
       CU.html("td", { class: "cu-num" }, tr),
       CU.html("td", { class: "cu-num" }, tr),
-      CU.html("td", { class: "cu-kvcache-note" }, tr, model.get("notes")[m]),
     ];
+  });
+  const notes = CU.html("table", { class: "cu-kvcache-table cu-kvcache-notes" }, stage);
+  CU.html("caption", { class: "cu-sr-only" }, notes, "quality note");
+  const notesBody = CU.html("tbody", {}, notes);
+  KINDS.forEach((k, m) => {
+    const tr = CU.html("tr", {}, notesBody);
+    CU.html("th", { scope: "row" }, tr, k);
+    CU.html("td", { class: "cu-kvcache-note" }, tr, model.get("notes")[m]);
   });
   const note = CU.html("p", { class: "cu-kvcache-caption", "aria-live": "polite" }, stage);
 

@@ -49,15 +49,17 @@ function render({ model, el }) {
 
   const layout = CU.html("div", { class: "cu-rope-layout" }, stage);
   const half = model.get("d") / 2;
-  const dialW = DIAL * Math.min(half, 4);
   const ROW = DIAL + 36; // a dial and its two lines of text
-  const dialH = ROW * Math.ceil(half / 4);
-  const dialSvg = CU.svg("svg", { viewBox: `0 0 ${dialW} ${dialH}`, width: dialW, height: dialH, role: "img" }, layout);
-  const dialTitle = CU.svg("title", {}, dialSvg);
+  // One small drawing per dial in a wrapping grid (CSS: 4 a row on a wide card, 2 on a phone), so
+  // the dials keep a readable size on every screen; the grid is one image for screen readers.
+  const dialBox = CU.html("div", { class: "cu-rope-dials", role: "img" }, layout);
+  dialBox.style.setProperty("--cu-rope-cols", String(Math.min(half, 4)));
+  dialBox.style.setProperty("--cu-rope-cols-narrow", String(Math.min(half, 2)));
   const dials = [];
   for (let i = 0; i < half; i++) {
-    const cx = DIAL / 2 + DIAL * (i % 4);
-    const cy = DIAL / 2 + 4 + ROW * Math.floor(i / 4);
+    const cx = DIAL / 2;
+    const cy = DIAL / 2 + 4;
+    const dialSvg = CU.svg("svg", { viewBox: `0 0 ${DIAL} ${ROW}`, "aria-hidden": "true" }, dialBox);
     const g = CU.svg("g", { class: "cu-rope-one" }, dialSvg);
     CU.svg("circle", { cx, cy, r: R + 4, class: "cu-rope-ring" }, g);
     CU.svg("line", { x1: cx - R - 4, y1: cy, x2: cx + R + 4, y2: cy, class: "cu-rope-axis" }, g);
@@ -71,7 +73,7 @@ function render({ model, el }) {
     dials.push({ cx, cy, k, kTip, q, qTip, label, share });
   }
 
-  const chart = CU.svg("svg", { viewBox: `0 0 ${CW} ${CH}`, width: CW, height: CH, role: "img" }, layout);
+  const chart = CU.svg("svg", { viewBox: `0 0 ${CW} ${CH}`, role: "img", class: "cu-rope-chart" }, layout);
   const chartTitle = CU.svg("title", {}, chart);
   const plotW = CW - PAD.l - PAD.r;
   const plotH = CH - PAD.t - PAD.b;
@@ -132,9 +134,9 @@ function render({ model, el }) {
     CU.setText(yLo, CU.fmt(lo, 1));
     CU.setText(xHi, String(nD - 1));
     const s = scores[dist];
-    dialTitle.textContent =
+    dialBox.setAttribute("aria-label",
       `${half} dials, one per frequency. Query (vermillion) at position ${p + dist}, key (blue) at ` +
-      `position ${p}; in every dial the angle between them is Δ·θ_i with Δ = ${dist}.`;
+      `position ${p}; in every dial the angle between them is Δ·θ_i with Δ = ${dist}.`);
     chartTitle.textContent =
       `Score against distance Δ for the key at p = ${p}: ${scores.map((v) => CU.fmt(v, 2)).join(", ")}.`;
     summary.textContent =

@@ -96,6 +96,7 @@ function render({ model, el }) {
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("width", width);
     svg.setAttribute("height", height);
+    svg.style.setProperty("--cu-tiling-ratio", String(width / height)); // CSS scales by it
 
     // Which score cells have been folded in so far (tiles 0..s).
     const done = new Uint8Array(T * T);
@@ -136,15 +137,16 @@ function render({ model, el }) {
         const seen = done[i * T + j] === 1;
         const rect = CU.svg("rect", {
           x: LEFT + j * CELL + 1, y: y + 1, width: CELL - 2, height: ROW - 2,
-          fill: masked ? "#d9d9d9" : CU.colour(tt),
+          fill: masked ? "none" : CU.colour(tt),
           "fill-opacity": masked || seen ? 1 : 0.25,
           "data-state": masked ? "masked" : seen ? "seen" : "unseen",
         }, body);
-        rect.setAttribute("class", "cu-tiling-cell");
-        const num = CU.svg("text", {
-          x: LEFT + (j + 0.5) * CELL, y: y + 17, "text-anchor": "middle", class: "cu-tiling-cellnum",
-          fill: masked || !seen ? "#333" : CU.inkOn(tt),
-        }, body);
+        rect.setAttribute("class", masked ? "cu-tiling-cell cu-tiling-masked" : "cu-tiling-cell");
+        // Masked and not-yet-seen cells take the theme's text colour (CSS); seen cells black or white.
+        const numAttrs = { x: LEFT + (j + 0.5) * CELL, y: y + 17, "text-anchor": "middle", class: "cu-tiling-cellnum" };
+        if (masked || !seen) numAttrs.class += " cu-tiling-dim";
+        else numAttrs.fill = CU.inkOn(tt);
+        const num = CU.svg("text", numAttrs, body);
         CU.setText(num, masked ? "−∞" : CU.fmt(x, 1));
       }
       // Running statistics and the output estimate of row i.
