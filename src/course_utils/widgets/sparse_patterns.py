@@ -39,7 +39,7 @@ from ..sparse import (
     sliding_window_mask,
     strided_mask,
 )
-from ._base import CourseWidget, check_index, pack_uint8, unpack_array
+from ._base import CourseWidget, Text, check_index, pack_uint8, unpack_array
 
 __all__ = ["PATTERNS", "SparsePatterns", "build_mask"]
 
@@ -106,8 +106,8 @@ class SparsePatterns(CourseWidget):
 
     _widget_file = "sparse_patterns"
 
-    pattern_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    param_labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    pattern_names = traitlets.List(Text()).tag(sync=True)
+    param_labels = traitlets.List(Text()).tag(sync=True)
     uses_extra = traitlets.List(traitlets.Bool()).tag(sync=True)
     t_values = traitlets.List(traitlets.Int()).tag(sync=True)
     param_values = traitlets.List(traitlets.Int()).tag(sync=True)
