@@ -17,7 +17,7 @@ creating a widget or calling a checker (``set_language(None)`` goes back to ``CO
 Two ways to translate
 ---------------------
 * :func:`t` looks up an English message with named fields and formats them:
-  ``t("Step {step}", step=3)``. New code uses it.
+  ``t("all {n} cases right", n=3)``. New code uses it.
 * :func:`translate` takes text that is *already formatted*, such as an f-string of a checker
   (``f"row {i} sums to {s:.3g}, expected 1"``), a widget title passed by a notebook cell, or a
   figure title set by ``ax.set_title`` in a cell. Catalogue keys may contain placeholders
@@ -182,7 +182,18 @@ def _templates(lang: Language) -> tuple[tuple[re.Pattern[str], list[str], str], 
 def _fill(value: str, fields: list[str], groups: tuple[str, ...]) -> str:
     # A field may itself be a known message ("row 2" in "row 2 sums to 1.37, expected 1"); it is
     # shorter than the text, so the recursion ends.
-    done = [translate(g) for g in groups]
+    # A field the translation shows in backticks is a code name (`dot`): kept as it is.
+    raw: set[int | str] = set()
+    auto = 0
+    for m in re.finditer(r"(`?)\{(\w*)\}(`?)", value):
+        ref: int | str = m.group(2) if m.group(2) else auto
+        if not m.group(2):
+            auto += 1
+        if isinstance(ref, str) and ref.isdigit():
+            ref = int(ref)
+        if m.group(1) and m.group(3):
+            raw.add(ref)
+    done = [g if i in raw else translate(g) for i, g in enumerate(groups)]
     named = {name: g for name, g in zip(fields, done, strict=True) if name}
     # "{} 之和" keeps a space after a code name ("w 之和") but not after Chinese ("第 2 行之和").
     return _CJK_SPACE.sub("", value.format(*done, **named))
@@ -219,11 +230,11 @@ def t(text: str, /, **fields: Any) -> str:
     """The message ``text`` in the current language, with its named ``fields`` formatted in.
 
     >>> set_language("en")
-    >>> t("Step {step}", step=3)
-    'Step 3'
+    >>> t("all {n} cases match kv_cache.max_batch", n=5)
+    'all 5 cases match kv_cache.max_batch'
     >>> set_language("zh")
-    >>> t("Step {step}", step=3)
-    '第 3 步'
+    >>> t("all {n} cases match kv_cache.max_batch", n=5)
+    '全部 5 个用例都与 kv_cache.max_batch 一致'
     >>> set_language(None)
     """
     lang = get_language()
@@ -325,6 +336,11 @@ ALLOWED_WORDS = frozenset(
         "False",
         "None",
         "Ellipsis",
+        "Mistral",
+        "ellipsis",
+        "function",
+        "object",
+        "numpy",
         "int",
         "float",
         "bool",
@@ -384,7 +400,7 @@ PAREN_TERMS = frozenset(
 )
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'’-]*")
-_CODE_NEIGHBOUR = set("@=()[]*/~<>+×·|^−.{}:%√")
+_CODE_NEIGHBOUR = set("@=()[]*/~<>+×·|^−{}%√")
 
 
 @functools.cache
@@ -421,8 +437,8 @@ def untranslated_english(text: str) -> list[str]:
     3. A word (letters, then letters, digits, ``_``, ``'`` or ``-``) is allowed when it is code or
        a name: it has a digit or ``_`` (``d_k``, ``float32``), it is one letter (a maths symbol),
        it has two or more capitals (``PyTorch``, ``GQA``, ``RoPE``, ``GiB``), it is in
-       :data:`ALLOWED_WORDS`, or it touches an operator or bracket (``weights @ V``,
-       ``np.tril(...)``, ``x.var``), ignoring spaces.
+       :data:`ALLOWED_WORDS`, it is an attribute (``np.tril``, ``x.var``), or it touches an
+       operator or bracket (``weights @ V``, ``softmax(...)``), ignoring spaces.
     4. Every other word is English that should be Chinese; neighbouring ones (separated only by
        spaces and ``, ; -``) form one run. The result lists the runs, in order.
 
@@ -432,8 +448,8 @@ def untranslated_english(text: str) -> list[str]:
     []
     >>> untranslated_english("第 2 步 not yet right：weights @ V")
     ['not yet right']
-    >>> untranslated_english("your function raised ZeroDivisionError: division by zero")
-    ['your function raised']
+    >>> untranslated_english("your code raised ZeroDivisionError: division by zero")
+    ['your code raised']
     """
     s = str(text)
     s = re.sub(r"`[^`]*`", " ", s)
@@ -456,9 +472,9 @@ def untranslated_english(text: str) -> list[str]:
             return True
         if word in ALLOWED_WORDS or word.lower() in ALLOWED_WORDS:
             return True
-        before = s[: m.start()].rstrip()
-        after = s[m.end() :].lstrip()
-        return (before[-1:] in _CODE_NEIGHBOUR) or (after[:1] in _CODE_NEIGHBOUR)
+        if s[m.start() - 1 : m.start()] == "." or re.match(r"\.[A-Za-z_(]", s[m.end() :]):
+            return True  # x.var, np.tril: attribute access, not the end of a sentence
+        return _near_code(s, m.start(), m.end())
 
     runs: list[str] = []
     current: list[re.Match[str]] = []
