@@ -468,6 +468,39 @@ def test_widget_text_traits_are_chinese(zh_widgets):
     assert not bad
 
 
+def test_widgets_of_the_pretrained_models_are_chinese(zh):
+    """Chapter 4's head explorer (MiniLM) and chapter 13's topic widget, as in the notebooks."""
+    from course_utils.heads.patterns import PATTERNS
+    from course_utils.topic_focus import make_split, real_sentences, train_classifier
+    from course_utils.widgets import HeadExplorer, TopicWordFocus
+
+    notes = {(0, 2): f"highest {PATTERNS[0]} score (0.93); highest {PATTERNS[1]} score (0.88)"}
+    explorer = HeadExplorer(
+        ["The cat sat on the mat.", "Snow, snow and more snow."],
+        layer=0,
+        head=2,
+        notes=notes,
+        title="all-MiniLM-L6-v2: one head's attention map",
+    )
+    result = train_classifier(make_split(n_train=300, n_test=60, seed=0), seed=0, steps=40)
+    focus = TopicWordFocus(
+        result,
+        [real_sentences()[i] for i in (0, 44)],
+        k_max=2,
+        option_index=1,
+        title="Which words does the decision rest on?",
+    )
+    assert explorer.head_notes["0-2"] == "前一个词元分数最高（0.93）; 后一个词元分数最高（0.88）"
+    values = {explorer: [*_text_values(explorer), *explorer.head_notes.values()]}
+    values[focus] = _text_values(focus)
+    for w in (explorer, focus):
+        for value in values[w]:
+            assert untranslated_english(value) == [], (type(w).__name__, value)
+        shipped = _messages_in_esm(w._esm)
+        own = (WIDGET_DIR / f"{w._widget_file}.js").read_text(encoding="utf-8")
+        assert set(js_messages(own)) <= set(shipped)
+
+
 def _messages_in_esm(esm: str) -> dict[str, str]:
     m = re.search(r"\nCU\.addMessages\((\{.*?\n\})\);\n", esm, flags=re.S)
     assert m, "the zh ES module has no CU.addMessages"

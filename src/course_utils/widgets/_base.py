@@ -49,11 +49,11 @@ from typing import Any, ClassVar
 
 import anywidget
 import numpy as np
-import traitlets
 from numpy.typing import NDArray
 
 from .._validation import as_float_array, check_int, shape_str
-from ..i18n import get_language, js_catalogue, normalise_language, translate
+from ..i18n import get_language, js_catalogue, normalise_language
+from ._text import Text, translate_parts
 
 __all__ = [
     "MAX_STATE_BYTES",
@@ -251,28 +251,6 @@ def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:
     TypeError: n_angles must be an int in [2, 121]; got float 3.0
     """
     return check_int(n, name, low=low, high=high)
-
-
-def translate_parts(text: str, sep: str = "; ") -> str:
-    """Translate each ``sep``-separated part of ``text`` (notes that join several messages).
-
-    >>> translate_parts("a; b")
-    'a; b'
-    """
-    return sep.join(translate(part) for part in text.split(sep))
-
-
-class Text(traitlets.Unicode):  # type: ignore[misc]
-    """A text trait a reader sees (a title, a caption, a label): stored in the current language.
-
-    Under ``"zh"`` the value is passed through :func:`course_utils.i18n.translate` when it is set,
-    so a title written in English in a notebook cell is Chinese in the zh edition; in English it
-    is a plain ``Unicode`` trait. Use ``traitlets.List(Text())`` for a list of labels. Learner data
-    (tokens, sentences) stays ``Unicode``: it is never translated.
-    """
-
-    def validate(self, obj: Any, value: Any) -> str:
-        return translate(super().validate(obj, value))
 
 
 class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]

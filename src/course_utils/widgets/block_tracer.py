@@ -30,15 +30,8 @@ import traitlets
 from numpy.typing import NDArray
 
 from ..transformer import TransformerBlock
-from ._base import (
-    CourseWidget,
-    Text,
-    check_index,
-    check_tokens,
-    check_vectors,
-    pack_array,
-    pack_uint8,
-)
+from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, pack_uint8
+from ._text import Text
 
 __all__ = ["POST_LN_LABELS", "STEPS", "BlockTracer"]
 

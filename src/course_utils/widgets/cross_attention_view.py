@@ -23,15 +23,8 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import (
-    CourseWidget,
-    Text,
-    check_index,
-    check_tokens,
-    check_vectors,
-    pack_array,
-    unpack_array,
-)
+from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, unpack_array
+from ._text import Text
 
 __all__ = ["CrossAttentionView"]
 

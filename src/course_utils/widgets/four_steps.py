@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 from .._validation import as_bool_array, shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..softmax import softmax
-from ._base import CourseWidget, Text, check_index, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
+from ._text import Text
 
 __all__ = ["STEP_NAMES", "FourSteps"]
 

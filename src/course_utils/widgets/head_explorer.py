@@ -29,7 +29,8 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget, check_index, pack_uint8, translate_parts
+from ._base import CourseWidget, check_index, pack_uint8
+from ._text import translate_parts
 
 __all__ = ["HeadExplorer"]
 

@@ -24,7 +24,8 @@ import traitlets
 
 from .._validation import check_int
 from ..gqa import head_groups
-from ._base import CourseWidget, Text, check_index
+from ._base import CourseWidget, check_index
+from ._text import Text
 
 __all__ = ["HeadGrouping"]
 

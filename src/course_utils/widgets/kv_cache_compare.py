@@ -31,7 +31,8 @@ from ..kv_cache import (
     values_per_token_mla,
     values_per_token_mqa,
 )
-from ._base import CourseWidget, Text, check_index, pack_array
+from ._base import CourseWidget, check_index, pack_array
+from ._text import Text
 
 __all__ = ["QUALITY_NOTES", "KVCacheCompare"]
 

@@ -39,7 +39,8 @@ from ..sparse import (
     sliding_window_mask,
     strided_mask,
 )
-from ._base import CourseWidget, Text, check_index, pack_uint8, unpack_array
+from ._base import CourseWidget, check_index, pack_uint8, unpack_array
+from ._text import Text
 
 __all__ = ["PATTERNS", "SparsePatterns", "build_mask"]
 
