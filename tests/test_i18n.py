@@ -638,7 +638,7 @@ def test_english_feedback_is_unchanged(en):
     assert fb.headline == "✗ dot product: not yet right"
     set_language("zh")
     fb = ch01.check_dot_product(lambda q, k: q * k)
-    assert fb.headline == "✗ 点积: 还不对"
+    assert fb.headline == "✗ 点积：还不对"
     assert str(fb).count("提示：") == len(fb.hints)
 
 

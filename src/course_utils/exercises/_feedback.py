@@ -69,7 +69,7 @@ class Feedback:
     @property
     def headline(self) -> str:
         verdict = t("correct") if self.passed else t("not yet right")
-        return f"{_PASS if self.passed else _FAIL} {self.title}: {verdict}"
+        return f"{_PASS if self.passed else _FAIL} {self.title}{t(': ')}{verdict}"
 
     def __str__(self) -> str:
         lines = [self.headline]
