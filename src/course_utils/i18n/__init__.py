@@ -337,6 +337,7 @@ ALLOWED_WORDS = frozenset(
         "None",
         "Ellipsis",
         "Mistral",
+        "Falcon",
         "ellipsis",
         "function",
         "object",

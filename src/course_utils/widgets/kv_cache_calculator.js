@@ -172,7 +172,7 @@ function render({ model, el }) {
       text += CU.t(" This context is beyond the trained one: the formula's number, not a claim about the model.");
     }
     note.textContent = text;
-    svgTitle.textContent = `${name}: ${fmtBytes(perToken)} per token; ${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens; ${batch} sequences fit in ${grids.memories_gib[iM]} GiB.`;
+    svgTitle.textContent = CU.t(`${name}: ${fmtBytes(perToken)} per token; ${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens; ${batch} sequences fit in ${grids.memories_gib[iM]} GiB.`);
 
     modelSel.set(m);
     for (const [key] of knobs) sliders[key].set(model.get(key));
