@@ -83,9 +83,29 @@ def _without(text: str, words: set[str]) -> str:
 def test_zh_widgets_show_no_english_on_a_static_page(browser, tmp_path: Path) -> None:
     from tests.test_i18n import _chapter_widgets
 
+    from course_utils.topic_focus import make_split, real_sentences, train_classifier
+    from course_utils.widgets import HeadExplorer, TopicWordFocus
+
     set_language("zh")
     try:
         widgets = _chapter_widgets()
+        widgets.append(
+            HeadExplorer(
+                ["The cat sat on the mat."],
+                notes={(0, 2): "highest previous score (0.93)"},
+                title="all-MiniLM-L6-v2: one head's attention map",
+            )
+        )
+        result = train_classifier(make_split(n_train=300, n_test=60, seed=0), seed=0, steps=40)
+        widgets.append(
+            TopicWordFocus(
+                result,
+                [real_sentences()[i] for i in (0, 44)],
+                k_max=2,
+                option_index=1,
+                title="Which words does the decision rest on?",
+            )
+        )
         page = embed_page_html(widgets, "zh widgets").replace('lang="en"', 'lang="zh-CN"')
     finally:
         set_language(None)
