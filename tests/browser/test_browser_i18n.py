@@ -81,10 +81,9 @@ def _without(text: str, words: set[str]) -> str:
 
 
 def test_zh_widgets_show_no_english_on_a_static_page(browser, tmp_path: Path) -> None:
-    from tests.test_i18n import _chapter_widgets
-
     from course_utils.topic_focus import make_split, real_sentences, train_classifier
     from course_utils.widgets import HeadExplorer, TopicWordFocus
+    from tests.test_i18n import _chapter_widgets
 
     set_language("zh")
     try:
