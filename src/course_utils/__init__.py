@@ -4,6 +4,7 @@ One implementation per concept; the notebooks import from here and never paste p
 Heavy dependencies (torch, the pretrained model) are imported only by the modules that need them.
 """
 
+from . import i18n
 from .attention import attention_scores, scaled_dot_product_attention
 from .masks import causal_mask
 from .plotting import install_figure_format
@@ -15,3 +16,6 @@ install_figure_format()
 
 __all__ = ["attention_scores", "causal_mask", "scaled_dot_product_attention", "softmax"]
 __version__ = "0.1.0"
+
+if i18n.get_language() == "zh":  # COURSE_LANG=zh: figures drawn in Chinese (course_utils.i18n)
+    i18n.install_matplotlib_hook()

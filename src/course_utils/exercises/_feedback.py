@@ -11,11 +11,17 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..i18n import get_language, t, translate
+
 __all__ = ["Feedback", "merge"]
 
 _PASS = "✓"
 _FAIL = "✗"
 _HINT = "hint:"  # plain text: emoji show as empty boxes where no emoji font is installed
+
+
+def _hint() -> str:
+    return t(_HINT)
 
 
 @dataclass(frozen=True)
@@ -52,19 +58,23 @@ class Feedback:
         object.__setattr__(self, "passed", bool(self.passed))
         object.__setattr__(self, "messages", tuple(str(m) for m in self.messages))
         object.__setattr__(self, "hints", tuple(str(h) for h in self.hints))
+        if get_language() != "en":  # feedback is stored in the reader's language
+            object.__setattr__(self, "title", translate(str(self.title)))
+            object.__setattr__(self, "messages", tuple(translate(m) for m in self.messages))
+            object.__setattr__(self, "hints", tuple(translate(h) for h in self.hints))
 
     def __bool__(self) -> bool:
         return self.passed
 
     @property
     def headline(self) -> str:
-        verdict = "correct" if self.passed else "not yet right"
-        return f"{_PASS if self.passed else _FAIL} {self.title}: {verdict}"
+        verdict = t("correct") if self.passed else t("not yet right")
+        return f"{_PASS if self.passed else _FAIL} {self.title}{t(': ')}{verdict}"
 
     def __str__(self) -> str:
         lines = [self.headline]
         lines += [f"  - {m}" for m in self.messages]
-        lines += [f"  {_HINT} {h}" for h in self.hints]
+        lines += [f"  {_hint()} {h}" for h in self.hints]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -76,7 +86,7 @@ class Feedback:
             "#1b7837" if self.passed else "#b2182b"
         )  # text also says pass/fail: not colour alone
         items = "".join(f"<li>{html.escape(m)}</li>" for m in self.messages)
-        items += "".join(f"<li>{_HINT} {html.escape(h)}</li>" for h in self.hints)
+        items += "".join(f"<li>{_hint()} {html.escape(h)}</li>" for h in self.hints)
         body = f"<ul>{items}</ul>" if items else ""
         return (
             f'<div class="course-feedback" role="status" '

@@ -96,7 +96,7 @@ def check_window_mask(window_mask: Callable[[int, int], Any]) -> Feedback:
             ),
         ]
         answer = _numpy(result)
-        fb = check_array(title, np.asarray(answer), expected, mistakes=mistakes)
+        fb = check_array(title, answer, expected, mistakes=mistakes)  # a ragged list: feedback
         if not fb:
             return _fail(title, described, fb)
         if np.asarray(answer).dtype != np.bool_:

@@ -49,20 +49,23 @@ from typing import Any, ClassVar
 
 import anywidget
 import numpy as np
-import traitlets
 from numpy.typing import NDArray
 
 from .._validation import as_float_array, check_int, shape_str
+from ..i18n import get_language, js_catalogue, normalise_language
+from ._text import Text, translate_parts
 
 __all__ = [
     "MAX_STATE_BYTES",
     "CourseWidget",
+    "Text",
     "check_grid_size",
     "check_index",
     "check_tokens",
     "check_vectors",
     "pack_array",
     "pack_uint8",
+    "translate_parts",
     "unpack_array",
     "widget_css",
     "widget_esm",
@@ -75,10 +78,18 @@ MAX_STATE_BYTES = 50_000
 MAX_TOKEN_CHARS = 40
 
 
-def widget_esm(stem: str) -> str:
-    """The ES module text of widget ``stem``: the shared prelude followed by ``<stem>.js``."""
+def widget_esm(stem: str, lang: str = "en") -> str:
+    """The ES module text of widget ``stem``: the shared prelude followed by ``<stem>.js``.
+
+    For ``lang="zh"`` the Chinese of the messages the widget's code passes to ``CU.t`` is added
+    between the two (``CU.addMessages({...});``); the English module is unchanged.
+    """
     shared = (HERE / "_shared.js").read_text(encoding="utf-8")
     own = (HERE / f"{stem}.js").read_text(encoding="utf-8")
+    messages = js_catalogue(shared + own, normalise_language(lang))
+    if messages:
+        table = json.dumps(messages, ensure_ascii=False, sort_keys=True, indent=0)
+        shared = f"{shared}\nCU.addMessages({table});"
     return f"{shared}\n// ---- {stem}.js ----\n{own}"
 
 
@@ -255,9 +266,17 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     _widget_file: ClassVar[str] = ""
 
     #: Shown above the drawing (as text). Empty: no caption.
-    title = traitlets.Unicode("").tag(sync=True)
+    title = Text("").tag(sync=True)
     #: Accessible description of what the widget shows (read by screen readers; visually hidden).
-    description = traitlets.Unicode("").tag(sync=True)
+    description = Text("").tag(sync=True)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Under zh the widget's own ES module carries the Chinese its JavaScript shows (the class's
+        # module, shared by English widgets, is unchanged), and its text traits are translated.
+        lang = get_language()
+        if lang != "en" and self._widget_file:
+            kwargs.setdefault("_esm", widget_esm(self._widget_file, lang))
+        super().__init__(*args, **kwargs)
 
     def __repr__(self) -> str:
         # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory

@@ -223,8 +223,66 @@ const CU = (() => {
     };
   }
 
+  // ---- translations (course_utils.i18n) ----
+  // Every visible English string of a widget goes through CU.t, written as it is shown (a string or a
+  // template literal, already formatted). In English nothing is looked up. A widget created in Python
+  // under COURSE_LANG=zh (or after set_language("zh")) gets `CU.addMessages({...})` with the Chinese of
+  // exactly the messages its code uses, right after this prelude: the saved widget state of a zh notebook
+  // then carries its own Chinese, and needs no kernel. A key may hold placeholders {} standing for any
+  // text (the numbers), which is carried into the translation ({} in order, or {0}, {1} by position).
+  const MESSAGES = new Map();
+  const TEMPLATES = [];
+  const FIELD = /\{\{|\}\}|\{(\d*)\}/g;
+
+  function keyRegex(key) {
+    let out = "";
+    let pos = 0;
+    for (const m of key.matchAll(FIELD)) {
+      out += key.slice(pos, m.index).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      out += m[0] === "{{" ? "\\{" : m[0] === "}}" ? "\\}" : "([\\s\\S]*?)";
+      pos = m.index + m[0].length;
+    }
+    out += key.slice(pos).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    return new RegExp(`^${out}$`);
+  }
+
+  function fill(value, groups) {
+    let next = 0;
+    return value.replace(FIELD, (m, n) => {
+      if (m === "{{") return "{";
+      if (m === "}}") return "}";
+      const g = groups[n === "" ? next++ : Number(n)];
+      return MESSAGES.has(g) ? MESSAGES.get(g) : g;
+    }).replace(/(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])/g, "");
+  }
+
+  /** Add translations {English key: text}; keys with {} placeholders match formatted text. */
+  function addMessages(entries) {
+    for (const [key, value] of Object.entries(entries)) {
+      const plain = key.replace(/\{\{|\}\}/g, "");
+      if (/\{\d*\}/.test(plain)) {
+        TEMPLATES.push([plain.replace(/\{\d*\}/g, "").length, keyRegex(key), value]);
+        TEMPLATES.sort((a, b) => b[0] - a[0]); // the most specific key first
+      } else {
+        MESSAGES.set(key.replace(/\{\{/g, "{").replace(/\}\}/g, "}"), value);
+      }
+    }
+  }
+
+  /** The text in the widget's language: an exact entry, else a key with placeholders, else text. */
+  function t(text) {
+    const s = String(text);
+    if (MESSAGES.size === 0 && TEMPLATES.length === 0) return s;
+    if (MESSAGES.has(s)) return MESSAGES.get(s);
+    for (const [, rx, value] of TEMPLATES) {
+      const m = s.match(rx);
+      if (m) return fill(value, m.slice(1));
+    }
+    return s;
+  }
+
   return {
     svg, html, setText, uid, slider, select, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
-    suppressShortcuts, listen,
+    suppressShortcuts, listen, t, addMessages,
   };
 })();

@@ -12,17 +12,17 @@ function render({ model, el }) {
   const [L, , H] = model.get("attention").shape;
 
   const tokenSlider = CU.slider({
-    label: "Token",
+    label: CU.t("Token"),
     n: T,
     value: model.get("token"),
     format: (i) => `${i}: ${tokens[i]}`,
     onInput: (i) => { model.set("token", i); model.save_changes(); draw(); },
   });
   const layerSlider = CU.slider({
-    label: "Layer",
+    label: CU.t("Layer"),
     n: L,
     value: model.get("layer"),
-    format: (i) => `block ${i}`,
+    format: (i) => CU.t(`block ${i}`),
     onInput: (i) => { model.set("layer", i); model.save_changes(); draw(); },
   });
   controls.append(tokenSlider.root, layerSlider.root);
@@ -70,7 +70,7 @@ function render({ model, el }) {
 
   /** The attention mix: one row of cells per head, one column per token, weight in percent. */
   function attentionRows(y, layer, token) {
-    text(svg, 0, y + 14, "attention: drew from", "cu-bt-label");
+    text(svg, 0, y + 14, CU.t("attention: drew from"), "cu-bt-label");
     tokens.forEach((tok, j) => {
       const t = text(svg, BAR_X + j * CELL + CELL / 2, y + 14, tok, "cu-bt-tok", "middle");
       if (j === token) t.setAttribute("class", "cu-bt-tok cu-bt-self");
@@ -78,14 +78,14 @@ function render({ model, el }) {
     for (let h = 0; h < H; h++) {
       const [start] = CU.offset([L, T, H, T], layer, token, h);
       const yy = y + 20 + h * 18;
-      text(svg, BAR_X - 6, yy + 13, `head ${h}`, "cu-bt-small", "end");
+      text(svg, BAR_X - 6, yy + 13, CU.t(`head ${h}`), "cu-bt-small", "end");
       for (let j = 0; j < T; j++) {
         const p = percents[start + j];
         const rect = CU.svg("rect", {
           x: BAR_X + j * CELL, y: yy, width: CELL - 1, height: 17, fill: CU.colour(p / 100),
         }, svg);
         const title = CU.svg("title", {}, rect);
-        CU.setText(title, `head ${h}: ${tokens[token]} -> ${tokens[j]}: ${p}%`);
+        CU.setText(title, CU.t(`head ${h}: ${tokens[token]} -> ${tokens[j]}: ${p}%`));
         if (CELL >= 20) {
           const t = text(svg, BAR_X + j * CELL + CELL / 2, yy + 12, String(p), "cu-bt-cell", "middle");
           t.style.fill = CU.inkOn(p / 100); // inline style: beats the theme-aware text fill
@@ -115,7 +115,7 @@ function render({ model, el }) {
     svg.setAttribute("viewBox", `0 0 ${NORM_X + NORM_W + 90} ${y + 4}`);
     svg.setAttribute(
       "aria-label",
-      `Token ${token} (${tokens[token]}) through block ${layer}: its vector at ${S} steps and its attention weights`,
+      CU.t(`Token ${token} (${tokens[token]}) through block ${layer}: its vector at ${S} steps and its attention weights`),
     );
     const answers = model.get("answers");
     CU.setText(answer, answers.length ? answers[token] : "");

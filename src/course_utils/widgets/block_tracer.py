@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from ..transformer import TransformerBlock
 from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, pack_uint8
+from ._text import Text
 
 __all__ = ["POST_LN_LABELS", "STEPS", "BlockTracer"]
 
@@ -77,8 +78,8 @@ class BlockTracer(CourseWidget):
     _widget_file = "block_tracer"
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    answers = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    step_labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    answers = traitlets.List(Text()).tag(sync=True)
+    step_labels = traitlets.List(Text()).tag(sync=True)
     vectors = traitlets.Dict().tag(sync=True)  # pack_array (L, T, n_steps, d_model), 2 decimals
     norms = traitlets.Dict().tag(sync=True)  # pack_array (L, T, n_steps), 2 decimals
     attention = traitlets.Dict().tag(sync=True)  # pack_uint8 (L, T, n_heads, T), whole percent

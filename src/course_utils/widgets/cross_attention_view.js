@@ -7,7 +7,7 @@ function render({ model, el }) {
   const BAR = 80; // px for weight 1
 
   const exampleSelect = CU.select({
-    label: "Example",
+    label: CU.t("Example"),
     options: model.get("labels"),
     value: model.get("example_index"),
     onChange: (i) => {
@@ -20,7 +20,7 @@ function render({ model, el }) {
   });
   const outTok = (i) => model.get("outputs")[model.get("example_index")][i];
   const stepSlider = CU.slider({
-    label: "Output step",
+    label: CU.t("Output step"),
     n: model.get("outputs")[model.get("example_index")].length,
     value: model.get("step_index"),
     format: (i) => `${i + 1}: ${outTok(i)}`,
@@ -33,10 +33,10 @@ function render({ model, el }) {
   if (model.get("labels").length > 1) controls.append(exampleSelect.root);
   controls.append(stepSlider.root);
 
-  CU.html("p", { class: "cu-cav-label" }, stage, "Output (queries)");
-  const outRow = CU.html("div", { class: "cu-cav-row", role: "group", "aria-label": "Output tokens" }, stage);
-  CU.html("p", { class: "cu-cav-label" }, stage, "Source (keys and values) and the chosen step's weights");
-  const srcRow = CU.html("div", { class: "cu-cav-row", role: "group", "aria-label": "Source tokens and weights" }, stage);
+  CU.html("p", { class: "cu-cav-label" }, stage, CU.t("Output (queries)"));
+  const outRow = CU.html("div", { class: "cu-cav-row", role: "group", "aria-label": CU.t("Output tokens") }, stage);
+  CU.html("p", { class: "cu-cav-label" }, stage, CU.t("Source (keys and values) and the chosen step's weights"));
+  const srcRow = CU.html("div", { class: "cu-cav-row", role: "group", "aria-label": CU.t("Source tokens and weights") }, stage);
   const summary = CU.html("p", { class: "cu-cav-summary", "aria-live": "polite" }, stage);
   let outs = [];
   let cols = [];
@@ -48,7 +48,7 @@ function render({ model, el }) {
     outs = model.get("outputs")[e].map((tok, i) => {
       const btn = CU.html("button", { type: "button", class: "cu-cav-tok" }, outRow);
       CU.token(btn, tok);
-      btn.setAttribute("aria-label", `Show output step ${i + 1}, "${tok}"`);
+      btn.setAttribute("aria-label", CU.t(`Show output step ${i + 1}, "${tok}"`));
       btn.addEventListener("click", () => {
         model.set("step_index", i);
         model.save_changes();
@@ -92,8 +92,8 @@ function render({ model, el }) {
     });
     stepSlider.set(qi);
     summary.textContent =
-      `Output step ${qi + 1} ("${model.get("outputs")[e][qi]}") looks most at source position ` +
-      `${best + 1} ("${src[best]}", weight ${CU.fmt(w[best], 2)}); weight on padding: ${CU.fmt(pad, 2)}.`;
+      CU.t(`Output step ${qi + 1} ("${model.get("outputs")[e][qi]}") looks most at source position ` +
+      `${best + 1} ("${src[best]}", weight ${CU.fmt(w[best], 2)}); weight on padding: ${CU.fmt(pad, 2)}.`);
   }
 
   const cleanup = CU.listen(model, [

@@ -24,6 +24,7 @@ import traitlets
 from numpy.typing import NDArray
 
 from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, unpack_array
+from ._text import Text
 
 __all__ = ["CrossAttentionView"]
 
@@ -62,7 +63,7 @@ class CrossAttentionView(CourseWidget):
 
     _widget_file = "cross_attention_view"
 
-    labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    labels = traitlets.List(Text()).tag(sync=True)
     sources = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
     outputs = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
     frames = traitlets.List(traitlets.Dict()).tag(sync=True)  # per example: packed (T_out, T_src)

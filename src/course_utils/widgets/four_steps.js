@@ -11,17 +11,17 @@ function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-steps");
   const KEYS = ["scores", "scaled", "weights", "output"];
   const EXPLAIN = [
-    "Step 1 (similarity): each cell is the dot product of a query row with a key row.",
-    "Step 2 (缩放, scaling): every score divided by √d_k = ",
-    "Step 3 (归一化, normalisation): softmax along each row; every row now sums to 1.",
-    "Step 4 (加权求和, weighted sum): each output row is the weights of that row times the values V.",
+    CU.t("Step 1 (similarity): each cell is the dot product of a query row with a key row."),
+    CU.t("Step 2 (缩放, scaling): every score divided by √d_k = "),
+    CU.t("Step 3 (归一化, normalisation): softmax along each row; every row now sums to 1."),
+    CU.t("Step 4 (加权求和, weighted sum): each output row is the weights of that row times the values V."),
   ];
   const CELL = 52;
   const ROW = 30;
   const LEFT = 70;
   const TOP = 34;
   const slider = CU.slider({
-    label: "Step",
+    label: CU.t("Step"),
     n: 4,
     value: model.get("step_index"),
     format: (i) => `${i + 1}: ${model.get("step_names")[i]}`,
@@ -131,7 +131,7 @@ function render({ model, el }) {
     }
     const extra = s === 1 ? `${CU.fmt(frames.sqrt_d_k, 3)} (d_k = ${frames.d_k}).` : "";
     explain.textContent = `${EXPLAIN[s]}${extra}`;
-    svgTitle.textContent = `${model.get("step_names")[s]}, ${rows} by ${cols}. Rows: ${cellsText.join("; ")}.`;
+    svgTitle.textContent = CU.t(`${model.get("step_names")[s]}, ${rows} by ${cols}. Rows: ${cellsText.join("; ")}.`);
     slider.set(s);
   }
 

@@ -30,6 +30,7 @@ from .._validation import as_bool_array, shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..softmax import softmax
 from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
+from ._text import Text
 
 __all__ = ["STEP_NAMES", "FourSteps"]
 
@@ -67,7 +68,7 @@ class FourSteps(CourseWidget):
     query_tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     key_tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     value_labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    step_names = traitlets.List(traitlets.Unicode(), list(STEP_NAMES)).tag(sync=True)
+    step_names = traitlets.List(Text(), list(STEP_NAMES)).tag(sync=True)
     # Packed: scores, scaled, weights (T_q, T_k); output (T_q, d_v); mask (T_q, T_k) as 0/1.
     frames = traitlets.Dict().tag(sync=True)
     step_index = traitlets.Int(0).tag(sync=True)

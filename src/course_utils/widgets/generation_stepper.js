@@ -6,7 +6,7 @@
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-gstep");
   const exampleSelect = CU.select({
-    label: "Sequence",
+    label: CU.t("Sequence"),
     options: model.get("names"),
     value: model.get("example"),
     onChange: (i) => {
@@ -22,7 +22,7 @@ function render({ model, el }) {
   // One slider for every example (its range is updated when the example changes), so the control
   // keeps its id and focus.
   const slider = CU.slider({
-    label: "Generation step t",
+    label: CU.t("Generation step t"),
     n: currentTokens().length,
     value: Math.min(model.get("step"), currentTokens().length - 1),
     format: (i) => `${i} (${currentTokens()[Math.min(i, currentTokens().length - 1)]})`,
@@ -99,13 +99,13 @@ function render({ model, el }) {
       }, g);
     }
     const legend = CU.svg("text", { x: L, y: ky + C + 4, class: "cu-gstep-label" }, g);
-    CU.setText(legend, t > 0 ? `k, v: ${t} from the cache (blue), 1 new (orange)` : "k, v: 1 new (orange); the cache is empty");
+    CU.setText(legend, t > 0 ? CU.t(`k, v: ${t} from the cache (blue), 1 new (orange)`) : CU.t("k, v: 1 new (orange); the cache is empty"));
     const row = [];
     for (let j = 0; j <= t; j += 1) row.push(`${tokens[j]} ${CU.fmt(CU.at(packed, t, j), 2)}`);
-    const text = `Step ${t}: the new token "${tokens[t]}" attends to ${t + 1} token(s): ${row.join(", ")}. ` +
-      `Keys and values of ${t} earlier token(s) are read from the cache; only "${tokens[t]}"'s q, k, v are computed.`;
+    const text = CU.t(`Step ${t}: the new token "${tokens[t]}" attends to ${t + 1} token(s): ${row.join(", ")}. ` +
+      `Keys and values of ${t} earlier token(s) are read from the cache; only "${tokens[t]}"'s q, k, v are computed.`);
     out.textContent = text;
-    title.textContent = `Causal attention at generation step ${t} of ${T}: ` + text;
+    title.textContent = CU.t(`Causal attention at generation step ${t} of ${T}: `) + text;
     slider.set(t);
     exampleSelect.set(ex);
   }

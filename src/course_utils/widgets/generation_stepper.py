@@ -25,6 +25,7 @@ import traitlets
 from numpy.typing import NDArray
 
 from ._base import CourseWidget, check_index, check_tokens, pack_array
+from ._text import Text
 
 __all__ = ["GenerationStepper"]
 
@@ -82,7 +83,7 @@ class GenerationStepper(CourseWidget):
 
     _widget_file = "generation_stepper"
 
-    names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    names = traitlets.List(Text()).tag(sync=True)
     tokens = traitlets.List().tag(sync=True)  # per example: list of T tokens
     frames = traitlets.List().tag(sync=True)  # per example: packed weights (T, T)
     example = traitlets.Int(0).tag(sync=True)

@@ -19,23 +19,23 @@ function render({ model, el }) {
   let shown = null; // the grid in the svg now
 
   const sentence = CU.select({
-    label: "Sentence",
+    label: CU.t("Sentence"),
     options: model.get("labels"),
     value: model.get("sentence_index"),
     onChange: (i) => { model.set("sentence_index", i); model.save_changes(); draw(); },
   });
-  const layers = Array.from({ length: model.get("n_layers") }, (_, i) => `layer ${i}`);
+  const layers = Array.from({ length: model.get("n_layers") }, (_, i) => CU.t(`layer ${i}`));
   const layer = CU.select({
-    label: "Layer",
+    label: CU.t("Layer"),
     options: layers,
     value: model.get("layer"),
     onChange: (i) => { model.set("layer", i); model.save_changes(); draw(); },
   });
   const head = CU.slider({
-    label: "Head",
+    label: CU.t("Head"),
     n: model.get("n_heads"),
     value: model.get("head"),
-    format: (i) => `head ${i}`,
+    format: (i) => CU.t(`head ${i}`),
     onInput: (i) => { model.set("head", i); model.save_changes(); draw(); },
   });
   controls.append(sentence.root, layer.root, head.root);
@@ -99,7 +99,7 @@ function render({ model, el }) {
       svg.setAttribute("width", String(G.size));
       shown = G;
     }
-    svg.setAttribute("aria-label", `Attention map of layer ${l}, head ${h}, for: ${model.get("labels")[s]}`);
+    svg.setAttribute("aria-label", CU.t(`Attention map of layer ${l}, head ${h}, for: ${model.get("labels")[s]}`));
     const [start, n] = CU.offset(packed.shape, l, h); // the (T, T) map, row = query
     const map = percents[s].subarray(start, start + n);
     const { cells, last } = G;
@@ -116,8 +116,8 @@ function render({ model, el }) {
       }
     }
     const extra = model.get("head_notes")[`${l}-${h}`];
-    CU.setText(note, `Layer ${l}, head ${h}: rows are queries, columns keys; numbers are weights in %.` +
-      (extra ? ` Measured: ${extra}` : ""));
+    CU.setText(note, CU.t(`Layer ${l}, head ${h}: rows are queries, columns keys; numbers are weights in %.`) +
+      (extra ? CU.t(` Measured: ${extra}`) : ""));
   }
 
   const onSentences = () => {

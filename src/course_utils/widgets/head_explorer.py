@@ -30,6 +30,7 @@ import traitlets
 from numpy.typing import NDArray
 
 from ._base import CourseWidget, check_index, pack_uint8
+from ._text import translate_parts
 
 __all__ = ["HeadExplorer"]
 
@@ -84,7 +85,9 @@ class HeadExplorer(CourseWidget):
         for name, value, n in (("layer", layer, self.n_layers), ("head", head, self.n_heads)):
             check_index(value, name, n)
         self.layer, self.head = layer, head
-        self.head_notes = {f"{L}-{H}": str(t) for (L, H), t in (notes or {}).items()}
+        self.head_notes = {
+            f"{L}-{H}": translate_parts(str(t)) for (L, H), t in (notes or {}).items()
+        }
         if not self.description:
             self.description = (
                 "Heatmap of one attention head: rows are query tokens, columns are key tokens, "

@@ -16,7 +16,7 @@ function render({ model, el }) {
   const kindOf = (kv) => (kv === n ? "MHA" : kv === 1 ? "MQA" : "GQA");
 
   const kvSlider = CU.slider({
-    label: "K/V heads",
+    label: CU.t("K/V heads"),
     n: options.length,
     value: model.get("kv_index"),
     format: (i) => `${options[i]} (${kindOf(options[i])})`,
@@ -27,7 +27,7 @@ function render({ model, el }) {
     },
   });
   const qSlider = CU.slider({
-    label: "Follow query head",
+    label: CU.t("Follow query head"),
     n,
     value: model.get("query_index"),
     format: (i) => String(i),
@@ -56,8 +56,8 @@ function render({ model, el }) {
     const xQ = (i) => PAD + step * i + step / 2;
     const xK = (j) => PAD + kStep * j + kStep / 2;
     g.replaceChildren();
-    CU.setText(CU.svg("text", { x: 4, y: yQ - 8, class: "cu-groups-label" }, g), "query heads");
-    CU.setText(CU.svg("text", { x: 4, y: yK + box + 14, class: "cu-groups-label" }, g), "key/value heads (cached)");
+    CU.setText(CU.svg("text", { x: 4, y: yQ - 8, class: "cu-groups-label" }, g), CU.t("query heads"));
+    CU.setText(CU.svg("text", { x: 4, y: yK + box + 14, class: "cu-groups-label" }, g), CU.t("key/value heads (cached)"));
     for (let i = 0; i < n; i++) {
       const j = kvOf[i];
       const on = j === kvOf[q];
@@ -85,12 +85,12 @@ function render({ model, el }) {
     }
     const mates = [];
     for (let i = 0; i < n; i++) if (kvOf[i] === kvOf[q]) mates.push(i);
-    let text = `${kindOf(kv)} with ${kv} k/v head${kv > 1 ? "s" : ""}: ${group} query head${group > 1 ? "s" : ""} per k/v head; ` +
+    let text = CU.t(`${kindOf(kv)} with ${kv} k/v head${kv > 1 ? "s" : ""}: ${group} query head${group > 1 ? "s" : ""} per k/v head; ` +
       `the cache holds ${kv}/${n} of MHA's keys and values. Query head ${q} reads k/v head ${kvOf[q]}, ` +
-      `shared with query heads ${mates.join(", ")}.`;
+      `shared with query heads ${mates.join(", ")}.`);
     const measured = model.get("measured");
     if (measured.length === options.length) {
-      text += ` ${model.get("measured_label")}: ${CU.fmt(measured[o], 3)}.`;
+      text += CU.t(` ${model.get("measured_label")}: ${CU.fmt(measured[o], 3)}.`);
     }
     note.textContent = text;
     svgTitle.textContent = text;

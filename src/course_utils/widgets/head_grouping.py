@@ -25,6 +25,7 @@ import traitlets
 from .._validation import check_int
 from ..gqa import head_groups
 from ._base import CourseWidget, check_index
+from ._text import Text
 
 __all__ = ["HeadGrouping"]
 
@@ -45,7 +46,7 @@ class HeadGrouping(CourseWidget):
     kv_options = traitlets.List(traitlets.Int()).tag(sync=True)  # divisors, MHA first
     kv_of = traitlets.List(traitlets.List(traitlets.Int())).tag(sync=True)  # (options, n_heads)
     measured = traitlets.List(traitlets.Float()).tag(sync=True)
-    measured_label = traitlets.Unicode("").tag(sync=True)
+    measured_label = Text("").tag(sync=True)
     kv_index = traitlets.Int(0).tag(sync=True)
     query_index = traitlets.Int(0).tag(sync=True)
 

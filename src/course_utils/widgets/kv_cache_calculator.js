@@ -20,18 +20,18 @@ function render({ model, el }) {
   const fmtBytes = (b) => {
     const units = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
     for (const [u, s] of units) if (b >= s) return `${CU.fmt(b / s, b / s >= 100 ? 0 : 2)} ${u}`;
-    return `${b} bytes`;
+    return CU.t(`${b} bytes`);
   };
   const knobs = [
-    ["layers_index", "Layers", (i) => String(grids.layers[i]), grids.layers.length],
-    ["heads_index", "Query heads", (i) => String(grids.heads[i]), grids.heads.length],
-    ["kv_index", "K/V heads", (i) => String(grids.kv_heads[i]), grids.kv_heads.length],
-    ["dhead_index", "Head width d_head", (i) => String(grids.d_heads[i]), grids.d_heads.length],
+    ["layers_index", CU.t("Layers"), (i) => String(grids.layers[i]), grids.layers.length],
+    ["heads_index", CU.t("Query heads"), (i) => String(grids.heads[i]), grids.heads.length],
+    ["kv_index", CU.t("K/V heads"), (i) => String(grids.kv_heads[i]), grids.kv_heads.length],
+    ["dhead_index", CU.t("Head width d_head"), (i) => String(grids.d_heads[i]), grids.d_heads.length],
   ];
 
   const modelSel = CU.select({
-    label: "Model",
-    options: [...models.map((m) => `${m.name} (${m.kind})`), "custom"],
+    label: CU.t("Model"),
+    options: [...models.map((m) => `${m.name} (${m.kind})`), CU.t("custom")],
     value: model.get("model_index"),
     onChange: (i) => {
       model.set("model_index", i);
@@ -60,7 +60,7 @@ function render({ model, el }) {
     controls.appendChild(sliders[key].root);
   }
   const dtypeSel = CU.select({
-    label: "Number type",
+    label: CU.t("Number type"),
     options: model.get("dtype_names").map((n, i) => `${n} (${grids.dtype_bytes[i]} B)`),
     value: model.get("dtype_index"),
     onChange: (i) => {
@@ -71,10 +71,10 @@ function render({ model, el }) {
   });
   controls.appendChild(dtypeSel.root);
   const ctxSlider = CU.slider({
-    label: "Context length",
+    label: CU.t("Context length"),
     n: grids.contexts.length,
     value: model.get("context_index"),
-    format: (i) => `${fmtCtx(grids.contexts[i])} tokens`,
+    format: (i) => CU.t(`${fmtCtx(grids.contexts[i])} tokens`),
     onInput: (i) => {
       model.set("context_index", i);
       model.save_changes();
@@ -83,7 +83,7 @@ function render({ model, el }) {
   });
   controls.appendChild(ctxSlider.root);
   const memSel = CU.select({
-    label: "Memory for the cache",
+    label: CU.t("Memory for the cache"),
     options: grids.memories_gib.map((g) => `${g} GiB`),
     value: model.get("memory_index"),
     onChange: (i) => {
@@ -106,10 +106,10 @@ function render({ model, el }) {
     CU.html("th", { scope: "row" }, tr, label);
     return CU.html("td", { class: "cu-num" }, tr);
   };
-  const cPerToken = row("bytes per token (all layers)");
-  const cTotal = row("cache of one sequence");
-  const cBatch = row("sequences that fit");
-  const cGroups = row("query heads per k/v head");
+  const cPerToken = row(CU.t("bytes per token (all layers)"));
+  const cTotal = row(CU.t("cache of one sequence"));
+  const cBatch = row(CU.t("sequences that fit"));
+  const cGroups = row(CU.t("query heads per k/v head"));
   const note = CU.html("p", { class: "cu-kvcalc-note", "aria-live": "polite" }, stage);
 
   const y = (bytes) => Y0 + PH * (1 - (Math.log2(Math.max(bytes, 2 ** LOG_MIN)) - LOG_MIN) / (LOG_MAX - LOG_MIN));
@@ -153,26 +153,26 @@ function render({ model, el }) {
     const ym = y(memory);
     CU.svg("line", { x1: X0, x2: W - 4, y1: ym, y2: ym, class: "cu-kvcalc-memory" }, plot);
     CU.setText(CU.svg("text", { x: W - 6, y: ym - 4, class: "cu-kvcalc-axis", "text-anchor": "end" }, plot),
-      `memory ${grids.memories_gib[iM]} GiB`);
+      CU.t(`memory ${grids.memories_gib[iM]} GiB`));
     CU.setText(CU.svg("text", { x: X0, y: H - 4, class: "cu-kvcalc-axis" }, plot),
-      "cache of one sequence (log scale) by context; above the dashed line: does not fit");
+      CU.t("cache of one sequence (log scale) by context; above the dashed line: does not fit"));
 
     cPerToken.textContent = `${perToken.toLocaleString("en")} B (${fmtBytes(perToken)})`;
-    cTotal.textContent = `${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens`;
-    cBatch.textContent = batch >= 1 ? `${batch.toLocaleString("en")} in ${grids.memories_gib[iM]} GiB` : "none: one sequence does not fit";
+    cTotal.textContent = CU.t(`${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens`);
+    cBatch.textContent = batch >= 1 ? CU.t(`${batch.toLocaleString("en")} in ${grids.memories_gib[iM]} GiB`) : CU.t("none: one sequence does not fit");
     cGroups.textContent = divides
       ? `${heads / kv} (${kv === heads ? "MHA" : kv === 1 ? "MQA" : "GQA"})`
-      : `invalid: ${kv} k/v heads do not divide ${heads} query heads`;
-    const name = m < CUSTOM ? models[m].name : "custom";
+      : CU.t(`invalid: ${kv} k/v heads do not divide ${heads} query heads`);
+    const name = m < CUSTOM ? models[m].name : CU.t("custom");
     let text = m < CUSTOM
-      ? `${name}: the published configuration (${models[m].citation}), trained for ${fmtCtx(models[m].context_length)} tokens.`
-      : "Custom configuration.";
-    if (m < CUSTOM && models[m].note) text += ` Note: ${models[m].note}.`;
+      ? CU.t(`${name}: the published configuration (${models[m].citation}), trained for ${fmtCtx(models[m].context_length)} tokens.`)
+      : CU.t("Custom configuration.");
+    if (m < CUSTOM && models[m].note) text += CU.t(` Note: ${models[m].note}.`);
     if (m < CUSTOM && contexts[iC] > models[m].context_length) {
-      text += " This context is beyond the trained one: the formula's number, not a claim about the model.";
+      text += CU.t(" This context is beyond the trained one: the formula's number, not a claim about the model.");
     }
     note.textContent = text;
-    svgTitle.textContent = `${name}: ${fmtBytes(perToken)} per token; ${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens; ${batch} sequences fit in ${grids.memories_gib[iM]} GiB.`;
+    svgTitle.textContent = CU.t(`${name}: ${fmtBytes(perToken)} per token; ${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens; ${batch} sequences fit in ${grids.memories_gib[iM]} GiB.`);
 
     modelSel.set(m);
     for (const [key] of knobs) sliders[key].set(model.get(key));

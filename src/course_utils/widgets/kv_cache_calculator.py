@@ -23,6 +23,7 @@ import numpy as np
 import traitlets
 
 from ..gqa import head_groups
+from ..i18n import translate
 from ..kv_cache import kv_cache_bytes, max_batch
 from ..model_configs import MODEL_CONFIGS
 from ._base import CourseWidget, check_index, pack_array
@@ -87,7 +88,7 @@ class KVCacheCalculator(CourseWidget):
                     "kind": cfg.kind,
                     "citation": cfg.citation,
                     "context_length": cfg.context_length,
-                    "note": cfg.note,
+                    "note": translate(cfg.note),
                     "layers_index": LAYERS.index(cfg.n_layers),
                     "heads_index": HEADS.index(cfg.n_heads),
                     "kv_index": KV_HEADS.index(cfg.n_kv_heads),

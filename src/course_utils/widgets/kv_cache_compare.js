@@ -27,9 +27,9 @@ function render({ model, el }) {
     controls.appendChild(s.root);
     return s;
   };
-  const sLat = mk("MLA latent width d_c", "latent_index", "latents", (v) => String(v));
-  const sRope = mk("MLA RoPE width d_h^R", "rope_index", "ropes", (v) => String(v));
-  const sCtx = mk("Context length", "context_index", "contexts", fmtCtx);
+  const sLat = mk(CU.t("MLA latent width d_c"), "latent_index", "latents", (v) => String(v));
+  const sRope = mk(CU.t("MLA RoPE width d_h^R"), "rope_index", "ropes", (v) => String(v));
+  const sCtx = mk(CU.t("Context length"), "context_index", "contexts", fmtCtx);
 
   // Bars and the table of numbers side by side (they stack on a narrow card); the papers' notes in
   // a second table below, as wide as the card, so the widget fits on a projector and a phone.
@@ -37,11 +37,12 @@ function render({ model, el }) {
   const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-kvcache-bars" }, row);
   const svgTitle = CU.svg("title", {}, svg);
   const axisNote = CU.svg("text", { x: 60, y: 12, class: "cu-kvcache-label" }, svg);
-  CU.setText(axisNote, "numbers cached per token per layer (log scale)");
+  CU.setText(axisNote, CU.t("numbers cached per token per layer (log scale)"));
   const bars = CU.svg("g", {}, svg);
   const table = CU.html("table", { class: "cu-kvcache-table" }, row);
   const head = CU.html("tr", {}, CU.html("thead", {}, table));
-  const heads = ["design", "numbers / token / layer", "bytes / token (all layers)", "total cache (GiB)"];
+  const heads = [CU.t("design"), CU.t("numbers / token / layer"), CU.t("bytes / token (all layers)"),
+    CU.t("total cache (GiB)")];
   for (const h of heads) {
     CU.html("th", { scope: "col" }, head, h);
   }
@@ -56,7 +57,7 @@ function render({ model, el }) {
     ];
   });
   const notes = CU.html("table", { class: "cu-kvcache-table cu-kvcache-notes" }, stage);
-  CU.html("caption", { class: "cu-sr-only" }, notes, "quality note");
+  CU.html("caption", { class: "cu-sr-only" }, notes, CU.t("quality note"));
   const notesBody = CU.html("tbody", {}, notes);
   KINDS.forEach((k, m) => {
     const tr = CU.html("tr", {}, notesBody);
@@ -95,13 +96,13 @@ function render({ model, el }) {
     const ratio = vals[0] / vals[3];
     const groups = vals[3] / vals[2];
     svgTitle.textContent =
-      `Numbers cached per token per layer (log scale): ` +
+      CU.t(`Numbers cached per token per layer (log scale): `) +
       KINDS.map((k, m) => `${k} ${vals[m]}`).join(", ") + ".";
     note.textContent =
-      `MLA with d_c = ${d_c} and d_h^R = ${d_r} caches ${vals[3]} numbers per token per layer: ` +
+      CU.t(`MLA with d_c = ${d_c} and d_h^R = ${d_r} caches ${vals[3]} numbers per token per layer: ` +
       `${CU.fmt(ratio, 1)}× fewer than MHA, as much as GQA with ${CU.fmt(groups, 2)} groups. ` +
       `At ${fmtCtx(T)} tokens the whole cache is ${CU.fmt(gib[3], 3)} GiB against ` +
-      `${CU.fmt(gib[0], 1)} GiB for MHA.`;
+      `${CU.fmt(gib[0], 1)} GiB for MHA.`);
     sLat.set(i);
     sRope.set(j);
     sCtx.set(c);

@@ -32,6 +32,7 @@ from ..kv_cache import (
     values_per_token_mqa,
 )
 from ._base import CourseWidget, check_index, pack_array
+from ._text import Text
 
 __all__ = ["QUALITY_NOTES", "KVCacheCompare"]
 
@@ -78,7 +79,7 @@ class KVCacheCompare(CourseWidget):
     ropes = traitlets.List(traitlets.Int()).tag(sync=True)
     contexts = traitlets.List(traitlets.Int()).tag(sync=True)
     shape = traitlets.Dict().tag(sync=True)  # the fixed model shape, for the caption
-    notes = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per KINDS
+    notes = traitlets.List(Text()).tag(sync=True)  # one per KINDS
     # values, bytes (n_lat, n_rope, 4): per token per layer / all layers; gib (.., n_ctx, 4)
     frames = traitlets.Dict().tag(sync=True)
     latent_index = traitlets.Int(0).tag(sync=True)

@@ -9,7 +9,7 @@ function render({ model, el }) {
   let built = null; // SVG/table nodes for the current inputs
 
   const angleSlider = CU.slider({
-    label: "Query angle",
+    label: CU.t("Query angle"),
     n: model.get("angles").length,
     value: model.get("angle_index"),
     format: (i) => `${CU.fmt(model.get("angles")[i], 0)}°`,
@@ -20,7 +20,7 @@ function render({ model, el }) {
     },
   });
   const lengthSlider = CU.slider({
-    label: "Query length",
+    label: CU.t("Query length"),
     n: model.get("lengths").length,
     value: model.get("length_index"),
     format: (i) => CU.fmt(model.get("lengths")[i], 2),
@@ -82,9 +82,9 @@ function render({ model, el }) {
     // Table: one row per key with score, weight bar and value.
     const table = CU.html("table", { class: "cu-qk-table" }, layout);
     const head = CU.html("tr", {}, CU.html("thead", {}, table));
-    for (const h of ["key", "score", "weight"]) CU.html("th", { scope: "col" }, head, h);
+    for (const h of [CU.t("key"), CU.t("score"), CU.t("weight")]) CU.html("th", { scope: "col" }, head, h);
     // The bar column's header is for screen readers only (an empty header cell has no name).
-    CU.html("span", { class: "cu-sr-only" }, CU.html("th", { scope: "col" }, head), "weight bar");
+    CU.html("span", { class: "cu-sr-only" }, CU.html("th", { scope: "col" }, head), CU.t("weight bar"));
     const body = CU.html("tbody", {}, table);
     const rows = labels.map((lab) => {
       const tr = CU.html("tr", {}, body);
@@ -176,13 +176,13 @@ function render({ model, el }) {
       built.outputDot.setAttribute("x", px(o[0]) - 6);
       built.outputDot.setAttribute("y", py(o[1]) - 6);
     }
-    const outText = `output = Σ weight × value = (${o.map((x) => CU.fmt(x, 2)).join(", ")})`;
+    const outText = CU.t(`output = Σ weight × value = (${o.map((x) => CU.fmt(x, 2)).join(", ")})`);
     built.out.textContent = outText;
     const labels = model.get("key_labels");
     const best = w.indexOf(wmax);
     built.svgTitle.textContent =
-      `Query at ${CU.fmt(model.get("angles")[a], 0)} degrees, length ${CU.fmt(model.get("lengths")[l], 2)}; ` +
-      `largest weight ${CU.fmt(wmax, 3)} on key ${labels[best]}. ${outText}`;
+      CU.t(`Query at ${CU.fmt(model.get("angles")[a], 0)} degrees, length ${CU.fmt(model.get("lengths")[l], 2)}; ` +
+      `largest weight ${CU.fmt(wmax, 3)} on key ${labels[best]}. `) + outText;
     angleSlider.set(a);
     lengthSlider.set(l);
   }

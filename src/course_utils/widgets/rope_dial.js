@@ -13,7 +13,7 @@ function render({ model, el }) {
   const PAD = { l: 38, r: 10, t: 18, b: 34 };
 
   const baseSelect = CU.select({
-    label: "Base θ",
+    label: CU.t("Base θ"),
     options: model.get("bases").map((b) => b.toLocaleString("en-US")),
     value: model.get("base_index"),
     onChange: (i) => {
@@ -23,7 +23,7 @@ function render({ model, el }) {
     },
   });
   const posSlider = CU.slider({
-    label: "Position p of the key",
+    label: CU.t("Position p of the key"),
     n: model.get("n_positions"),
     value: model.get("position_index"),
     format: (i) => `p = ${i}`,
@@ -34,7 +34,7 @@ function render({ model, el }) {
     },
   });
   const distSlider = CU.slider({
-    label: "Distance Δ (query at p + Δ)",
+    label: CU.t("Distance Δ (query at p + Δ)"),
     n: model.get("n_distances"),
     value: model.get("distance_index"),
     format: (i) => `Δ = ${i}`,
@@ -80,12 +80,12 @@ function render({ model, el }) {
   CU.svg("line", { x1: PAD.l, y1: PAD.t, x2: PAD.l, y2: PAD.t + plotH, class: "cu-rope-axis" }, chart);
   const zero = CU.svg("line", { x1: PAD.l, x2: PAD.l + plotW, class: "cu-rope-axis cu-rope-zero" }, chart);
   const xLabel = CU.svg("text", { x: PAD.l + plotW / 2, y: CH - 4, class: "cu-rope-label", "text-anchor": "middle" }, chart);
-  CU.setText(xLabel, "distance Δ = query position − key position");
+  CU.setText(xLabel, CU.t("distance Δ = query position − key position"));
   const yHi = CU.svg("text", { x: PAD.l - 4, y: PAD.t + 4, class: "cu-rope-tick", "text-anchor": "end" }, chart);
   const yLo = CU.svg("text", { x: PAD.l - 4, y: PAD.t + plotH, class: "cu-rope-tick", "text-anchor": "end" }, chart);
   const xHi = CU.svg("text", { x: PAD.l + plotW, y: PAD.t + plotH + 14, class: "cu-rope-tick", "text-anchor": "end" }, chart);
   const head = CU.svg("text", { x: PAD.l + 4, y: 12, class: "cu-rope-label" }, chart);
-  CU.setText(head, "score q·k/√d");
+  CU.setText(head, CU.t("score q·k/√d"));
   const curve = CU.svg("polyline", { class: "cu-rope-curve", fill: "none" }, chart);
   const dot = CU.svg("circle", { r: 5, class: "cu-rope-dot" }, chart);
 
@@ -116,8 +116,8 @@ function render({ model, el }) {
       dl.kTip.setAttribute("cx", kX.toFixed(2));
       dl.kTip.setAttribute("cy", kY.toFixed(2));
       const wave = (2 * Math.PI) / theta[i];
-      CU.setText(dl.label, `pair ${i}: θ = ${theta[i] >= 0.01 ? CU.fmt(theta[i], 3) : theta[i].toExponential(1)}`);
-      CU.setText(dl.share, `λ = ${wave < 1000 ? CU.fmt(wave, 1) : wave.toExponential(1)}, share ${CU.fmt(shares[i], 2)}`);
+      CU.setText(dl.label, CU.t(`pair ${i}: θ = ${theta[i] >= 0.01 ? CU.fmt(theta[i], 3) : theta[i].toExponential(1)}`));
+      CU.setText(dl.share, CU.t(`λ = ${wave < 1000 ? CU.fmt(wave, 1) : wave.toExponential(1)}, share ${CU.fmt(shares[i], 2)}`));
     });
     const scores = CU.slice(frames.scores, b, p);
     const [lo, hi] = frames.score_range;
@@ -135,14 +135,14 @@ function render({ model, el }) {
     CU.setText(xHi, String(nD - 1));
     const s = scores[dist];
     dialBox.setAttribute("aria-label",
-      `${half} dials, one per frequency. Query (vermillion) at position ${p + dist}, key (blue) at ` +
+      CU.t(`${half} dials, one per frequency. Query (vermillion) at position ${p + dist}, key (blue) at ` +
       `position ${p}; in every dial the angle between them is Δ·θ_i with Δ = ${dist}.`);
     chartTitle.textContent =
-      `Score against distance Δ for the key at p = ${p}: ${scores.map((v) => CU.fmt(v, 2)).join(", ")}.`;
+      CU.t(`Score against distance Δ for the key at p = ${p}: ${scores.map((v) => CU.fmt(v, 2)).join(", ")}.`);
     summary.textContent =
-      `Key at p = ${p}, query at p + Δ = ${p + dist}, base ${model.get("bases")[b].toLocaleString("en-US")}: ` +
+      CU.t(`Key at p = ${p}, query at p + Δ = ${p + dist}, base ${model.get("bases")[b].toLocaleString("en-US")}: ` +
       `score ${CU.fmt(s, 3)}. Move p and both arrows of every dial turn together; the score and the curve ` +
-      `stay the same, because only the distance Δ changes the angle between q and k.`;
+      `stay the same, because only the distance Δ changes the angle between q and k.`);
     posSlider.set(p);
     distSlider.set(dist);
     baseSelect.set(b);

@@ -8,13 +8,13 @@ function render({ model, el }) {
   const W = 300;
   const H = 236;
   const MODES = [
-    { key: "unscaled", title: "Without scaling: q·k" },
-    { key: "scaled", title: "With scaling: q·k / √d_k" },
+    { key: "unscaled", title: CU.t("Without scaling: q·k") },
+    { key: "scaled", title: CU.t("With scaling: q·k / √d_k") },
   ];
-  const STATS = ["largest weight", "entropy (nats)", "gradient norm ‖J‖"];
+  const STATS = [CU.t("largest weight"), CU.t("entropy (nats)"), CU.t("gradient norm ‖J‖")];
 
   const slider = CU.slider({
-    label: "Dimension d_k",
+    label: CU.t("Dimension d_k"),
     n: model.get("d_ks").length,
     value: model.get("d_k_index"),
     format: (i) => String(model.get("d_ks")[i]),
@@ -37,7 +37,7 @@ function render({ model, el }) {
     const ticks = [20, W / 2, W - 20].map((x) =>
       CU.svg("text", { x, y: 137, class: "cu-scaling-tick", "text-anchor": "middle" }, svg));
     const sub = CU.svg("text", { x: W / 2, y: 158, class: "cu-scaling-sub", "text-anchor": "middle" }, svg);
-    CU.setText(sub, "weights of one example row");
+    CU.setText(sub, CU.t("weights of one example row"));
     const bars = CU.svg("g", { class: "cu-scaling-bars" }, svg);
     CU.svg("line", { x1: 20, y1: 226, x2: W - 20, y2: 226, class: "cu-axis" }, svg);
     return { svg, title, hist, ticks, bars };
@@ -45,7 +45,7 @@ function render({ model, el }) {
 
   const table = CU.html("table", { class: "cu-scaling-table" }, stage);
   const headRow = CU.html("tr", {}, CU.html("thead", {}, table));
-  for (const h of ["mean over rows", "without scaling", "with scaling"]) {
+  for (const h of [CU.t("mean over rows"), CU.t("without scaling"), CU.t("with scaling")]) {
     CU.html("th", { scope: "col" }, headRow, h);
   }
   const body = CU.html("tbody", {}, table);
@@ -93,15 +93,15 @@ function render({ model, el }) {
         cells[s][m].textContent = CU.fmt(x, 3);
       });
       p.title.textContent =
-        `${mode.title}, d_k = ${d_k}: histogram of the scores between ${CU.fmt(lo, 0)} and ` +
-        `${CU.fmt(hi, 0)}; example weights ${w.map((x) => CU.fmt(x, 2)).join(", ")}.`;
+        CU.t(`${mode.title}, d_k = ${d_k}: histogram of the scores between ${CU.fmt(lo, 0)} and ` +
+        `${CU.fmt(hi, 0)}; example weights ${w.map((x) => CU.fmt(x, 2)).join(", ")}.`);
     });
     const un = CU.slice(frames.stats, i, 0);
     const sc = CU.slice(frames.stats, i, 1);
     note.textContent =
-      `d_k = ${d_k}: without scaling the largest weight averages ${CU.fmt(un[0], 2)}, ` +
+      CU.t(`d_k = ${d_k}: without scaling the largest weight averages ${CU.fmt(un[0], 2)}, ` +
       `with scaling ${CU.fmt(sc[0], 2)} (uniform would be ${CU.fmt(1 / model.get("t_k"), 3)}; ` +
-      `maximum entropy log T_k = ${CU.fmt(frames.log_t_k, 3)}).`;
+      `maximum entropy log T_k = ${CU.fmt(frames.log_t_k, 3)}).`);
     slider.set(i);
   }
 

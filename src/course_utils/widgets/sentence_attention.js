@@ -7,7 +7,7 @@ function render({ model, el }) {
   const BAR = 90; // px for weight 1
 
   const sentenceSelect = CU.select({
-    label: "Sentence",
+    label: CU.t("Sentence"),
     options: model.get("labels"),
     value: model.get("sentence_index"),
     onChange: (i) => {
@@ -20,7 +20,7 @@ function render({ model, el }) {
   });
   const tokenOf = (i) => model.get("tokens")[model.get("sentence_index")][i];
   const querySlider = CU.slider({
-    label: "Query token",
+    label: CU.t("Query token"),
     n: model.get("tokens")[model.get("sentence_index")].length,
     value: model.get("query_index"),
     format: (i) => `${i + 1}: ${tokenOf(i)}`,
@@ -33,7 +33,7 @@ function render({ model, el }) {
   if (model.get("labels").length > 1) controls.append(sentenceSelect.root);
   controls.append(querySlider.root);
 
-  const row = CU.html("div", { class: "cu-sa-row cu-row", role: "group", "aria-label": "Tokens and weights" }, stage);
+  const row = CU.html("div", { class: "cu-sa-row cu-row", role: "group", "aria-label": CU.t("Tokens and weights") }, stage);
   const summary = CU.html("p", { class: "cu-sa-summary", "aria-live": "polite" }, stage);
   let cols = [];
 
@@ -48,7 +48,7 @@ function render({ model, el }) {
       const bar = CU.html("div", { class: "cu-sa-bar" }, well);
       const btn = CU.html("button", { type: "button", class: "cu-sa-tok" }, col);
       CU.token(btn, tok);
-      btn.setAttribute("aria-label", `Make "${tok}" the query`);
+      btn.setAttribute("aria-label", CU.t(`Make "${tok}" the query`));
       btn.addEventListener("click", () => {
         model.set("query_index", j);
         model.save_changes();
@@ -80,8 +80,8 @@ function render({ model, el }) {
     });
     querySlider.set(qi);
     summary.textContent =
-      `Query "${toks[qi]}" attends most to "${toks[best]}" (weight ${CU.fmt(w[best], 2)}); ` +
-      `weights: ${toks.map((t, j) => `${t} ${CU.fmt(w[j], 2)}`).join(", ")}.`;
+      CU.t(`Query "${toks[qi]}" attends most to "${toks[best]}" (weight ${CU.fmt(w[best], 2)}); `) +
+      CU.t("weights: ") + `${toks.map((t, j) => `${t} ${CU.fmt(w[j], 2)}`).join(", ")}.`;
   }
 
   const onSentence = () => rebuild();

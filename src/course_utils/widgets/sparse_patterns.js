@@ -10,7 +10,7 @@ function render({ model, el }) {
 
   const names = model.get("pattern_names");
   const select = CU.select({
-    label: "Pattern",
+    label: CU.t("Pattern"),
     options: names,
     value: model.get("pattern_index"),
     onChange: (i) => { model.set("pattern_index", i); model.save_changes(); refreshLabels(); draw(); },
@@ -24,7 +24,7 @@ function render({ model, el }) {
   });
   const paramText = (i) => `${model.get("param_labels")[model.get("pattern_index")]} = ${model.get("param_values")[i]}`;
   const paramSlider = CU.slider({
-    label: "Parameter",
+    label: CU.t("Parameter"),
     n: model.get("param_values").length,
     value: model.get("param_index"),
     format: paramText,
@@ -32,10 +32,10 @@ function render({ model, el }) {
   });
   const extraText = (i) => {
     const v = model.get("extra_values")[i];
-    return model.get("uses_extra")[model.get("pattern_index")] ? String(v) : `${v} (unused here)`;
+    return model.get("uses_extra")[model.get("pattern_index")] ? String(v) : CU.t(`${v} (unused here)`);
   };
   const extraSlider = CU.slider({
-    label: "Global / random tokens",
+    label: CU.t("Global / random tokens"),
     n: model.get("extra_values").length,
     value: model.get("extra_index"),
     format: extraText,
@@ -72,10 +72,10 @@ function render({ model, el }) {
     const cell = SIZE / T;
     maskBody.replaceChildren();
     const axis = CU.svg("text", { x: 30 + SIZE / 2, y: 14, "text-anchor": "middle", class: "cu-sparse-axis" }, maskBody);
-    CU.setText(axis, "keys j →");
+    CU.setText(axis, CU.t("keys j →"));
     const axisQ = CU.svg("text", { x: 12, y: 30 + SIZE / 2, "text-anchor": "middle", class: "cu-sparse-axis",
       transform: `rotate(-90 12 ${30 + SIZE / 2})` }, maskBody);
-    CU.setText(axisQ, "queries i →");
+    CU.setText(axisQ, CU.t("queries i →"));
     for (let i = 0; i < T; i++) {
       for (let j = 0; j < T; j++) {
         const on = bit(mask, i * T + j);
@@ -87,22 +87,22 @@ function render({ model, el }) {
     const dense = T * T;
     const pct = (100 * pairs) / dense;
     const name = model.get("pattern_names")[model.get("pattern_index")];
-    CU.setText(maskTitle, `${name} mask, T = ${T}: ${pairs} of ${dense} query-key pairs allowed`);
-    const layerText = f.layers <= L ? `after ${f.layers} layer${f.layers === 1 ? "" : "s"}` : `only after ${f.layers} layers`;
+    CU.setText(maskTitle, CU.t(`${name} mask, T = ${T}: ${pairs} of ${dense} query-key pairs allowed`));
+    const layerText = f.layers <= L ? CU.t(`after ${f.layers} layer${f.layers === 1 ? "" : "s"}`) : CU.t(`only after ${f.layers} layers`);
     CU.setText(stats,
-      `Density ${CU.fmt(pct, 1)}%: ${pairs} of T² = ${dense} pairs. FLOPs (4·pairs·d) and score memory ` +
+      CU.t(`Density ${CU.fmt(pct, 1)}%: ${pairs} of T² = ${dense} pairs. FLOPs (4·pairs·d) and score memory ` +
       `(${pairs * 4} B vs ${dense * 4} B in float32 per head) are ${CU.fmt(pct, 1)}% of dense attention. ` +
-      `Stacked layers of this pattern stop adding new tokens ${layerText}.`);
+      `Stacked layers of this pattern stop adding new tokens ${layerText}.`));
 
     reachBody.replaceChildren();
     const rcell = SIZE / T;
     const rh = Math.min(30, SIZE / L);
     const head = CU.svg("text", { x: 60 + SIZE / 2, y: 14, "text-anchor": "middle", class: "cu-sparse-axis" }, reachBody);
-    CU.setText(head, `tokens the last token (${T - 1}) has heard from`);
+    CU.setText(head, CU.t(`tokens the last token (${T - 1}) has heard from`));
     let count = 0;
     for (let l = 0; l < L; l++) {
       const lab = CU.svg("text", { x: 54, y: 24 + l * rh + rh * 0.65, "text-anchor": "end", class: "cu-sparse-axis" }, reachBody);
-      CU.setText(lab, `layer ${l + 1}`);
+      CU.setText(lab, CU.t(`layer ${l + 1}`));
       for (let j = 0; j < T; j++) {
         const now = bit(heard, l * T + j);
         const before = l > 0 ? bit(heard, (l - 1) * T + j) : 0;
@@ -111,7 +111,7 @@ function render({ model, el }) {
         if (l === L - 1) count += now;
       }
     }
-    CU.setText(reachTitle, `Receptive field of the last token: after ${L} layers it has heard ${count} of ${T} tokens; orange cells are new in that layer`);
+    CU.setText(reachTitle, CU.t(`Receptive field of the last token: after ${L} layers it has heard ${count} of ${T} tokens; orange cells are new in that layer`));
   }
 
   const onIndex = () => {

@@ -40,6 +40,7 @@ from ..sparse import (
     strided_mask,
 )
 from ._base import CourseWidget, check_index, pack_uint8, unpack_array
+from ._text import Text
 
 __all__ = ["PATTERNS", "SparsePatterns", "build_mask"]
 
@@ -106,8 +107,8 @@ class SparsePatterns(CourseWidget):
 
     _widget_file = "sparse_patterns"
 
-    pattern_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    param_labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    pattern_names = traitlets.List(Text()).tag(sync=True)
+    param_labels = traitlets.List(Text()).tag(sync=True)
     uses_extra = traitlets.List(traitlets.Bool()).tag(sync=True)
     t_values = traitlets.List(traitlets.Int()).tag(sync=True)
     param_values = traitlets.List(traitlets.Int()).tag(sync=True)
@@ -142,6 +143,7 @@ class SparsePatterns(CourseWidget):
         ):
             if isinstance(value, bool) or value not in grid:
                 raise ValueError(f"{name} must be one of {list(grid)}; got {value!r}")
+        self._pattern_keys = list(names)  # PATTERNS keys; pattern_names is what the reader sees
         self.pattern_names = names
         self.param_labels = [PATTERNS[n][0] for n in names]
         self.uses_extra = [PATTERNS[n][1] for n in names]
@@ -161,7 +163,7 @@ class SparsePatterns(CourseWidget):
 
     def _recompute(self) -> None:
         frames: dict[str, Any] = {}
-        for p, name in enumerate(self.pattern_names):
+        for p, name in enumerate(self._pattern_keys):
             extras = range(len(EXTRA_VALUES)) if PATTERNS[name][1] else [0]
             for ti, t in enumerate(T_VALUES):
                 for a, param in enumerate(PARAM_VALUES):
@@ -190,7 +192,7 @@ class SparsePatterns(CourseWidget):
 
     def __repr__(self) -> str:  # deterministic, so nbval can compare it
         return (
-            f"SparsePatterns(pattern={self.pattern_names[self.pattern_index]!r}, t={self.t}, "
+            f"SparsePatterns(pattern={self._pattern_keys[self.pattern_index]!r}, t={self.t}, "
             f"param={self.param}, extra={self.extra})"
         )
 

@@ -5,7 +5,7 @@
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-tmix");
   const slider = CU.slider({
-    label: "Temperature τ",
+    label: CU.t("Temperature τ"),
     n: model.get("temperatures").length,
     value: model.get("t_index"),
     format: (i) => CU.fmt(model.get("temperatures")[i], 2),
@@ -87,11 +87,11 @@ function render({ model, el }) {
     plane.dots.forEach((dot, j) => dot.setAttribute("fill", CU.colour(w[j])));
     plane.outDot.setAttribute("x", plane.px(o[0]) - 6);
     plane.outDot.setAttribute("y", plane.py(o[1]) - 6);
-    const text = `τ = ${CU.fmt(T, 2)}: weights ${w.map((x) => CU.fmt(x, 2)).join(", ")}; ` +
-      `output = Σ weight × value = (${CU.fmt(o[0], 2)}, ${CU.fmt(o[1], 2)})`;
+    const text = CU.t(`τ = ${CU.fmt(T, 2)}: weights ${w.map((x) => CU.fmt(x, 2)).join(", ")}; ` +
+      `output = Σ weight × value = (${CU.fmt(o[0], 2)}, ${CU.fmt(o[1], 2)})`);
     out.textContent = text;
-    barsTitle.textContent = `Softmax weights at temperature ${CU.fmt(T, 2)}: ${w.map((x) => CU.fmt(x, 2)).join(", ")}`;
-    planeTitle.textContent = `Values and their convex hull; the output (square) is at (${CU.fmt(o[0], 2)}, ${CU.fmt(o[1], 2)})`;
+    barsTitle.textContent = CU.t(`Softmax weights at temperature ${CU.fmt(T, 2)}: ${w.map((x) => CU.fmt(x, 2)).join(", ")}`);
+    planeTitle.textContent = CU.t(`Values and their convex hull; the output (square) is at (${CU.fmt(o[0], 2)}, ${CU.fmt(o[1], 2)})`);
     slider.set(i);
   }
 

@@ -13,8 +13,8 @@ function render({ model, el }) {
   const OUT_CELL = 24;
 
   const maskSelect = CU.select({
-    label: "Mask",
-    options: ["none (every query sees every key)", "causal (query i sees keys j ≤ i)"],
+    label: CU.t("Mask"),
+    options: [CU.t("none (every query sees every key)"), CU.t("causal (query i sees keys j ≤ i)")],
     value: model.get("causal") ? 1 : 0,
     onChange: (i) => {
       model.set("causal", i === 1);
@@ -25,7 +25,7 @@ function render({ model, el }) {
     },
   });
   const stepSlider = CU.slider({
-    label: "Tile",
+    label: CU.t("Tile"),
     n: Math.max(1, tiles().length),
     value: model.get("step_index"),
     format: (i) => tileText(i),
@@ -37,7 +37,7 @@ function render({ model, el }) {
   });
   const memT = model.get("frames").memory.T;
   const memSlider = CU.slider({
-    label: "Memory view: sequence length T",
+    label: CU.t("Memory view: sequence length T"),
     n: memT.length,
     value: model.get("memory_index"),
     format: (i) => `T = ${model.get("frames").memory.T[i]}`,
@@ -69,7 +69,7 @@ function render({ model, el }) {
   function tileText(i) {
     const t = tiles()[i];
     if (!t) return "";
-    return `${i + 1} of ${tiles().length}: queries ${t[0] + 1}–${t[1]}, keys ${t[2] + 1}–${t[3]}`;
+    return CU.t(`${i + 1} of ${tiles().length}: queries ${t[0] + 1}–${t[1]}, keys ${t[2] + 1}–${t[3]}`);
   }
 
   function draw() {
@@ -120,7 +120,7 @@ function render({ model, el }) {
     CU.svg("rect", { x: 2, y: TOP + qs * ROW, width: LEFT - 4, height: (qe - qs) * ROW, class: "cu-tiling-band" }, body);
     CU.svg("rect", { x: LEFT + ks * CELL, y: 4, width: (ke - ks) * CELL, height: TOP - 8, class: "cu-tiling-band" }, body);
     const head = CU.svg("text", { x: LEFT + gridW / 2, y: height - 8, "text-anchor": "middle", class: "cu-tiling-label" }, body);
-    CU.setText(head, "scaled scores: rows = queries, columns = keys");
+    CU.setText(head, CU.t("scaled scores: rows = queries, columns = keys"));
     for (let j = 0; j < T; j++) {
       const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-tiling-label" }, body);
       CU.setText(t, tokens[j]);
@@ -169,15 +169,15 @@ function render({ model, el }) {
         }, body);
       }
       const et = CU.svg("text", { x: errX, y: y + 17, class: "cu-tiling-num" }, body);
-      const errText = !reached ? "not reached" : err < 0.0005 ? "exact" : `off by ${CU.fmt(err, 3)}`;
+      const errText = !reached ? CU.t("not reached") : err < 0.0005 ? CU.t("exact") : CU.t(`off by ${CU.fmt(err, 3)}`);
       CU.setText(et, errText);
-      rowsText.push(`${tokens[i]}: m ${reached ? CU.fmt(m, 2) : "minus infinity"}, l ${CU.fmt(l, 3)}, ${errText}`);
+      rowsText.push(`${tokens[i]}: m ${reached ? CU.fmt(m, 2) : CU.t("minus infinity")}, l ${CU.fmt(l, 3)}, ${errText}`);
     }
     for (const [x, text, anchor] of [
-      [panelX + 50, "max m", "end"],
-      [panelX + 108, "sum l", "end"],
-      [outX, "output o / l", "start"],
-      [errX, "vs exact", "start"],
+      [panelX + 50, CU.t("max m"), "end"],
+      [panelX + 108, CU.t("sum l"), "end"],
+      [outX, CU.t("output o / l"), "start"],
+      [errX, CU.t("vs exact"), "start"],
     ]) {
       const t = CU.svg("text", { x, y: TOP - 10, "text-anchor": anchor, class: "cu-tiling-label" }, body);
       CU.setText(t, text);
@@ -187,12 +187,12 @@ function render({ model, el }) {
       x: LEFT + ks * CELL, y: TOP + qs * ROW, width: (ke - ks) * CELL, height: (qe - qs) * ROW,
       class: "cu-tiling-tile",
     }, body);
-    const skipped = causal ? ` Tiles above the diagonal are skipped: ${all.length} tiles instead of ${frames.plain.tiles.length}.` : "";
+    const skipped = causal ? CU.t(` Tiles above the diagonal are skipped: ${all.length} tiles instead of ${frames.plain.tiles.length}.`) : "";
     explain.textContent =
-      `Tile ${s + 1} of ${all.length}: query rows ${qs + 1}–${qe} (${tokens.slice(qs, qe).join(" ")}) ` +
+      CU.t(`Tile ${s + 1} of ${all.length}: query rows ${qs + 1}–${qe} (${tokens.slice(qs, qe).join(" ")}) ` +
       `meet key columns ${ks + 1}–${ke} (${tokens.slice(ks, ke).join(" ")}). Each of these rows updates ` +
-      `its running max m, rescales its sum l and output by exp(m_old − m_new), and adds the new keys.${skipped}`;
-    svgTitle.textContent = `Score grid with tile ${s + 1} outlined; per row: ${rowsText.join("; ")}.`;
+      `its running max m, rescales its sum l and output by exp(m_old − m_new), and adds the new keys.`) + skipped;
+    svgTitle.textContent = CU.t(`Score grid with tile ${s + 1} outlined; per row: ${rowsText.join("; ")}.`);
   }
 
   function drawMemory() {
@@ -206,8 +206,8 @@ function render({ model, el }) {
     const minLog = -1;
     const xOf = (mib) => X0 + (W * (Math.log2(Math.max(mib, 0.5)) - minLog)) / (maxLog - minLog);
     const rows = [
-      ["naive", mem.naive_mib[i], "cu-tiling-naive"],
-      ["tiled", mem.tiled_mib[i], "cu-tiling-tiled"],
+      [CU.t("naive"), mem.naive_mib[i], "cu-tiling-naive"],
+      [CU.t("tiled"), mem.tiled_mib[i], "cu-tiling-tiled"],
     ];
     rows.forEach(([name, mib, cls], r) => {
       const y = 14 + r * 34;
@@ -224,7 +224,7 @@ function render({ model, el }) {
       CU.setText(t, tick >= 1024 ? `${tick / 1024} GiB` : `${tick} MiB`);
     }
     const ratio = mem.naive_mib[i] / mem.tiled_mib[i];
-    const text = `T = ${mem.T[i]}, 8 heads, d = 64, float32: naive attention holds ${CU.fmt(mem.naive_mib[i], 1)} MiB of scores and weights, tiled attention ${CU.fmt(mem.tiled_mib[i], 1)} MiB (${CU.fmt(ratio, 0)} times less). Log scale.`;
+    const text = CU.t(`T = ${mem.T[i]}, 8 heads, d = 64, float32: naive attention holds ${CU.fmt(mem.naive_mib[i], 1)} MiB of scores and weights, tiled attention ${CU.fmt(mem.tiled_mib[i], 1)} MiB (${CU.fmt(ratio, 0)} times less). Log scale.`);
     memTitle.textContent = text;
     memSvg.setAttribute("aria-label", text);
   }

@@ -11,19 +11,19 @@ function render({ model, el }) {
   let removedBytes = [];
 
   const sentence = CU.select({
-    label: "Sentence",
+    label: CU.t("Sentence"),
     options: model.get("labels"),
     value: model.get("sentence_index"),
     onChange: (i) => { model.set("sentence_index", i); model.save_changes(); draw(); },
   });
   const option = CU.select({
-    label: "Remove",
+    label: CU.t("Remove"),
     options: model.get("option_names"),
     value: model.get("option_index"),
     onChange: (i) => { model.set("option_index", i); model.save_changes(); draw(); },
   });
   const k = CU.slider({
-    label: "k (words removed)",
+    label: CU.t("k (words removed)"),
     n: model.get("k_max"),
     value: model.get("k_index"),
     format: (i) => `k = ${i + 1}`,
@@ -61,14 +61,14 @@ function render({ model, el }) {
         const chip = CU.token(row, tok, {
           class: cls.join(" "),
           style: `background:${CU.colour(shade, "cividis")};color:${CU.inkOn(shade, "cividis")}`,
-          title: `${name}: ${CU.fmt(vals[t], 3)}${topic[t] ? " (topic word)" : ""}${gone[t] ? " (removed)" : ""}`,
+          title: `${name}: ${CU.fmt(vals[t], 3)}${topic[t] ? CU.t(" (topic word)") : ""}${gone[t] ? CU.t(" (removed)") : ""}`,
         });
-        chip.setAttribute("aria-label", `${tok}: ${CU.fmt(vals[t], 3)}${topic[t] ? ", topic word" : ""}`);
+        chip.setAttribute("aria-label", `${tok}: ${CU.fmt(vals[t], 3)}${topic[t] ? CU.t(", topic word") : ""}`);
       });
     });
     const words = tokens.filter((_, t) => gone[t]);
     const kText = o === 0 ? "" : ` (k = ${kk + 1})`;
-    CU.setText(removedLine, `Removed: ${model.get("option_names")[o]}${kText}` +
+    CU.setText(removedLine, CU.t(`Removed: ${model.get("option_names")[o]}${kText}`) +
       (words.length ? ` → ${words.join(", ")}` : ""));
     drawBars(s, o, kk);
   }
@@ -92,14 +92,14 @@ function render({ model, el }) {
       CU.setText(num, `${CU.fmt(before[c], 2)} → ${CU.fmt(after[c], 2)}`);
     });
     const legend = CU.svg("text", { x: left, y: topics.length * rowH + 18, class: "cu-tf-label" }, svg);
-    CU.setText(legend, "outline: before removal; filled: after");
+    CU.setText(legend, CU.t("outline: before removal; filled: after"));
     const argmax = (a) => a.indexOf(Math.max(...a));
     const b = argmax(before), a = argmax(after);
     const truth = model.get("topic")[s];
-    svg.setAttribute("aria-label", `Topic probabilities before and after: ${topics.map((n, c) =>
-      `${n} ${CU.fmt(before[c], 2)} to ${CU.fmt(after[c], 2)}`).join("; ")}`);
-    CU.setText(verdict, `True topic: ${truth}. Prediction: ${topics[b]} (${CU.fmt(before[b], 2)})` +
-      (o === 0 ? "." : ` → ${topics[a]} (${CU.fmt(after[a], 2)})${a !== b ? ": the prediction changed." : ": unchanged."}`));
+    svg.setAttribute("aria-label", CU.t("Topic probabilities before and after: ") + `${topics.map((n, c) =>
+      CU.t(`${n} ${CU.fmt(before[c], 2)} to ${CU.fmt(after[c], 2)}`)).join("; ")}`);
+    CU.setText(verdict, CU.t(`True topic: ${truth}. Prediction: ${topics[b]} (${CU.fmt(before[b], 2)})`) +
+      (o === 0 ? "." : ` → ${topics[a]} (${CU.fmt(after[a], 2)})${a !== b ? CU.t(": the prediction changed.") : CU.t(": unchanged.")}`));
   }
 
   const onData = () => {

@@ -33,6 +33,7 @@ from ..topic_focus.classifier import TrainResult
 from ..topic_focus.dataset import TOPICS, TopicSentence, topic_mask, word_tokens
 from ..topic_focus.minilm import minilm_measures, to_words
 from ._base import CourseWidget, check_index, check_tokens, pack_array, pack_uint8, unpack_array
+from ._text import Text
 
 __all__ = ["TopicWordFocus"]
 
@@ -66,10 +67,10 @@ class TopicWordFocus(CourseWidget):
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)  # words
     is_topic = traitlets.List(traitlets.List(traitlets.Bool())).tag(sync=True)
-    topic = traitlets.List(traitlets.Unicode()).tag(sync=True)  # true topic per sentence
-    measure_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    option_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    topics = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    topic = traitlets.List(Text()).tag(sync=True)  # true topic per sentence
+    measure_names = traitlets.List(Text()).tag(sync=True)
+    option_names = traitlets.List(Text()).tag(sync=True)
+    topics = traitlets.List(Text()).tag(sync=True)
     measures = traitlets.List(traitlets.Dict()).tag(sync=True)  # per sentence: packed (3, T)
     removed = traitlets.List(traitlets.Dict()).tag(sync=True)  # per sentence: uint8 (O, K, T)
     probs = traitlets.List(traitlets.Dict()).tag(sync=True)  # per sentence: packed (O, K, C)

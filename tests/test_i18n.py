@@ -1,0 +1,678 @@
+"""course_utils.i18n: the package speaks Chinese under COURSE_LANG=zh (issue 20).
+
+* the language setting (``COURSE_LANG``, :func:`set_language`) and the lookups ``t``, ``translate``;
+* the rule "no untranslated English" and the glossary rule, each tested on its own;
+* the catalogue: every message the code uses has a zh entry, no entry is unused, every entry follows
+  the glossary and has no English left, and its placeholders format;
+* widgets: under ``set_language("zh")`` every widget of every chapter, created as the notebooks
+  create it, has Chinese text traits, and its ES module carries the Chinese of every ``CU.t``
+  string of its JavaScript (checked in Node as well, where it runs);
+* feedback: every checker's feedback for right, wrong and broken answers is Chinese under zh;
+* figures: matplotlib text from notebook cells is drawn in Chinese, tick labels (data) are not;
+* English is unchanged: the English ES module is the shared prelude plus the widget file, and
+  English feedback is the English text.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from course_utils import i18n
+from course_utils.i18n import (
+    catalogue,
+    get_language,
+    glossary_violations,
+    js_messages,
+    set_language,
+    t,
+    translate,
+    untranslated_english,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "course_utils"
+WIDGET_DIR = SRC / "widgets"
+JS_FILES = sorted(WIDGET_DIR.glob("*.js"))
+
+
+@pytest.fixture
+def zh():
+    set_language("zh")
+    yield
+    set_language(None)
+
+
+@pytest.fixture
+def en():
+    set_language("en")
+    yield
+    set_language(None)
+
+
+# ---- the language setting ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "lang"),
+    [
+        ("zh", "zh"),
+        ("zh_CN", "zh"),
+        ("zh-CN", "zh"),
+        ("zh_CN.UTF-8", "zh"),
+        ("ZH", "zh"),
+        ("", "en"),
+        ("en", "en"),
+        ("fr", "en"),
+        ("zh_TW", "en"),
+    ],
+)
+def test_course_lang_chooses_the_language(monkeypatch, value, lang):
+    set_language(None)
+    monkeypatch.setenv("COURSE_LANG", value)
+    assert get_language() == lang
+
+
+def test_unset_course_lang_is_english(monkeypatch):
+    set_language(None)
+    monkeypatch.delenv("COURSE_LANG", raising=False)
+    assert get_language() == "en"
+
+
+def test_set_language_overrides_the_environment(monkeypatch):
+    monkeypatch.setenv("COURSE_LANG", "zh")
+    set_language("en")
+    try:
+        assert get_language() == "en"
+        set_language("zh-CN")
+        assert get_language() == "zh"
+    finally:
+        set_language(None)
+    assert get_language() == "zh"  # back to COURSE_LANG
+
+
+@pytest.mark.parametrize(("bad", "error"), [("klingon", ValueError), (3, TypeError)])
+def test_set_language_rejects_unknown_languages(bad, error):
+    with pytest.raises(error, match="lang must be"):
+        set_language(bad)
+
+
+# ---- t and translate ---------------------------------------------------------------------------
+
+
+def test_t_formats_named_fields_in_both_languages(en):
+    key = "all {n} cases match kv_cache.max_batch"
+    assert t(key, n=3) == "all 3 cases match kv_cache.max_batch"
+    set_language("zh")
+    assert t(key, n=3) == "全部 3 个用例都与 kv_cache.max_batch 一致"
+
+
+def test_missing_message_falls_back_to_english(zh):
+    assert t("a message nobody translated: {x}", x=1.5) == "a message nobody translated: 1.5"
+    assert translate("a message nobody translated") == "a message nobody translated"
+
+
+def test_translate_keeps_the_numbers_of_a_formatted_message(zh):
+    text = translate("entry [0, 1] is -1.11: weights are never negative")
+    assert text == "元素 [0, 1] 为 -1.11：权重永远不会是负数"
+    # a field that is itself a message is translated too ("row 2" -> "第 2 行")
+    assert translate("row 2 sums to 1.37, expected 1") == "第 2 行之和为 1.37，应为 1"
+    assert translate("  correct\n") == "  正确\n"  # white space around is kept
+
+
+def test_translate_is_identity_in_english(en):
+    for key in list(catalogue("zh", "messages"))[:50]:
+        assert translate(key) == key
+
+
+# ---- the rules themselves ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "分数 = Q Kᵀ，d_k = 64；用 np.tril(...) 和 PyTorch",
+        "查询（Query）与键（Key）",
+        "填充掩码（key-padding mask）",
+        "你的函数抛出了 ZeroDivisionError: division by zero",
+        "测试用例：q_sat = (2, 0, 0), k_cat = (2, 0, 0)",
+        "'the cat' 和 “the dog” 是数据",
+        "MHA、GQA、MQA、RoPE、GiB、LayerNorm、FLOPs",
+        "权重 = softmax(缩放)；weights @ V；x.var(-1)",
+        "True 表示“可以关注”；dtype 为 int64",
+        "在 $\\sqrt{d_k}$ 处",
+    ],
+)
+def test_rule_allows_code_names_symbols_and_quoted_data(text):
+    assert untranslated_english(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "runs"),
+    [
+        ("第 2 步 not yet right：权重", ["not yet right"]),
+        ("hint: 用 np.tril", ["hint"]),
+        ("Query angle", ["Query angle"]),
+        ("查询 weights of one example row", ["weights of one example row"]),
+        ("键（the key）", ["the key"]),  # parentheses hide only glossary terms
+        ("your code raised ZeroDivisionError: division by zero", ["your code raised"]),
+        ("cache; expected", ["cache; expected"]),
+        ("一个 cache，两个 layers", ["cache", "layers"]),
+    ],
+)
+def test_rule_finds_english_that_should_be_chinese(text, runs):
+    assert untranslated_english(text) == runs
+
+
+def test_glossary_rule():
+    assert glossary_violations("apply softmax to each row", "对每一行应用归一化指数函数") == []
+    assert glossary_violations("apply softmax to each row", "对每一行应用 softmax") == [
+        ("Softmax", "归一化指数函数")
+    ]
+    assert glossary_violations("Keys and values", "键和数") == [("Value", "值")]
+    # code is not prose: softmax(...), ~mask, `window`, d_key
+    assert (
+        glossary_violations("softmax(logits / temperature)", "softmax(logits / temperature)") == []
+    )
+    assert glossary_violations("flip it with ~mask", "用 ~mask 翻转") == []
+    assert glossary_violations("the key-padding mask", "填充掩码") == []
+    assert i18n.glossary_terms()["Query"] == "查询"
+
+
+# ---- the catalogue -----------------------------------------------------------------------------
+
+
+def _entries():
+    return [
+        (section, key, value)
+        for section in ("messages", "widgets_js")
+        for key, value in catalogue("zh", section).items()
+    ]
+
+
+def _sample(value: str) -> str:
+    """A zh value with its placeholders filled with a number (what a reader sees)."""
+    return re.sub(r"\{\w*\}", "0", value.replace("{{", "{").replace("}}", "}"))
+
+
+def test_catalogue_file_is_valid_and_sorted():
+    data = json.loads((SRC / "i18n" / "zh.json").read_text(encoding="utf-8"))
+    assert set(data) == {"//", "messages", "widgets_js"}
+    for section in ("messages", "widgets_js"):
+        assert list(data[section]) == sorted(data[section]), f"{section} is not sorted"
+        assert len(data[section]) > 100
+
+
+@pytest.mark.parametrize(("section", "key", "value"), _entries(), ids=lambda x: str(x)[:40])
+def test_entry_is_chinese_follows_the_glossary_and_formats(section, key, value):
+    # Chinese, unless the English is itself only names and symbols (RoPE, LayerNorm, τ -> inf)
+    assert re.search(r"[\u4e00-\u9fff]", value) or not untranslated_english(_sample(key)), value
+    assert untranslated_english(_sample(value)) == [], (key, value)
+    assert glossary_violations(key, value) == [], (key, value)
+    fields = i18n.key_fields(key)
+    assert re.sub(r"\{\w*\}|\{\{|\}\}", "", key).strip(), f"{key!r}: a key needs literal text"
+    # the translation formats with the key's fields (positional and named)
+    sample = [f"<{i}>" for i in range(len(fields))]
+    named = {name: f"<{i}>" for i, name in enumerate(fields) if name}
+    filled = value.format(*sample, **named)
+    for i, name in enumerate(fields):
+        if not name and "{}" in value:  # in order: every field is shown
+            assert f"<{i}>" in filled, (key, value)
+
+
+def _source_keys() -> set[str]:
+    """Every string literal and f-string of the package (f-string fields as ``{}``), the string
+    literals of the chapters' code cells, and the topic names of the chapter-13 data."""
+    keys: set[str] = set()
+
+    def add(node: ast.AST) -> None:
+        for n in ast.walk(node):
+            if isinstance(n, ast.JoinedStr):
+                parts = [
+                    v.value.replace("{", "{{").replace("}", "}}")
+                    if isinstance(v, ast.Constant)
+                    else "{}"
+                    for v in n.values
+                ]
+                keys.add("".join(parts))
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                keys.add(n.value)
+                keys.add(n.value.replace("{", "{{").replace("}", "}}"))
+
+    for path in SRC.rglob("*.py"):
+        add(ast.parse(path.read_text(encoding="utf-8")))
+    for nb_path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in json.loads(nb_path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                code = "".join(cell["source"])
+                code = "\n".join(x for x in code.splitlines() if x.lstrip()[:1] not in "%!")
+                add(ast.parse(code))
+    from course_utils.heads.patterns import PATTERNS
+    from course_utils.topic_focus.dataset import TOPICS
+
+    return keys | set(TOPICS) | set(PATTERNS)
+
+
+#: Fields a message shows after the code changed them ("top_left".replace("_", "-")).
+DERIVED = {"top-left": "top_left", "bottom-right": "bottom_right"}
+
+
+def test_every_message_entry_is_used_by_the_code():
+    keys = _source_keys()
+    unused = [
+        k for k in catalogue("zh", "messages") if k not in keys and DERIVED.get(k) not in keys
+    ]
+    assert not unused, f"catalogue entries no code uses: {unused}"
+
+
+def test_every_js_entry_is_used_and_every_cu_t_string_has_an_entry():
+    used = {k for js in JS_FILES for k in js_messages(js.read_text(encoding="utf-8"))}
+    entries = set(catalogue("zh", "widgets_js"))
+    assert used - entries == set(), "CU.t strings without a zh entry"
+    assert entries - used == set(), "widgets_js entries no JavaScript uses"
+
+
+def test_every_t_call_in_the_package_has_an_entry():
+    missing = []
+    for path in SRC.rglob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == "t"
+                and n.args
+                and isinstance(n.args[0], ast.Constant)
+                and n.args[0].value not in catalogue("zh", "messages")
+            ):
+                missing.append((path.name, n.args[0].value))
+    assert not missing
+
+
+def test_js_scanner_reads_literals_and_templates():
+    src = 'CU.t(`Step ${i + 1}: ${a.map((x) => `${x}`).join(", ")}` + "!"); CU.t("A {b}")'
+    assert js_messages(src) == ["Step {}: {}!", "A {{b}}"]
+    with pytest.raises(ValueError, match="literals"):
+        js_messages("CU.t(name)")
+
+
+def test_visible_js_strings_go_through_cu_t():
+    """A capitalised English phrase passed to a label, a caption or textContent must be wrapped."""
+    sinks = re.compile(
+        r"(label:|setText\([^,]+,|textContent =|\"aria-label\",|CU\.html\([^)]*,)\s*"
+        r"[`\"]([A-Z][a-z]+( [a-z]+)+)"
+    )
+    found = [(js.name, m.group(2)) for js in JS_FILES for m in sinks.finditer(js.read_text())]
+    assert not found
+
+
+# ---- widgets -------------------------------------------------------------------------------------
+
+
+def _chapter_widgets():
+    """Every widget of every chapter, with the notebooks' own titles and text arguments."""
+    import torch
+
+    from course_utils.data import FEATURES, bank_example, english_example, query_plane_example
+    from course_utils.experiments.reversal import cross_attention_rows, train_reversal
+    from course_utils.transformer import TransformerBlock
+    from course_utils.widgets import (
+        BlockTracer,
+        CrossAttentionView,
+        FourSteps,
+        GenerationStepper,
+        HeadGrouping,
+        KVCacheCalculator,
+        KVCacheCompare,
+        QueryKeyPlane,
+        RopeDial,
+        ScalingExplorer,
+        SentenceAttention,
+        SparsePatterns,
+        TemperatureMix,
+        TilingExplorer,
+    )
+
+    bank, cat, plane = bank_example(), english_example(), query_plane_example()
+    out = [
+        QueryKeyPlane(
+            plane.keys,
+            plane.values,
+            key_labels=list(plane.labels),
+            title="Soft lookup in a plane: move the query",
+        ),
+        SentenceAttention(
+            [
+                ("".join(bank.tokens), list(bank.tokens), bank.X),
+                (cat.translation, list(cat.tokens), cat.X),
+            ],
+            w_q=bank.W_Q,
+            w_k=bank.W_K,
+            title="Self-attention over a sentence: pick a query token",
+        ),
+        ScalingExplorer(
+            seed=0,
+            title="Scores and softmax as d_k grows: without scaling (left), with 1/√d_k (right)",
+        ),
+        TemperatureMix(
+            plane.keys @ plane.query / np.sqrt(2),
+            plane.values,
+            labels=list(plane.labels),
+            title="One row of scores at different temperatures: weights (left) and output (right)",
+        ),
+        FourSteps(
+            bank.Q,
+            bank.K,
+            bank.V,
+            tokens=list(bank.tokens),
+            value_labels=list(FEATURES),
+            title="The four steps on 小明在银行边的长椅上看书",
+        ),
+        RopeDial(title="RoPE: one dial per pair of dimensions"),
+        GenerationStepper(
+            [
+                {"name": "看书真好 (the seed's table)", "tokens": list("看书真好")},
+                {"name": "the cat sat. (tiny model, block 0, head 0)", "tokens": list("thecat")},
+            ],
+            step=2,
+        ),
+        SparsePatterns(
+            "window + global",
+            t=24,
+            param=3,
+            extra=1,
+            title="Sparse patterns: the mask, its cost, and the receptive field of the last token",
+        ),
+        KVCacheCalculator("Llama 3 8B", context=32768, memory_gib=40),
+        HeadGrouping(
+            12,
+            measured=[0.0, 0.1, 0.2, 0.3, 0.4, 0.5],
+            measured_label="MiniLM, output change of mean-pooling alone (mean of 6 layers)",
+        ),
+        KVCacheCompare(),
+        TilingExplorer(
+            bank.Q,
+            bank.K,
+            bank.V,
+            tokens=list(bank.tokens),
+            block_q=4,
+            block_k=2,
+            title="Tiled attention on 小明在银行边的长椅上看书, one tile at a time",
+        ),
+    ]
+    torch.manual_seed(0)
+    blocks = [TransformerBlock(16, 4, 64).double().eval() for _ in range(2)]
+    text = "abcab"
+    out.append(
+        BlockTracer(
+            blocks,
+            torch.randn(len(text), 16, dtype=torch.float64),
+            list(text),
+            answers=[f"model: '{c}' occurs {2} time(s); true count: {2}" for c in text],
+            title="One token's vector through the two trained blocks",
+        )
+    )
+    (run,) = train_reversal(seeds=(0,), steps=2, eval_every=1, batch=4)
+    examples = cross_attention_rows(run.model, ["abc"])
+    examples += cross_attention_rows(run.model, ["deaf", "cab"], t_k=8)
+    examples += cross_attention_rows(run.model, ["deaf", "cab"], t_k=8, use_padding_mask=False)
+    out.append(
+        CrossAttentionView(
+            examples, title="Cross-attention: where each output step looks in the source"
+        )
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def zh_widgets():
+    set_language("zh")
+    try:
+        yield _chapter_widgets()
+    finally:
+        set_language(None)
+
+
+def _text_values(widget) -> list[str]:
+    """Every value of the widget's reader-facing text traits (Text, and lists of Text)."""
+    import traitlets
+
+    from course_utils.widgets._base import Text
+
+    values = []
+    for name, trait in widget.traits(sync=True).items():
+        value = getattr(widget, name)
+        if isinstance(trait, Text):
+            values.append(value)
+        elif isinstance(trait, traitlets.List) and isinstance(trait._trait, Text):
+            values.extend(value)
+    return [v for v in values if v]
+
+
+def test_widget_text_traits_are_chinese(zh_widgets):
+    bad = {}
+    for w in zh_widgets:
+        for value in _text_values(w):
+            runs = untranslated_english(value)
+            if runs:
+                bad.setdefault(type(w).__name__, []).append((value, runs))
+        if w.title or w.description:
+            assert re.search(r"[\u4e00-\u9fff]", w.title + w.description), type(w).__name__
+    assert not bad
+
+
+def test_widgets_of_the_pretrained_models_are_chinese(zh):
+    """Chapter 4's head explorer (MiniLM) and chapter 13's topic widget, as in the notebooks."""
+    from course_utils.heads.patterns import PATTERNS
+    from course_utils.topic_focus import make_split, real_sentences, train_classifier
+    from course_utils.widgets import HeadExplorer, TopicWordFocus
+
+    notes = {(0, 2): f"highest {PATTERNS[0]} score (0.93); highest {PATTERNS[1]} score (0.88)"}
+    explorer = HeadExplorer(
+        ["The cat sat on the mat.", "Snow, snow and more snow."],
+        layer=0,
+        head=2,
+        notes=notes,
+        title="all-MiniLM-L6-v2: one head's attention map",
+    )
+    result = train_classifier(make_split(n_train=300, n_test=60, seed=0), seed=0, steps=40)
+    focus = TopicWordFocus(
+        result,
+        [real_sentences()[i] for i in (0, 44)],
+        k_max=2,
+        option_index=1,
+        title="Which words does the decision rest on?",
+    )
+    assert explorer.head_notes["0-2"] == "前一个词元分数最高（0.93）; 后一个词元分数最高（0.88）"
+    values = {explorer: [*_text_values(explorer), *explorer.head_notes.values()]}
+    values[focus] = _text_values(focus)
+    for w in (explorer, focus):
+        for value in values[w]:
+            assert untranslated_english(value) == [], (type(w).__name__, value)
+        shipped = _messages_in_esm(w._esm)
+        own = (WIDGET_DIR / f"{w._widget_file}.js").read_text(encoding="utf-8")
+        assert set(js_messages(own)) <= set(shipped)
+
+
+def _messages_in_esm(esm: str) -> dict[str, str]:
+    m = re.search(r"\nCU\.addMessages\((\{.*?\n\})\);\n", esm, flags=re.S)
+    assert m, "the zh ES module has no CU.addMessages"
+    return json.loads(m.group(1))
+
+
+def test_every_widget_js_string_has_chinese_in_its_module(zh_widgets):
+    for w in zh_widgets:
+        stem = w._widget_file
+        own = (WIDGET_DIR / f"{stem}.js").read_text(encoding="utf-8")
+        shipped = _messages_in_esm(w._esm)
+        used = set(js_messages(own))
+        assert used and used <= set(shipped), (stem, used - set(shipped))
+        assert set(shipped) <= used  # only what this widget uses
+        for value in shipped.values():
+            assert untranslated_english(_sample(value)) == [], (stem, value)
+
+
+def test_english_widgets_keep_the_english_module(en):
+    from course_utils.widgets import RopeDial
+    from course_utils.widgets._base import widget_esm
+
+    w = RopeDial(title="RoPE: one dial per pair of dimensions")
+    assert w._esm == widget_esm("rope_dial")
+    assert "\nCU.addMessages(" not in w._esm
+    assert w.title == "RoPE: one dial per pair of dimensions"
+
+
+def test_a_learner_can_switch_to_chinese_before_creating_a_widget(en):
+    from course_utils.widgets import RopeDial
+
+    set_language("zh")
+    w = RopeDial(title="RoPE: one dial per pair of dimensions")
+    assert w.title == "RoPE：每对维度一个表盘"
+    assert "\nCU.addMessages(" in w._esm
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_cu_t_translates_formatted_text_in_javascript(zh, tmp_path):
+    from course_utils.widgets._base import widget_esm
+
+    module = tmp_path / "w.mjs"
+    module.write_text(widget_esm("temperature_mix", "zh") + "\nexport { CU };\n", encoding="utf-8")
+    probe = [
+        "Temperature τ",
+        "Softmax weights at temperature 1.00: 0.66, 0.24, 0.09",
+        "τ = 0.50: weights 0.87, 0.12, 0.02; output = Σ weight × value = (0.48, 0.05)",
+        "something not in the catalogue",
+    ]
+    script = (
+        f"import({json.dumps(module.as_uri())}).then((m) => "
+        f"console.log(JSON.stringify({json.dumps(probe)}.map((s) => m.CU.t(s)))));"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [
+        "温度 τ",
+        "温度 1.00 下的归一化指数函数（softmax）权重：0.66, 0.24, 0.09",
+        "τ = 0.50：权重 0.87, 0.12, 0.02；输出 = Σ 权重 × 值 = (0.48, 0.05)",
+        "something not in the catalogue",
+    ]
+
+
+# ---- exercise feedback ---------------------------------------------------------------------------
+
+
+def _feedback_texts(fb) -> list[str]:
+    return [fb.headline, *fb.messages, *fb.hints, str(fb)]
+
+
+def _checkers():
+    import importlib
+
+    out = []
+    for n in range(1, 14):
+        module = importlib.import_module(f"course_utils.exercises.ch{n:02d}")
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if name.startswith("check_") and fn.__module__ == module.__name__:
+                out.append((f"ch{n:02d}.{name}", fn))
+    return out
+
+
+def _raises(*args):
+    return 1 / 0
+
+
+BROKEN = {
+    "starter": ...,
+    "none": None,
+    "text": "abc",
+    "crashes": _raises,
+    "returns None": lambda *a: None,
+    "ragged": lambda *a: [[1, 2], [3]],
+    "zeros": lambda *a: np.zeros(3),
+    "number": 7,
+}
+
+
+@pytest.mark.parametrize(("name", "checker"), _checkers(), ids=[c[0] for c in _checkers()])
+def test_feedback_for_broken_answers_is_chinese(zh, name, checker):
+    required = [
+        p
+        for p in inspect.signature(checker).parameters.values()
+        if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+    ]
+    for label, answer in BROKEN.items():
+        fb = checker(*[answer] * len(required))
+        for text in _feedback_texts(fb):
+            assert untranslated_english(text) == [], (name, label, text)
+
+
+def _catalogue_cases():
+    import tests.test_exercises_catalogue as cat
+
+    cases = []
+    for n in ("01", "02", "03", "04"):
+        cases += [(f"right {c[0]}", c[1], c[2]) for c in getattr(cat, f"RIGHT_CH{n}")]
+        cases += [(f"wrong {c[0]}", c[1], c[2]) for c in getattr(cat, f"WRONG_CH{n}")]
+    return [c for c in cases if not isinstance(c[2], str)]  # "floats"/"string": built in the test
+
+
+@pytest.mark.parametrize(
+    ("name", "checker", "answer"), _catalogue_cases(), ids=lambda x: str(x)[:30]
+)
+def test_feedback_for_right_and_wrong_answers_is_chinese(zh, name, checker, answer):
+    fb = checker(*answer) if isinstance(answer, tuple) else checker(answer)
+    for text in _feedback_texts(fb):
+        assert untranslated_english(text) == [], (name, text)
+
+
+def test_english_feedback_is_unchanged(en):
+    from course_utils.exercises import ch01
+
+    fb = ch01.check_dot_product(lambda q, k: q * k)
+    assert fb.headline == "✗ dot product: not yet right"
+    set_language("zh")
+    fb = ch01.check_dot_product(lambda q, k: q * k)
+    assert fb.headline == "✗ 点积：还不对"
+    assert str(fb).count("提示：") == len(fb.hints)
+
+
+# ---- figures ------------------------------------------------------------------------------------
+
+
+def test_figure_text_from_a_notebook_cell_is_drawn_in_chinese(zh):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course_utils.i18n.figures import drawn_texts
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="attention weight")
+    ax.set_title("training step")
+    ax.set_xlabel("layer")
+    ax.set_xticks([0, 1], ["next", "self"])  # tick labels are data (tokens): not translated
+    ax.legend()
+    fig.suptitle("a title nobody translated")
+    drawn = drawn_texts(fig)
+    assert {"训练步数", "层", "注意力权重", "a title nobody translated"} <= set(drawn)
+    assert {"next", "self"} <= set(drawn) and "后一个词元" not in drawn
+    assert ax.get_title() == "training step"  # the figure keeps its English text
+    set_language("en")
+    assert "training step" in drawn_texts(fig) and "训练步数" not in drawn_texts(fig)
+    plt.close(fig)
+
+
+def test_alt_text_of_a_heatmap_is_chinese(zh):
+    from course_utils.plotting import describe_attention
+
+    text = describe_attention([[0.75, 0.25], [0.5, 0.5]], ["看", "书"])
+    want = "注意力权重的热力图，2 个查询（行）× 2 个键（列）。"
+    assert text == want + "每个查询最强的键：看 → 看 (0.75); 书 → 看 (0.50)。"
+    assert untranslated_english(text) == []
