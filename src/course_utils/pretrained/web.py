@@ -71,7 +71,7 @@ def web_files() -> list[Path]:
     """The ES modules of the browser path, in ``WEB_DIR``.
 
     >>> [p.name for p in web_files()]
-    ['bert.mjs', 'worker.mjs', 'wordpiece.mjs']
+    ['bert.mjs', 'wordpiece.mjs', 'worker.mjs']
     """
     return sorted(WEB_DIR.glob("*.mjs"))
 

@@ -156,7 +156,7 @@ class HeadExplorer(CourseWidget):
     @traitlets.observe("sentence")
     def _on_sentence(self, change: dict[str, Any]) -> None:
         """With a kernel: run the model on the typed sentence (the browser path does it without)."""
-        from ..pretrained import attention_maps, tokenize
+        from ..pretrained import attention_maps, load_tokenizer
         from ..topic_focus import attention_rollout
 
         text = change["new"]
@@ -164,9 +164,9 @@ class HeadExplorer(CourseWidget):
             if not text.strip():
                 self.custom, self.custom_error = {}, ""
                 return
-            tokens, _ = tokenize(text)
-            if len(tokens) > self.max_tokens:
-                self.custom, self.custom_error = {}, too_long_message(len(tokens), self.max_tokens)
+            n_tokens = len(load_tokenizer().encode(text).ids)  # with [CLS] and [SEP]
+            if n_tokens > self.max_tokens:
+                self.custom, self.custom_error = {}, too_long_message(n_tokens, self.max_tokens)
                 return
             tokens, maps = attention_maps(text)  # (L, H, T, T)
             self.custom_error = ""
