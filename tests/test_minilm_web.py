@@ -194,3 +194,35 @@ def test_javascript_in_node(exports: dict[str, Path], tmp_path: Path) -> None:
     assert measured["float16"]["max_abs_diff_maps"] <= TOLERANCE_FLOAT16
     assert measured["float32"]["max_abs_diff_maps"] <= TOLERANCE_FLOAT32
     assert measured["float32"]["max_abs_diff_rollout"] <= TOLERANCE_FLOAT32
+
+
+def test_chapter4_states_the_download_size_and_the_cap() -> None:
+    import nbformat
+
+    nb = nbformat.read(ROOT / "chapters" / "04_multi_head_attention.ipynb", as_version=4)
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown").replace("\n", " ")
+    sizes = download_sizes("float16")
+    assert f"{sizes['upfront_bytes'] / 1e6:.1f} MB" in prose
+    assert f"{sizes['chunk_bytes'] / 1e3:.0f} KB" in prose
+    assert f"at most {MAX_BROWSER_TOKENS} tokens" in prose
+
+
+def test_build_writes_the_browser_model_only_for_pages_that_need_it(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from course_site import BROWSER_MODEL_DIR, _build_finished
+
+    app = SimpleNamespace(outdir=str(tmp_path), builder=SimpleNamespace(format="html"))
+    (tmp_path / "a.html").write_text("<p>no widget</p>", encoding="utf-8")
+    _build_finished(app, None)
+    assert not (tmp_path / BROWSER_MODEL_DIR).exists()
+    (tmp_path / "b.html").write_text('<div class="cu-head-explorer"></div>', encoding="utf-8")
+    _build_finished(app, None)
+    folder = tmp_path / BROWSER_MODEL_DIR
+    assert sorted(p.name for p in folder.glob("*.mjs")) == [
+        "bert.mjs",
+        "wordpiece.mjs",
+        "worker.mjs",
+    ]
+    manifest = json.loads((folder / "model" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["dtype"] == "float16" and manifest["words"]["chunks"] == 239

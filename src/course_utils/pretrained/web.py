@@ -82,48 +82,49 @@ def _check_dtype(dtype: str) -> np.dtype:
     return np.dtype(dtype).newbyteorder("<")
 
 
-@lru_cache(maxsize=1)
-def _tensors() -> dict[str, NDArray[np.float32]]:
-    from safetensors.numpy import load_file
+def _weights_path() -> Path:
+    return model_dir() / "model.safetensors"
 
-    weights = load_file(str(model_dir() / "model.safetensors"))  # name -> array, float32
-    return {k: v for k, v in sorted(weights.items()) if not k.startswith(_SKIP)}
+
+@lru_cache(maxsize=1)
+def _shapes() -> dict[str, tuple[int, ...]]:
+    """Tensor name -> shape, from the safetensors header only (no weights are read)."""
+    from safetensors import safe_open
+
+    with safe_open(str(_weights_path()), framework="numpy") as f:
+        names = sorted(k for k in f.keys() if not k.startswith(_SKIP))  # noqa: SIM118
+        return {k: tuple(int(n) for n in f.get_slice(k).get_shape()) for k in names}
 
 
 def _tokenizer_json() -> dict[str, Any]:
     return json.loads((model_dir() / "tokenizer.json").read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=1)
 def _vocab_bytes() -> bytes:
-    tok = _tokenizer_json()
-    vocab: dict[str, int] = tok["model"]["vocab"]
+    vocab: dict[str, int] = _tokenizer_json()["model"]["vocab"]
     by_id = [""] * len(vocab)
     for token, i in vocab.items():
         by_id[i] = token
     return json.dumps(by_id, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _plan(dtype: str, chunk_rows: int) -> tuple[dict[str, Any], bytes, list[bytes], bytes]:
-    """``(manifest, weights.bin, word chunks, vocab.json)`` in memory."""
+def _manifest(dtype: str, chunk_rows: int) -> dict[str, Any]:
+    """The layout of an export (offsets, lengths, chunks), from the tensors' shapes alone."""
     dt = _check_dtype(dtype)
     if not isinstance(chunk_rows, int) or isinstance(chunk_rows, bool) or chunk_rows < 1:
         raise ValueError(f"chunk_rows must be a positive int; got {chunk_rows!r}")
     cfg = load_config()
-    tensors = _tensors()
-    blob = bytearray()
-    entries = []
-    for name, value in tensors.items():
+    entries, end = [], 0
+    for name, shape in _shapes().items():
         if name == WORD_TABLE:
             continue
-        raw = np.ascontiguousarray(value, dtype=dt).tobytes()  # row-major, little-endian
-        blob.extend(b"\0" * (-len(blob) % _ALIGN))
-        entries.append(
-            {"name": name, "shape": list(value.shape), "offset": len(blob), "length": len(raw)}
-        )
-        blob.extend(raw)
-    words = np.ascontiguousarray(tensors[WORD_TABLE], dtype=dt)  # (vocab, d_model)
-    chunks = [words[i : i + chunk_rows].tobytes() for i in range(0, words.shape[0], chunk_rows)]
-    manifest = {
+        offset = end + (-end % _ALIGN)  # each tensor starts at a multiple of 8 bytes
+        length = int(np.prod(shape)) * dt.itemsize
+        entries.append({"name": name, "shape": list(shape), "offset": offset, "length": length})
+        end = offset + length
+    rows, d_model = _shapes()[WORD_TABLE]
+    return {
         "model": "sentence-transformers/all-MiniLM-L6-v2",
         "dtype": dtype,
         "n_layers": cfg["num_hidden_layers"],
@@ -134,21 +135,18 @@ def _plan(dtype: str, chunk_rows: int) -> tuple[dict[str, Any], bytes, list[byte
         "layer_norm_eps": float(cfg["layer_norm_eps"]),
         "max_tokens": MAX_BROWSER_TOKENS,
         "special_tokens": [t["content"] for t in _tokenizer_json()["added_tokens"]],
-        "weights_bytes": len(blob),
-        "vocab_bytes": 0,  # filled below
+        "weights_bytes": end,
+        "vocab_bytes": len(_vocab_bytes()),
         "tensors": entries,
         "words": {
-            "rows": int(words.shape[0]),
+            "rows": rows,
             "chunk_rows": chunk_rows,
-            "chunks": len(chunks),
-            "chunk_bytes": len(chunks[0]),
+            "chunks": -(-rows // chunk_rows),
+            "chunk_bytes": chunk_rows * d_model * dt.itemsize,
             "pattern": "words/{index}.bin",
             "digits": 5,
         },
     }
-    vocab = _vocab_bytes()
-    manifest["vocab_bytes"] = len(vocab)
-    return manifest, bytes(blob), chunks, vocab
 
 
 def _manifest_bytes(manifest: dict[str, Any]) -> bytes:
@@ -161,17 +159,19 @@ def download_sizes(dtype: str = "float16", chunk_rows: int = CHUNK_ROWS) -> dict
 
     Keys: ``upfront_bytes`` (manifest + vocabulary + weights), ``weights_bytes``,
     ``vocab_bytes``, ``chunks``, ``chunk_bytes`` (one full chunk) and ``words_bytes`` (all
-    chunks).
+    chunks). Computed from the weight file's header, without reading the weights.
     """
-    manifest, blob, chunks, vocab = _plan(dtype, chunk_rows)
-    head = len(_manifest_bytes(manifest))
+    manifest = _manifest(dtype, chunk_rows)
+    rows, d_model = _shapes()[WORD_TABLE]
     return {
-        "upfront_bytes": head + len(vocab) + len(blob),
-        "weights_bytes": len(blob),
-        "vocab_bytes": len(vocab),
-        "chunks": len(chunks),
-        "chunk_bytes": len(chunks[0]),
-        "words_bytes": sum(len(c) for c in chunks),
+        "upfront_bytes": len(_manifest_bytes(manifest))
+        + manifest["vocab_bytes"]
+        + manifest["weights_bytes"],
+        "weights_bytes": manifest["weights_bytes"],
+        "vocab_bytes": manifest["vocab_bytes"],
+        "chunks": manifest["words"]["chunks"],
+        "chunk_bytes": manifest["words"]["chunk_bytes"],
+        "words_bytes": rows * d_model * np.dtype(dtype).itemsize,
     }
 
 
@@ -182,17 +182,26 @@ def export_weights(
 
     ``out_dir`` is created; files already there are overwritten (old chunk files are removed).
     """
-    manifest, blob, chunks, vocab = _plan(dtype, chunk_rows)
+    from safetensors.numpy import load_file
+
+    manifest = _manifest(dtype, chunk_rows)
+    dt = _check_dtype(dtype)
+    tensors = load_file(str(_weights_path()))  # name -> array, float32
+    blob = bytearray(manifest["weights_bytes"])
+    for e in manifest["tensors"]:
+        raw = np.ascontiguousarray(tensors[e["name"]], dtype=dt).tobytes()  # row-major, LE
+        blob[e["offset"] : e["offset"] + e["length"]] = raw
+    words = np.ascontiguousarray(tensors[WORD_TABLE], dtype=dt)  # (vocab, d_model)
     out = Path(out_dir)
-    words = out / "words"
-    words.mkdir(parents=True, exist_ok=True)
-    for old in words.glob("*.bin"):
+    folder = out / "words"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.bin"):
         old.unlink()
-    (out / "weights.bin").write_bytes(blob)
-    (out / "vocab.json").write_bytes(vocab)
+    (out / "weights.bin").write_bytes(bytes(blob))
+    (out / "vocab.json").write_bytes(_vocab_bytes())
     digits = manifest["words"]["digits"]
-    for i, chunk in enumerate(chunks):
-        (words / f"{i:0{digits}d}.bin").write_bytes(chunk)
+    for i, start in enumerate(range(0, words.shape[0], chunk_rows)):
+        (folder / f"{i:0{digits}d}.bin").write_bytes(words[start : start + chunk_rows].tobytes())
     (out / "manifest.json").write_bytes(_manifest_bytes(manifest))
     return manifest
 
