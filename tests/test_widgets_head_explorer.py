@@ -158,3 +158,11 @@ def test_download_size_and_worker_are_stated():
     assert w.worker_path == "minilm/worker.mjs"
     js = w._esm
     assert "kernelless" in js and "new Worker(" in js and 'type: "module"' in js
+
+
+def test_view_chooses_head_or_rollout_and_is_checked():
+    w = HeadExplorer(["A b."])
+    w.view = 1
+    assert w.view == 1
+    with pytest.raises(ValueError, match="view"):
+        w.view = 2

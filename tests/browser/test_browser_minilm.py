@@ -4,7 +4,9 @@ On chapter 4's page, in Chromium with every off-site request blocked: nothing of
 fetched before the first edit; a typed sentence's 72 maps (computed by the Web Worker from the
 float16 weights) are within 2e-3 of the Python reference and their rows sum to 1; its rollout
 matches :func:`course_utils.topic_focus.attention_rollout`; a sentence over the cap gets the cap
-message; no request leaves the site; no console error or warning.
+message; no request leaves the site; no console error or warning. With the reader's sentence on
+show, the widget still passes the site audit's goals (axe in light and dark mode, 390 px phone,
+1280x720 projector at 150%).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 import pytest
 
 from course_site import BROWSER_MODEL_DIR
-from course_site.browser import block_outside
+from course_site.browser import WIDGET_SIZES_JS, WIDTH_JS, block_outside, run_axe
 from course_utils.pretrained import attention_maps, load_tokenizer
 from course_utils.pretrained.web import MAX_BROWSER_TOKENS, download_sizes
 from course_utils.topic_focus import attention_rollout
@@ -130,5 +132,41 @@ def test_typed_sentence_runs_in_the_browser(site_url: str, browser: Any) -> None
         page.wait_for_timeout(200)
         assert record["blocked"] == [], f"off-site requests: {record['blocked']}"
         assert record["problems"] == [], "\n".join(record["problems"])
+    finally:
+        context.close()
+
+
+def test_typed_sentence_passes_the_audit(site_url: str, browser: Any) -> None:
+    context, page, record = _open(browser, site_url + PAGE)
+    try:
+        box = page.locator(".cu-head-explorer .cu-he-input")
+        box.focus()
+        page.keyboard.type("A phone, a projector and a dark room.")
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"() => ({STATE_JS})() === 'ready'", timeout=180_000)
+        problems = []
+        for mode, rules in (("light", None), ("dark", ["color-contrast", "link-in-text-block"])):
+            page.evaluate(
+                "(m) => { document.documentElement.dataset.theme = m;"
+                " for (const a of document.getAnimations()) a.finish(); }",
+                mode,
+            )
+            problems += [
+                f"{mode}: axe {v['impact']} {v['id']} {v['targets'][:2]}"
+                for v in run_axe(page, rules)
+                if v["impact"] in ("critical", "serious")
+            ]
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.wait_for_timeout(100)
+        width = page.evaluate(WIDTH_JS)
+        if width["scroll"] > 390:
+            problems.append(f"390 px: the page is {width['scroll']} px wide: {width['worst']}")
+        page.set_viewport_size({"width": 853, "height": 480})
+        page.wait_for_timeout(100)
+        for w in page.evaluate(WIDGET_SIZES_JS):
+            if w["cls"] == "cu-head-explorer" and w["height"] > 480:
+                problems.append(f"projector 150%: the head explorer is {w['height']} px high")
+        assert not problems, "\n".join(problems)
+        assert record["problems"] == [] and record["blocked"] == []
     finally:
         context.close()

@@ -22,7 +22,7 @@ const TEXT = {
   views: ["one head", "attention rollout (all layers)"],
   layerName: (i) => `layer ${i}`,
   headName: (i) => `head ${i}`,
-  yours: (text) => `your sentence: ${text}`,
+  yours: (text) => `your sentence: ${text.length > 40 ? `${text.slice(0, 39)}…` : text}`,
   boxLabel: "Type your own sentence",
   boxHint: (n) => `At most ${n} tokens (with [CLS] and [SEP]).`,
   button: (mb) => `Run the model on it (downloads ${mb} MB once)`,
@@ -60,7 +60,6 @@ function render({ model, el }) {
   let shown = null; // the grid in the svg now
   let custom = null; // the reader's sentence: {text, tokens, percent, rollPercent, grid}
   let showCustom = false;
-  let view = 0; // 0: one head, 1: rollout
 
   const options = () => [...model.get("labels"), ...(custom ? [TEXT.yours(custom.text)] : [])];
   const sentence = CU.select({
@@ -90,8 +89,8 @@ function render({ model, el }) {
   const shows = CU.select({
     label: TEXT.show,
     options: TEXT.views,
-    value: 0,
-    onChange: (i) => { view = i; draw(); },
+    value: model.get("view"),
+    onChange: (i) => { model.set("view", i); model.save_changes(); draw(); },
   });
   controls.append(sentence.root, layer.root, head.root, shows.root);
 
@@ -160,6 +159,7 @@ function render({ model, el }) {
 
   /** What is on show: {G, map (Uint8Array T*T of percentages), label}. */
   function current() {
+    const view = model.get("view");
     const l = model.get("layer");
     const h = model.get("head");
     if (showCustom && custom) {
@@ -184,6 +184,7 @@ function render({ model, el }) {
   }
 
   function draw() {
+    const view = model.get("view");
     const l = model.get("layer");
     const h = model.get("head");
     const { G, map, text } = current();
@@ -356,11 +357,12 @@ function render({ model, el }) {
     if (!showCustom) sentence.set(model.get("sentence_index"));
     layer.set(model.get("layer"));
     head.set(model.get("head"));
+    shows.set(model.get("view"));
     draw();
   };
   const cleanup = CU.listen(model, [
     ["change:labels change:tokens change:maps change:rollouts", onSentences],
-    ["change:sentence_index change:layer change:head", onState],
+    ["change:sentence_index change:layer change:head change:view", onState],
     ["change:head_notes", draw],
     ["change:custom change:custom_error", onCustom],
   ]);

@@ -49,6 +49,8 @@ __all__ = ["HeadExplorer", "too_long_message"]
 MAX_TOKENS = 24
 #: What to cut when the maps do not fit the shared budget (``MAX_STATE_BYTES``).
 BUDGET_HINT = "use fewer or shorter sentences"
+#: The drawings ``view`` chooses between (the JavaScript's menu says the same).
+VIEWS = ("one head", "attention rollout")
 #: Where the site's build puts the browser model, relative to the site's ``_static/`` folder.
 WORKER_PATH = "minilm/worker.mjs"
 
@@ -94,6 +96,8 @@ class HeadExplorer(CourseWidget):
     sentence_index = traitlets.Int(0).tag(sync=True)
     layer = traitlets.Int(0).tag(sync=True)
     head = traitlets.Int(0).tag(sync=True)
+    #: What the drawing shows: 0 one head's map, 1 the attention rollout (all layers and heads).
+    view = traitlets.Int(0).tag(sync=True)
     #: The reader's own sentence (the text box); with a kernel, Python runs the model on it.
     sentence = traitlets.Unicode("").tag(sync=True)
     #: Python's result for ``sentence``: {tokens, maps, rollout} (packed like ``maps``), or {}.
@@ -194,10 +198,12 @@ class HeadExplorer(CourseWidget):
                 raise
             self.sentence_index = len(self.labels) - 1
 
-    @traitlets.validate("sentence_index", "layer", "head")
+    @traitlets.validate("sentence_index", "layer", "head", "view")
     def _valid_index(self, proposal: Any) -> int:
         name, value = proposal["trait"].name, proposal["value"]
-        n = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}[name]
+        n = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}.get(
+            name, len(VIEWS)
+        )
         return check_index(value, name, n)
 
     def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
