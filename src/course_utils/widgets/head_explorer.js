@@ -29,6 +29,7 @@ const TEXT = {
   buttonKernel: "Run the model on it (Python)",
   buttonLoaded: "Run the model on it",
   loading: (done, total) => `Downloading the model: ${done} of ${total} MB…`,
+  progress: "Model download",
   computing: "Computing…",
   done: (ms, n) => `Done: ${n} tokens in ${ms} ms, computed in your browser. Pick a layer and a head.`,
   doneKernel: (n) => `Done: ${n} tokens, computed by Python. Pick a layer and a head.`,
@@ -110,7 +111,7 @@ function render({ model, el }) {
   const button = CU.html("button", { type: "button", class: "cu-he-run" }, row,
     kernel ? TEXT.buttonKernel : TEXT.button(mb(model.get("download_bytes"))));
   CU.html("p", { id: hintId, class: "cu-he-hint" }, box, TEXT.boxHint(cap));
-  const progress = CU.html("progress", { class: "cu-he-progress", max: 1, value: 0, "aria-label": TEXT.boxLabel }, box);
+  const progress = CU.html("progress", { class: "cu-he-progress", max: 1, value: 0, "aria-label": TEXT.progress }, box);
   progress.hidden = true;
   const status = CU.html("p", { class: "cu-he-status", role: "status" }, box, "");
 
@@ -249,12 +250,28 @@ function render({ model, el }) {
       return false;
     }
     progress.hidden = false;
+    let quarter = -1; // the status line (a live region) speaks at 0, 25, 50, 75 and 100 %
+    const fail = (message) => {
+      // the model could not load: say why, and let the next edit try again
+      CU.setText(status, TEXT.failed(message));
+      root.dataset.cuOwn = "error";
+      progress.hidden = true;
+      if (worker) worker.terminate();
+      worker = null;
+      ready = false;
+    };
     worker.onmessage = (ev) => {
       const msg = ev.data;
       if (msg.type === "progress") {
         progress.max = msg.total;
         progress.value = msg.loaded;
-        CU.setText(status, TEXT.loading(mb(msg.loaded), mb(msg.total)));
+        const q = Math.floor((4 * msg.loaded) / msg.total);
+        if (q !== quarter) {
+          quarter = q;
+          CU.setText(status, TEXT.loading(mb(msg.loaded), mb(msg.total)));
+        }
+      } else if (msg.type === "error" && msg.id === undefined) {
+        fail(msg.message);
       } else if (msg.type === "ready") {
         ready = true;
         progress.hidden = true;
@@ -277,7 +294,7 @@ function render({ model, el }) {
     };
     worker.onerror = (ev) => {
       ev.preventDefault();
-      CU.setText(status, TEXT.failed(ev.message || "the worker did not start"));
+      fail(ev.message || "the worker did not start");
     };
     worker.postMessage({ type: "load" });
     return true;
