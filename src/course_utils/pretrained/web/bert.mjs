@@ -41,7 +41,7 @@ export function readWeights(manifest, buffer) {
   return w;
 }
 
-/** y = x W^T + b for x (T, nIn) and W (nOut, nIn): four rows of x share each row of W. */
+/** y = x W^T + b for x (T, nIn) and W (nOut, nIn): blocks of 4 rows of x times 2 rows of W. */
 function linear(x, T, nIn, W, b, nOut) {
   const y = new Float64Array(T * nOut);
   let t = 0;
@@ -50,24 +50,43 @@ function linear(x, T, nIn, W, b, nOut) {
     const a1 = a0 + nIn;
     const a2 = a1 + nIn;
     const a3 = a2 + nIn;
-    for (let o = 0; o < nOut; o++) {
+    let o = 0;
+    for (; o + 2 <= nOut; o += 2) {
       const r = o * nIn;
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
+      const q = r + nIn;
+      let s00 = 0, s10 = 0, s20 = 0, s30 = 0, s01 = 0, s11 = 0, s21 = 0, s31 = 0;
+      for (let i = 0; i < nIn; i++) {
+        const w0 = W[r + i];
+        const w1 = W[q + i];
+        const x0 = x[a0 + i];
+        const x1 = x[a1 + i];
+        const x2 = x[a2 + i];
+        const x3 = x[a3 + i];
+        s00 += x0 * w0; s10 += x1 * w0; s20 += x2 * w0; s30 += x3 * w0;
+        s01 += x0 * w1; s11 += x1 * w1; s21 += x2 * w1; s31 += x3 * w1;
+      }
+      const b0 = b[o];
+      const b1 = b[o + 1];
+      y[t * nOut + o] = s00 + b0;
+      y[(t + 1) * nOut + o] = s10 + b0;
+      y[(t + 2) * nOut + o] = s20 + b0;
+      y[(t + 3) * nOut + o] = s30 + b0;
+      y[t * nOut + o + 1] = s01 + b1;
+      y[(t + 1) * nOut + o + 1] = s11 + b1;
+      y[(t + 2) * nOut + o + 1] = s21 + b1;
+      y[(t + 3) * nOut + o + 1] = s31 + b1;
+    }
+    for (; o < nOut; o++) {
+      const r = o * nIn;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
       for (let i = 0; i < nIn; i++) {
         const w = W[r + i];
-        s0 += x[a0 + i] * w;
-        s1 += x[a1 + i] * w;
-        s2 += x[a2 + i] * w;
-        s3 += x[a3 + i] * w;
+        s0 += x[a0 + i] * w; s1 += x[a1 + i] * w; s2 += x[a2 + i] * w; s3 += x[a3 + i] * w;
       }
-      const bias = b[o];
-      y[t * nOut + o] = s0 + bias;
-      y[(t + 1) * nOut + o] = s1 + bias;
-      y[(t + 2) * nOut + o] = s2 + bias;
-      y[(t + 3) * nOut + o] = s3 + bias;
+      y[t * nOut + o] = s0 + b[o];
+      y[(t + 1) * nOut + o] = s1 + b[o];
+      y[(t + 2) * nOut + o] = s2 + b[o];
+      y[(t + 3) * nOut + o] = s3 + b[o];
     }
   }
   for (; t < T; t++) {
