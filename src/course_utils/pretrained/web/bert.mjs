@@ -242,11 +242,12 @@ export function createModel(manifest, weights, tokenizer, getChunk) {
   const { d_model: d } = manifest;
   const rows = manifest.words.chunk_rows;
   async function words(ids) {
+    // every chunk the sentence needs is asked for at once (they download in parallel)
+    const chunks = await Promise.all(ids.map((id) => getChunk(Math.floor(id / rows))));
     const out = new Float32Array(ids.length * d);
     for (let t = 0; t < ids.length; t++) {
-      const chunk = await getChunk(Math.floor(ids[t] / rows));
       const r = (ids[t] % rows) * d;
-      out.set(chunk.subarray(r, r + d), t * d);
+      out.set(chunks[t].subarray(r, r + d), t * d);
     }
     return out;
   }
