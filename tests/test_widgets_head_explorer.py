@@ -108,3 +108,61 @@ def test_index_set_from_python_is_checked(explorer, name, value, error, message)
 def test_bad_input(args, kwargs, error, message):
     with pytest.raises(error, match=message):
         HeadExplorer(*args, **kwargs)
+
+
+# --- the reader's own sentence (issue 21) ---------------------------------------------------------
+
+
+def test_rollouts_are_the_chapter13_rollout_in_percent(explorer):
+    from course_utils.topic_focus import attention_rollout
+
+    for s, text in enumerate(SENTENCES):
+        _, maps = pretrained.attention_maps(text)
+        frames = unpack_array(explorer.rollouts[s])  # (T, T)
+        np.testing.assert_array_equal(frames, np.rint(attention_rollout(maps) * 100))
+
+
+def test_typed_sentence_runs_in_python_with_a_kernel():
+    from course_utils.topic_focus import attention_rollout
+
+    w = HeadExplorer(["A b."])
+    w.sentence = "Dogs bark at night."
+    tokens, maps = pretrained.attention_maps("Dogs bark at night.")
+    assert w.custom["tokens"] == tokens and w.custom_error == ""
+    np.testing.assert_array_equal(unpack_array(w.custom["maps"]), np.rint(maps * 100.0))
+    np.testing.assert_array_equal(
+        unpack_array(w.custom["rollout"]), np.rint(attention_rollout(maps) * 100)
+    )
+    assert w.labels == ["A b."]  # the typed sentence is not added to the list for good
+    w.sentence = "   "
+    assert w.custom == {} and w.custom_error == ""
+
+
+def test_typed_sentence_over_the_cap_gets_the_message():
+    from course_utils.pretrained.web import MAX_BROWSER_TOKENS
+    from course_utils.widgets.head_explorer import too_long_message
+
+    w = HeadExplorer(["A b."])
+    w.sentence = "word " * 70  # 72 tokens with [CLS] and [SEP]
+    assert w.custom == {}
+    assert w.custom_error == too_long_message(72) and str(MAX_BROWSER_TOKENS) in w.custom_error
+    w.sentence = "word " * 600  # longer than the model's 512 positions: the same message
+    assert w.custom_error == too_long_message(602)
+
+
+def test_download_size_and_worker_are_stated():
+    from course_utils.pretrained.web import download_sizes
+
+    w = HeadExplorer(["A b."])
+    assert w.download_bytes == download_sizes("float16")["upfront_bytes"]
+    assert w.worker_path == "minilm/worker.mjs"
+    js = w._esm
+    assert "kernelless" in js and "new Worker(" in js and 'type: "module"' in js
+
+
+def test_view_chooses_head_or_rollout_and_is_checked():
+    w = HeadExplorer(["A b."])
+    w.view = 1
+    assert w.view == 1
+    with pytest.raises(ValueError, match="view"):
+        w.view = 2

@@ -31,7 +31,11 @@ At ``html-page-context``:
   a SyntaxError in the console, and names a CDN), and drops exact duplicates.
 
 At ``build-finished``: turns sphinx-external-toc's bare ``index.html`` redirect (one ``<meta>``
-line) into a small valid page with ``<html lang>``, a ``<title>`` and a visible link.
+line) into a small valid page with ``<html lang>``, a ``<title>`` and a visible link; and, when a
+page holds the head explorer, writes the browser model into ``_static/minilm/``
+(:func:`write_browser_model`): the ES modules of ``course_utils.pretrained.web`` (``.mjs``, so never
+swept into every page as plain scripts, and started only by the widget on the reader's first edit)
+and the float16 weights exported from the package's safetensors (generated, never committed).
 
 The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json``) are refreshed by
 ``scripts/vendor_static.py`` (``make vendor``).
@@ -247,13 +251,38 @@ def redirect_page(target: str, title: str, language: str = "en") -> str:
     )
 
 
+#: Where the browser model goes in the built site (the widget's ``worker_path`` is relative to it).
+BROWSER_MODEL_DIR = "_static/minilm"
+#: Pages that need the browser model hold a saved head explorer (its ES module names this class).
+NEEDS_BROWSER_MODEL = "cu-head-explorer"
+
+
+def write_browser_model(outdir: str | Path) -> Path:
+    """Write the browser path's ES modules and float16 weights into ``outdir/_static/minilm``.
+
+    Returns that folder. ``scripts/export_minilm_web.py`` does the same from the command line.
+    """
+    from course_utils.pretrained.web import export_weights, web_files
+
+    target = Path(outdir) / BROWSER_MODEL_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    for source in web_files():
+        (target / source.name).write_bytes(source.read_bytes())
+    export_weights(target / "model", "float16")
+    return target
+
+
 def _build_finished(app: Any, exception: Exception | None) -> None:
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
+    needs_model = False
     for page in Path(app.outdir).rglob("*.html"):
         html = page.read_text(encoding="utf-8")
+        needs_model = needs_model or NEEDS_BROWSER_MODEL in html
         if NAMELESS_TOC_TOGGLE in html:
             page.write_text(name_toc_toggles(html), encoding="utf-8")
+    if needs_model:
+        write_browser_model(app.outdir)
     index = Path(app.outdir) / "index.html"
     if not index.is_file():
         return

@@ -338,6 +338,8 @@ ALLOWED_WORDS = frozenset(
         "Ellipsis",
         "Mistral",
         "Falcon",
+        "Python",
+        "http",
         "ellipsis",
         "function",
         "object",

@@ -1,49 +1,122 @@
 // Head explorer: a T x T heatmap of one head of the pretrained model. Python computed every map (whole
 // percentages, packed one byte each as base64: maps[s] = {shape: [L, H, T, T], uint8}); this file only
-// draws the map chosen by sentence, layer and head.
+// draws the map chosen by sentence, layer and head, or the sentence's attention rollout (chapter 13).
 //
 // Speed (goal: key press -> redrawn widget under 16 ms on the chapter page): each sentence's maps are
 // decoded once (CU.bytes) and its grid (cells, numbers, token labels) is built once; a layer or head
 // change only rewrites the fill and the number of the cells whose value changed.
+//
+// The reader's own sentence (the text box): with a kernel (JupyterLab), the text goes to Python
+// (model "sentence"), which sends back "custom" (tokens, maps, rollout). Without a kernel (the static
+// site: our widget loader's model says model.kernelless and gives model.static_url), the first edit
+// starts a module Web Worker (_static/minilm/worker.mjs, course_utils.pretrained.web) that downloads the
+// float16 weights exported at build time and runs the encoder off the main thread. Its float results are
+// kept on the widget's root element as `root.cuHeadExplorer` (tokens, maps, rollout) for the tests.
+
+// Every text the reader sees, in one place (for translators).
+const TEXT = {
+  sentence: CU.t("Sentence"),
+  layer: CU.t("Layer"),
+  head: CU.t("Head"),
+  show: CU.t("Show"),
+  views: [CU.t("one head"), CU.t("attention rollout (all layers)")],
+  layerName: (i) => CU.t(`layer ${i}`),
+  headName: (i) => CU.t(`head ${i}`),
+  yours: (text) => CU.t(`your sentence: ${text.length > 40 ? text.slice(0, 39) + "…" : text}`),
+  boxLabel: CU.t("Type your own sentence"),
+  boxHint: (n) => CU.t(`At most ${n} tokens (with [CLS] and [SEP]).`),
+  button: (mb) => CU.t(`Run the model on it (downloads ${mb} MB once)`),
+  buttonKernel: CU.t("Run the model on it (Python)"),
+  buttonLoaded: CU.t("Run the model on it"),
+  loading: (done, total) => CU.t(`Downloading the model: ${done} of ${total} MB…`),
+  progress: CU.t("Model download"),
+  computing: CU.t("Computing…"),
+  done: (ms, n) => CU.t(`Done: ${n} tokens in ${ms} ms, computed in your browser. Pick a layer and a head.`),
+  doneKernel: (n) => CU.t(`Done: ${n} tokens, computed by Python. Pick a layer and a head.`),
+  tooLong: (n, cap) => CU.t(`Your sentence has ${n} tokens; at most ${cap} fit (with [CLS] and [SEP]). Please shorten it.`),
+  empty: CU.t("Type a sentence first."),
+  failed: (msg) => CU.t(`The model could not run here: ${msg}`),
+  noWorker: CU.t("This page cannot run the model: open the course website over http (for example `make serve`)."),
+  note: (l, h) => CU.t(`Layer ${l}, head ${h}: rows are queries, columns keys; numbers are weights in %.`),
+  measured: (extra) => CU.t(` Measured: ${extra}`),
+  rolloutNote: CU.t("Attention rollout: every layer's heads averaged, half the weight kept on the token itself (the residual path), multiplied through the 6 layers. Row i: how much token i at the top draws from each input token."),
+  mapLabel: (l, h, s) => CU.t(`Attention map of layer ${l}, head ${h}, for: ${s}`),
+  rolloutLabel: (s) => CU.t(`Attention rollout over all layers, for: ${s}`),
+};
+
 function render({ model, el }) {
-  const { controls, stage } = CU.frame(el, model, "cu-head-explorer");
+  const { root, controls, stage } = CU.frame(el, model, "cu-head-explorer");
   const svg = CU.svg("svg", { role: "img" }, stage);
   const note = CU.html("p", { class: "cu-he-note", "aria-live": "polite" }, stage, "");
   // Colour and text colour of each whole percentage 0..100 (a lookup table, not maths).
   const FILL = Array.from({ length: 101 }, (_, p) => CU.colour(p / 100, "viridis"));
   const INK = Array.from({ length: 101 }, (_, p) => CU.inkOn(p / 100, "viridis"));
   const MARGIN = 80;
+  const kernel = !model.kernelless;
+  const cap = model.get("max_tokens");
 
   let grids = []; // per sentence: the built grid, or undefined until first shown
   let percents = []; // per sentence: decoded Uint8Array (L*H*T*T), or undefined
+  let rollPercents = []; // per sentence: decoded Uint8Array (T*T)
   let shown = null; // the grid in the svg now
+  let custom = null; // the reader's sentence: {text, tokens, percent, rollPercent, grid}
+  let showCustom = false;
 
+  const options = () => [...model.get("labels"), ...(custom ? [TEXT.yours(custom.text)] : [])];
   const sentence = CU.select({
-    label: CU.t("Sentence"),
-    options: model.get("labels"),
+    label: TEXT.sentence,
+    options: options(),
     value: model.get("sentence_index"),
-    onChange: (i) => { model.set("sentence_index", i); model.save_changes(); draw(); },
+    onChange: (i) => {
+      showCustom = custom !== null && i === model.get("labels").length;
+      if (!showCustom) { model.set("sentence_index", i); model.save_changes(); }
+      draw();
+    },
   });
-  const layers = Array.from({ length: model.get("n_layers") }, (_, i) => CU.t(`layer ${i}`));
+  const layers = Array.from({ length: model.get("n_layers") }, (_, i) => TEXT.layerName(i));
   const layer = CU.select({
-    label: CU.t("Layer"),
+    label: TEXT.layer,
     options: layers,
     value: model.get("layer"),
     onChange: (i) => { model.set("layer", i); model.save_changes(); draw(); },
   });
   const head = CU.slider({
-    label: CU.t("Head"),
+    label: TEXT.head,
     n: model.get("n_heads"),
     value: model.get("head"),
-    format: (i) => CU.t(`head ${i}`),
+    format: TEXT.headName,
     onInput: (i) => { model.set("head", i); model.save_changes(); draw(); },
   });
-  controls.append(sentence.root, layer.root, head.root);
+  const shows = CU.select({
+    label: TEXT.show,
+    options: TEXT.views,
+    value: model.get("view"),
+    onChange: (i) => { model.set("view", i); model.save_changes(); draw(); },
+  });
+  controls.append(sentence.root, layer.root, head.root, shows.root);
 
-  /** The grid of sentence s: built once (cells, numbers, token labels), then only updated. */
-  function grid(s) {
-    if (grids[s]) return grids[s];
-    const tokens = model.get("tokens")[s];
+  // The text box, its button, a progress bar and a status line.
+  const box = CU.html("div", { class: "cu-he-own" });
+  controls.after(box);
+  const boxId = CU.uid("own");
+  const hintId = CU.uid("hint");
+  CU.html("label", { for: boxId }, box, TEXT.boxLabel);
+  const row = CU.html("div", { class: "cu-he-own-row" }, box);
+  const input = CU.html("input", {
+    id: boxId, type: "text", class: "cu-he-input", autocomplete: "off", spellcheck: "false",
+    "aria-describedby": hintId,
+  }, row);
+  CU.suppressShortcuts(input);
+  const mb = (bytes) => (bytes / 1e6).toFixed(1);
+  const button = CU.html("button", { type: "button", class: "cu-he-run" }, row,
+    kernel ? TEXT.buttonKernel : TEXT.button(mb(model.get("download_bytes"))));
+  CU.html("p", { id: hintId, class: "cu-he-hint" }, box, TEXT.boxHint(cap));
+  const progress = CU.html("progress", { class: "cu-he-progress", max: 1, value: 0, "aria-label": TEXT.progress }, box);
+  progress.hidden = true;
+  const status = CU.html("p", { class: "cu-he-status", role: "status" }, box, "");
+
+  /** The grid for these tokens: cells, numbers, token labels (built once per sentence). */
+  function buildGrid(tokens) {
     const T = tokens.length;
     const cell = Math.max(16, Math.min(30, Math.floor(420 / T)));
     const size = MARGIN + T * cell + 10;
@@ -71,10 +144,10 @@ function render({ model, el }) {
         }
         cells.push({ rect, weight, txt, num });
       }
-      const row = CU.svg("text", {
+      const rowLabel = CU.svg("text", {
         x: MARGIN - 4, y: MARGIN + i * cell + cell / 2 + 4, "text-anchor": "end", class: "cu-he-tok",
       }, g);
-      CU.setText(row, tokens[i]);
+      CU.setText(rowLabel, tokens[i]);
       const col = CU.svg("text", {
         x: 0, y: 0, "text-anchor": "start", class: "cu-he-tok",
         transform: `translate(${MARGIN + i * cell + cell / 2 + 4}, ${MARGIN - 4}) rotate(-60)`,
@@ -82,28 +155,51 @@ function render({ model, el }) {
       CU.setText(col, tokens[i]);
     }
     // last[k]: the percentage cell k shows now (-1: nothing yet), so unchanged cells are not touched.
-    grids[s] = { g, size, T, cells, last: new Int16Array(T * T).fill(-1) };
-    return grids[s];
+    return { g, size, T, cells, last: new Int16Array(T * T).fill(-1) };
+  }
+
+  /** What is on show: {G, map (Uint8Array T*T of percentages), label}. */
+  function current() {
+    const view = model.get("view");
+    const l = model.get("layer");
+    const h = model.get("head");
+    if (showCustom && custom) {
+      if (!custom.grid) custom.grid = buildGrid(custom.tokens);
+      const T = custom.tokens.length;
+      const map = view === 1 ? custom.rollPercent : custom.percent.subarray((l * model.get("n_heads") + h) * T * T, (l * model.get("n_heads") + h + 1) * T * T);
+      return { G: custom.grid, map, text: custom.text };
+    }
+    const s = model.get("sentence_index");
+    const packed = model.get("maps")[s];
+    if (!percents[s]) percents[s] = CU.bytes(packed);
+    if (!grids[s]) grids[s] = buildGrid(model.get("tokens")[s]);
+    let map;
+    if (view === 1) {
+      if (!rollPercents[s]) rollPercents[s] = CU.bytes(model.get("rollouts")[s]);
+      map = rollPercents[s];
+    } else {
+      const [start, n] = CU.offset(packed.shape, l, h); // the (T, T) map, row = query
+      map = percents[s].subarray(start, start + n);
+    }
+    return { G: grids[s], map, text: model.get("labels")[s] };
   }
 
   function draw() {
-    const s = model.get("sentence_index");
+    const view = model.get("view");
     const l = model.get("layer");
     const h = model.get("head");
-    const packed = model.get("maps")[s];
-    if (!percents[s]) percents[s] = CU.bytes(packed);
-    const G = grid(s);
+    const { G, map, text } = current();
     if (shown !== G) {
       svg.replaceChildren(G.g);
       svg.setAttribute("viewBox", `0 0 ${G.size} ${G.size}`);
       svg.setAttribute("width", String(G.size));
       shown = G;
     }
-    svg.setAttribute("aria-label", CU.t(`Attention map of layer ${l}, head ${h}, for: ${model.get("labels")[s]}`));
-    const [start, n] = CU.offset(packed.shape, l, h); // the (T, T) map, row = query
-    const map = percents[s].subarray(start, start + n);
+    svg.setAttribute("aria-label", view === 1 ? TEXT.rolloutLabel(text) : TEXT.mapLabel(l, h, text));
+    layer.input.disabled = view === 1;
+    head.input.disabled = view === 1;
     const { cells, last } = G;
-    for (let k = 0; k < n; k++) {
+    for (let k = 0; k < map.length; k++) {
       const p = map[k];
       if (last[k] === p) continue;
       last[k] = p;
@@ -115,30 +211,183 @@ function render({ model, el }) {
         c.txt.setAttribute("fill", INK[p]);
       }
     }
-    const extra = model.get("head_notes")[`${l}-${h}`];
-    CU.setText(note, CU.t(`Layer ${l}, head ${h}: rows are queries, columns keys; numbers are weights in %.`) +
-      (extra ? CU.t(` Measured: ${extra}`) : ""));
+    if (view === 1) CU.setText(note, TEXT.rolloutNote);
+    else {
+      const extra = showCustom ? "" : model.get("head_notes")[`${l}-${h}`];
+      CU.setText(note, TEXT.note(l, h) + (extra ? TEXT.measured(extra) : ""));
+    }
   }
+
+  /** Show the reader's sentence: percentages for drawing (rounding for display only). */
+  function showOwn(text, tokens, percent, rollPercent) {
+    custom = { text, tokens, percent, rollPercent, grid: null };
+    showCustom = true;
+    sentence.setOptions(options(), model.get("labels").length);
+    draw();
+  }
+
+  const toPercent = (values) => {
+    const out = new Uint8Array(values.length);
+    for (let i = 0; i < values.length; i++) out[i] = Math.min(100, Math.max(0, Math.round(values[i] * 100)));
+    return out;
+  };
+
+  // --- the kernel-free path: a Web Worker -----------------------------------------------------
+  let worker = null;
+  let ready = false;
+  let asked = 0; // id of the latest request
+  let pending = null; // text to run once the model is loaded
+
+  function startWorker() {
+    if (worker) return true;
+    let url;
+    try {
+      if (!model.static_url || !window.Worker || location.protocol === "file:") throw new Error("no worker");
+      url = new URL(model.get("worker_path"), model.static_url);
+      worker = new Worker(url, { type: "module" });
+    } catch (err) {
+      CU.setText(status, TEXT.noWorker);
+      return false;
+    }
+    progress.hidden = false;
+    let quarter = -1; // the status line (a live region) speaks at 0, 25, 50, 75 and 100 %
+    const fail = (message) => {
+      // the model could not load: say why, and let the next edit try again
+      CU.setText(status, TEXT.failed(message));
+      root.dataset.cuOwn = "error";
+      progress.hidden = true;
+      if (worker) worker.terminate();
+      worker = null;
+      ready = false;
+    };
+    worker.onmessage = (ev) => {
+      const msg = ev.data;
+      if (msg.type === "progress") {
+        progress.max = msg.total;
+        progress.value = msg.loaded;
+        const q = Math.floor((4 * msg.loaded) / msg.total);
+        if (q !== quarter) {
+          quarter = q;
+          CU.setText(status, TEXT.loading(mb(msg.loaded), mb(msg.total)));
+        }
+      } else if (msg.type === "error" && msg.id === undefined) {
+        fail(msg.message);
+      } else if (msg.type === "ready") {
+        ready = true;
+        progress.hidden = true;
+        CU.setText(button, TEXT.buttonLoaded);
+        if (pending !== null) runInWorker(pending);
+      } else if (msg.id !== asked) {
+        // an answer to an older request: the reader has typed on since
+      } else if (msg.type === "result") {
+        root.cuHeadExplorer = { tokens: msg.tokens, maps: msg.maps, rollout: msg.rollout, text: pendingText, ms: msg.ms };
+        showOwn(pendingText, msg.tokens, toPercent(msg.maps), toPercent(msg.rollout));
+        CU.setText(status, TEXT.done(Math.round(msg.ms), msg.tokens.length));
+        root.dataset.cuOwn = "ready";
+      } else if (msg.type === "too-long") {
+        CU.setText(status, TEXT.tooLong(msg.tokens, msg.maxTokens));
+        root.dataset.cuOwn = "too-long";
+      } else if (msg.type === "error") {
+        CU.setText(status, TEXT.failed(msg.message));
+        root.dataset.cuOwn = "error";
+      }
+    };
+    worker.onerror = (ev) => {
+      ev.preventDefault();
+      fail(ev.message || "the worker did not start");
+    };
+    worker.postMessage({ type: "load" });
+    return true;
+  }
+
+  let pendingText = "";
+  function runInWorker(text) {
+    if (!ready) {
+      pending = text;
+      return;
+    }
+    pending = null;
+    asked += 1;
+    pendingText = text;
+    root.dataset.cuOwn = "computing";
+    CU.setText(status, TEXT.computing);
+    worker.postMessage({ type: "run", id: asked, text, maxTokens: cap });
+  }
+
+  function submit() {
+    const text = input.value;
+    if (!text.trim()) {
+      CU.setText(status, TEXT.empty);
+      return;
+    }
+    if (kernel) {
+      CU.setText(status, TEXT.computing);
+      model.set("sentence", text);
+      model.save_changes();
+    } else if (startWorker()) {
+      runInWorker(text);
+    }
+  }
+
+  let timer = null;
+  input.addEventListener("input", () => {
+    if (!kernel) startWorker(); // the first edit starts the download, nothing before it
+    clearTimeout(timer);
+    timer = setTimeout(submit, 400);
+  });
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") {
+      clearTimeout(timer);
+      submit();
+    }
+  });
+  button.addEventListener("click", () => {
+    clearTimeout(timer);
+    submit();
+  });
+
+  // --- the kernel path: Python sends "custom" back --------------------------------------------
+  const onCustom = () => {
+    const c = model.get("custom");
+    const error = model.get("custom_error");
+    if (error) {
+      CU.setText(status, error);
+      root.dataset.cuOwn = "too-long";
+      return;
+    }
+    if (!c || !c.tokens) return;
+    showOwn(c.text, c.tokens, CU.bytes(c.maps), CU.bytes(c.rollout));
+    CU.setText(status, TEXT.doneKernel(c.tokens.length));
+    root.dataset.cuOwn = "ready";
+  };
 
   const onSentences = () => {
     grids = [];
     percents = [];
+    rollPercents = [];
     shown = null;
-    sentence.setOptions(model.get("labels"), model.get("sentence_index"));
+    showCustom = false;
+    sentence.setOptions(options(), model.get("sentence_index"));
     draw();
   };
   const onState = () => {
-    sentence.set(model.get("sentence_index"));
+    if (!showCustom) sentence.set(model.get("sentence_index"));
     layer.set(model.get("layer"));
     head.set(model.get("head"));
+    shows.set(model.get("view"));
     draw();
   };
   const cleanup = CU.listen(model, [
-    ["change:labels change:tokens change:maps", onSentences],
-    ["change:sentence_index change:layer change:head", onState],
+    ["change:labels change:tokens change:maps change:rollouts", onSentences],
+    ["change:sentence_index change:layer change:head change:view", onState],
     ["change:head_notes", draw],
+    ["change:custom change:custom_error", onCustom],
   ]);
   draw();
-  return cleanup;
+  return () => {
+    cleanup();
+    clearTimeout(timer);
+    if (worker) worker.terminate();
+  };
 }
 export default { render };

@@ -23,6 +23,10 @@
  *   more). Views of one model share it, so moving one view's control updates the others.
  * - Views of other widgets (core ipywidgets) are left alone: a page holding any should load
  *   html-manager instead (the course's Sphinx extension decides that per page).
+ * - There is no kernel: every model says so with `model.kernelless === true`, and gives
+ *   `model.static_url`, the absolute URL of the site's _static/ folder (the folder this file is in,
+ *   one level up), so a widget can start site files that are not swept into every page (e.g. the
+ *   head explorer's Web Worker, _static/minilm/worker.mjs). In JupyterLab neither is set.
  * - window.courseWidgetLoader.ready: a Promise of {rendered, skipped, failed} once every view is
  *   drawn; the document then gets the event "course-widgets-ready" (detail: the same object).
  */
@@ -31,6 +35,9 @@
   if (window.courseWidgetLoader) return; // loaded twice: the first copy does the work
 
   var STATE_MIME = "application/vnd.jupyter.widget-state+json";
+  // _static/ of the site: this file is _static/course/widget_loader.js.
+  var SELF = document.currentScript && document.currentScript.src;
+  var STATIC_URL = SELF ? new URL("../", SELF).href : "";
   var VIEW_MIME = "application/vnd.jupyter.widget-view+json";
 
   function parseScript(script) {
@@ -120,6 +127,8 @@
     });
   };
   // No kernel on a static page: what a widget saves or sends goes nowhere.
+  Model.prototype.kernelless = true;
+  Model.prototype.static_url = STATIC_URL;
   Model.prototype.save_changes = function () {};
   Model.prototype.send = function () {};
 
