@@ -424,26 +424,29 @@ def _parallel_over_batch(
     workers: int,
     blocks: dict[str, Any],
 ) -> None:
-    """Run :func:`_tiled_forward_inplace` on each batch entry (head), shared among ``workers``
-    threads, each writing its heads' rows of ``out``.
+    """Split the batch entries (heads) into ``workers`` contiguous slabs and run
+    :func:`_tiled_forward_inplace` on each slab in its own thread, writing its rows of ``out``.
 
-    Every tile is a handful of PyTorch calls, and with intra-op parallelism each call makes
+    Every tile is about ten PyTorch calls, and with intra-op parallelism each call makes
     PyTorch's threads meet at a barrier; on a busy machine most of the time goes into waiting
-    there. Independent heads need no meeting at all: PyTorch releases the GIL inside its kernels,
-    so ``workers`` Python threads, each running single-threaded kernels, use the cores with no
-    synchronisation until the end. One head at a time keeps a tile of scores small, and dealing
-    the heads out in turn gives every thread the same work. The intra-op thread count is set to 1
-    for the duration of the call and restored afterwards.
+    there (measured: 4x SDPA's time at T = 1024 under a load of 11 on 2 cores). Independent heads
+    need no meeting at all: PyTorch releases the GIL inside its kernels, so ``workers`` Python
+    threads, each running single-threaded kernels, use the cores with no synchronisation until
+    the end. Each thread takes its heads as one batch (4 of 8 heads with 2 threads), not one
+    head at a time: 4 times fewer calls, so 4 times fewer hand-overs of the GIL, which is what
+    costs on a busy machine (measured: 1.37x SDPA's time against 1.69x for one head at a time,
+    T = 1024, same load). The intra-op thread count is set to 1 for the duration of the call and
+    restored afterwards.
     """
     inference = torch.is_inference_mode_enabled()
     n = qf.shape[0]
+    bounds = [n * w // workers for w in range(workers + 1)]  # as even as possible, in order
 
-    def run(first: int) -> None:
+    def run(w: int) -> None:
         # Grad and inference modes are thread-local: give the worker the caller's.
         with torch.inference_mode(inference), torch.no_grad():
-            for h in range(first, n, workers):
-                heads = slice(h, h + 1)
-                _tiled_forward_inplace(qf[heads], kf[heads], vf[heads], out[heads], **blocks)
+            heads = slice(bounds[w], bounds[w + 1])
+            _tiled_forward_inplace(qf[heads], kf[heads], vf[heads], out[heads], **blocks)
 
     with _THREADS_LOCK:
         threads = torch.get_num_threads()
@@ -622,8 +625,8 @@ def attention_memory_bytes(
     - naive: the scores and the weights, ``2 · B · h · T²`` numbers, plus the output;
     - tiled (:func:`tiled_attention` without autograd): the scaled copy of ``q`` and the output
       (``B · h · T · 2d`` together), the running ``(m, l, o)`` of one query block and one tile of
-      scores ``B · h · block_q · block_k`` (an upper bound: with several worker threads, each
-      holds the tile of one head only).
+      scores ``B · h · block_q · block_k`` (with several worker threads, each holds the tile of
+      its share of the heads).
 
     >>> mem = attention_memory_bytes(8192)
     >>> mem["naive"] // 2**20, mem["tiled"] // 2**20, round(mem["naive"] / mem["tiled"])  # MiB
