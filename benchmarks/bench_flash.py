@@ -13,15 +13,19 @@ B = 1, 8 heads, d = 64, float32, CPU, inference (no autograd). Three methods:
 - sdpa: ``torch.nn.functional.scaled_dot_product_attention``.
 
 Time: in one process, interleaved (the order rotates every round, so a burst of load from elsewhere
-hits all of them), median of the repeats. Memory: the growth of the peak resident set size
-(``ru_maxrss``) during one call, each method in a fresh process. Goals (issue 18): tiled peak memory
-at T = 8192 at most 1/50 of naive; tiled time within 1.5x of sdpa. The load average is printed:
-on a shared machine the timings are only as good as it is quiet.
+hits all of them), median of the repeats (21 at T <= 1024, 7 up to 4096, 5 beyond; ``--repeats``).
+Every T is timed twice: at the default thread count (PyTorch's, or ``--threads``), all three
+methods, and then at 1 thread, tiled and sdpa only; each ratio tiled/sdpa compares the two methods
+at the same thread count. Memory: the growth of the peak resident set size (VmHWM) during one call,
+each method in a fresh process. Goals (issue 18): tiled peak memory at T = 8192 at most 1/50 of
+naive; tiled time within 1.5x of sdpa. The load average is printed and saved (per T, before and
+after): on a shared machine the timings are only as good as it is quiet.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -38,6 +42,13 @@ from course_utils.multihead import attention_weights
 
 HEADS, D = 8, 64
 METHODS = ("naive", "tiled", "sdpa")
+
+
+def _utc_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+STARTED = _utc_now()
 
 
 def make_inputs(t: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -87,20 +98,32 @@ def peak_rss_growth(method: str, t: int) -> float:
     return json.loads(res.stdout.strip().splitlines()[-1])["peak_rss_growth_mib"]
 
 
-def time_methods(t: int, repeats: int, variants: dict, warmup: bool = True) -> dict[str, float]:
-    q, k, v = make_inputs(t)
-    names = list(variants)
-    times: dict[str, list[float]] = {n: [] for n in names}
-    with torch.inference_mode():
-        for n in names if warmup else ():
-            variants[n](q, k, v)  # warm-up
-        for r in range(repeats):
-            order = names[r % len(names) :] + names[: r % len(names)]
-            for n in order:
-                start = time.perf_counter()
-                variants[n](q, k, v)
-                times[n].append(time.perf_counter() - start)
+def time_methods(
+    t: int, repeats: int, variants: dict, threads: int, warmup: bool = True
+) -> dict[str, float]:
+    """Median seconds per call of each variant at ``threads`` torch threads, interleaved."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        q, k, v = make_inputs(t)
+        names = list(variants)
+        times: dict[str, list[float]] = {n: [] for n in names}
+        with torch.inference_mode():
+            for n in names if warmup else ():
+                variants[n](q, k, v)  # warm-up
+            for r in range(repeats):
+                order = names[r % len(names) :] + names[: r % len(names)]
+                for n in order:
+                    start = time.perf_counter()
+                    variants[n](q, k, v)
+                    times[n].append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(previous)
     return {n: statistics.median(ts) for n, ts in times.items()}
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def max_errors() -> dict[str, float]:
@@ -121,73 +144,124 @@ def max_errors() -> dict[str, float]:
     return errs
 
 
+SWEEP_CONFIGS = [(128, 512), (128, 1024), (256, 256), (256, 512), (256, 1024), (512, 256),
+                 (512, 512), (1024, 512)]  # fmt: skip
+GOAL_TIME, GOAL_MEMORY = 1.5, 50  # issue 18: tiled/sdpa time <= 1.5, naive/tiled memory >= 50
+
+
+def _repeats(t: int, override: int | None) -> int:
+    if override:
+        return override
+    return 21 if t <= 1024 else 7 if t <= 4096 else 5  # short calls: more repeats
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, nargs="+", default=[1024, 4096, 8192])
     parser.add_argument("--sweep", action="store_true", help="block-size sweep at T = 4096")
     parser.add_argument("--no-memory", action="store_true", help="skip the fresh-process runs")
     parser.add_argument("--save", type=Path, default=None, help="write the results as JSON")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (timing only)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="the default torch thread count (timing)"
+    )
+    parser.add_argument("--repeats", type=int, default=None, help="timing rounds per T")
     parser.add_argument("--child", choices=METHODS, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         peak_rss_growth_child(args.child, args.tokens[0])
         return
 
-    load_before = os.getloadavg()
+    load_before = _load()
     if args.threads:
         torch.set_num_threads(args.threads)
+    default_threads = torch.get_num_threads()
+    thread_counts = [default_threads] + ([1] if default_threads > 1 else [])
     capability = torch.backends.cpu.get_cpu_capability()
     print(
         f"B=1, heads={HEADS}, d={D}, float32, CPU, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, cpu capability {capability}"
+        f"default {default_threads} threads (and 1), cpu capability {capability}, "
+        f"{os.cpu_count()} CPUs"
     )
-    print(f"load average before: {tuple(round(x, 2) for x in load_before)}")
+    print(f"load average before: {tuple(load_before)}")
     errors = max_errors()
     print("max |tiled - sdpa|:", {k: f"{e:.1e}" for k, e in errors.items()})
     rows = []
     variants = {m: (lambda q, k, v, m=m: run(m, q, k, v)) for m in METHODS}
+    pair = {m: variants[m] for m in ("tiled", "sdpa")}  # naive is timed at the default only
     for t in args.tokens:
-        repeats = 15 if t <= 1024 else 3  # short calls: more repeats for a stable median
-        times = time_methods(t, repeats, variants)
+        repeats = _repeats(t, args.repeats)
+        row: dict = {"T": t, "repeats": repeats, "load_before": _load()}
+        times = time_methods(t, repeats, variants, default_threads)
+        row["time_s"] = times
+        row["tiled_vs_sdpa"] = {str(default_threads): times["tiled"] / times["sdpa"]}
+        if default_threads > 1:
+            one = time_methods(t, repeats, pair, 1)
+            row["time_s_1_thread"] = one
+            row["tiled_vs_sdpa"]["1"] = one["tiled"] / one["sdpa"]
         mem = (
             {m: peak_rss_growth(m, t) for m in METHODS}
             if not args.no_memory
             else dict.fromkeys(METHODS, float("nan"))
         )
-        rows.append({"T": t, "time_s": times, "peak_rss_growth_mib": mem})
+        row["peak_rss_growth_mib"] = mem
+        row["load_after"] = _load()
+        rows.append(row)
+        ratios = "  ".join(f"{n} thr {r:.2f}x" for n, r in row["tiled_vs_sdpa"].items())
         print(
-            f"T={t:>5}  time (s): naive {times['naive']:.3f}  tiled {times['tiled']:.3f}  "
-            f"sdpa {times['sdpa']:.3f}  | tiled/sdpa {times['tiled'] / times['sdpa']:.2f}x  "
-            f"| peak RSS growth (MiB): naive {mem['naive']:.0f}  tiled {mem['tiled']:.0f}  "
-            f"sdpa {mem['sdpa']:.0f}  | naive/tiled {mem['naive'] / max(mem['tiled'], 1):.0f}x",
+            f"T={t:>5}  time (s, {default_threads} thr): naive {times['naive']:.3f}  "
+            f"tiled {times['tiled']:.3f}  sdpa {times['sdpa']:.3f}"
+            + (
+                f"  | 1 thr: tiled {one['tiled']:.3f}  sdpa {one['sdpa']:.3f}"
+                if default_threads > 1
+                else ""
+            )
+            + f"  | tiled/sdpa: {ratios}"
+            f"  | peak RSS growth (MiB): naive {mem['naive']:.0f}  tiled {mem['tiled']:.0f}  "
+            f"sdpa {mem['sdpa']:.0f}  | naive/tiled {mem['naive'] / max(mem['tiled'], 1):.0f}x"
+            f"  | load {row['load_before'][0]:.1f} -> {row['load_after'][0]:.1f}",
             flush=True,
         )
     sweep = []
     if args.sweep:
         t = 4096
-        configs = [(128, 128), (128, 512), (256, 256), (256, 512), (256, 1024), (512, 512),
-                   (512, 1024), (1024, 512), (1024, 1024), (4096, 256)]  # fmt: skip
         variants = {
             f"{bq}x{bk}": (lambda q, k, v, bq=bq, bk=bk: run("tiled", q, k, v, bq, bk))
-            for bq, bk in configs
+            for bq, bk in SWEEP_CONFIGS
         }
         variants["sdpa"] = lambda q, k, v: run("sdpa", q, k, v)
-        times = time_methods(t, 2, variants, warmup=False)
-        print(f"\nblock-size sweep at T={t} (median of 2, seconds; sdpa {times['sdpa']:.3f}):")
-        for (bq, bk), name in zip(configs, variants, strict=False):
-            ratio = times[name] / times["sdpa"]
-            sweep.append({"block_q": bq, "block_k": bk, "time_s": times[name], "vs_sdpa": ratio})
-            print(f"  block_q={bq:>5} block_k={bk:>5}: {times[name]:.3f}  ({ratio:.2f}x sdpa)")
-    load_after = os.getloadavg()
-    print(f"load average after: {tuple(round(x, 2) for x in load_after)}")
+        for threads in thread_counts:
+            repeats = args.repeats or 3
+            times = time_methods(t, repeats, variants, threads)
+            print(
+                f"\nblock-size sweep at T={t}, {threads} thread(s) "
+                f"(median of {repeats}, seconds; sdpa {times['sdpa']:.3f}; load {_load()[0]:.1f}):"
+            )
+            for (bq, bk), name in zip(SWEEP_CONFIGS, variants, strict=False):
+                ratio = times[name] / times["sdpa"]
+                sweep.append({"threads": threads, "block_q": bq, "block_k": bk,
+                              "time_s": times[name], "vs_sdpa": ratio})  # fmt: skip
+                print(f"  block_q={bq:>5} block_k={bk:>5}: {times[name]:.3f}  ({ratio:.2f}x sdpa)")
+    load_after = _load()
+    print(f"load average after: {tuple(load_after)}")
+    print(f"goals (issue 18): tiled/sdpa <= {GOAL_TIME}, naive/tiled peak memory >= {GOAL_MEMORY}")
+    for row in rows:
+        for threads, ratio in row["tiled_vs_sdpa"].items():
+            verdict = "met" if ratio <= GOAL_TIME else "NOT met"
+            print(f"  T={row['T']:>5}, {threads} thread(s): {ratio:.2f}x  {verdict}")
+        mem = row["peak_rss_growth_mib"]
+        if row["T"] == 8192 and not args.no_memory:
+            ratio = mem["naive"] / max(mem["tiled"], 1e-9)
+            verdict = "met" if ratio >= GOAL_MEMORY else "NOT met"
+            print(f"  T= 8192 memory naive/tiled: {ratio:.0f}x  {verdict}")
     if args.save:
         args.save.parent.mkdir(parents=True, exist_ok=True)
         result = {
             "setup": {"B": 1, "heads": HEADS, "d": D, "dtype": "float32",
-                      "torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "cpus": os.cpu_count(), "load_before": load_before,
-                      "load_after": load_after},
+                      "torch": torch.__version__, "threads": default_threads,
+                      "thread_counts": thread_counts, "cpus": os.cpu_count(),
+                      "cpu_capability": capability, "load_before": load_before,
+                      "load_after": load_after,
+                      "started_utc": STARTED, "finished_utc": _utc_now()},
             "max_abs_error_vs_sdpa": errors,
             "table": rows,
             "sweep": sweep,

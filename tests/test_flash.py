@@ -380,7 +380,7 @@ def test_memory_model_ratio_at_8192():
     mem = attention_memory_bytes(8192)  # the default blocks
     assert mem["naive"] / mem["tiled"] > 50
     small = attention_memory_bytes(16, block_q=256, block_k=512)
-    assert small["tiled"] == 4 * 8 * (16 * 193 + 16 * 66 + 16 * 16)  # tiles never exceed T x T
+    assert small["tiled"] == 4 * 8 * (16 * 128 + 16 * 66 + 16 * 16)  # tiles never exceed T x T
 
 
 def test_io_cost_model_orders():
@@ -420,3 +420,27 @@ def test_parallel_path_restores_threads_and_keeps_modes():
         )
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(("t_q", "t_k", "block_q", "block_k"), [(37, 53, 8, 5), (53, 37, 16, 16)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_inplace_paths_match_sdpa_and_the_autograd_path(t_q, t_k, block_q, block_k, threads):
+    """The fast path (serial or shared among threads) against SDPA and the out-of-place path.
+
+    Causal diagonal tiles whose first rows see none of the keys update only some rows in place;
+    the first key block sets the running state, the later ones rescale it.
+    """
+    q, k, v = _qkv((3, 2), t_q, t_k, 16, 8, torch.float32, seed=t_q + t_k)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.no_grad():
+            fast = tiled_attention(q, k, v, block_q=block_q, block_k=block_k, causal=True)
+    finally:
+        torch.set_num_threads(before)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    slow = tiled_attention(*leaves, block_q=block_q, block_k=block_k, causal=True)
+    assert slow.requires_grad and not fast.requires_grad
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(fast, ref, rtol=0, atol=1e-5)
+    torch.testing.assert_close(fast, slow.detach(), rtol=0, atol=1e-6)

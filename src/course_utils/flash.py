@@ -277,41 +277,26 @@ def _tile_update(
     l: torch.Tensor,  # noqa: E741 (the paper's name)
     o: torch.Tensor,
     mask: torch.Tensor | None,
-    inplace: bool,
-    buffer: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """One tile of the online softmax: fold keys ``k_blk`` into the running ``(m, l, o)``.
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One tile of the online softmax, out of place: fold keys ``k_blk`` into ``(m, l, o)``.
 
     ``q_blk`` is already multiplied by the scale and by ``log2(e)``: the scores are in base-2
     units, and ``exp2`` replaces ``exp`` (``exp(x) = 2 ** (x · log2 e)``, the same numbers up to
     rounding). ``exp2`` costs about half of ``exp`` on a CPU, and the exponentials are most of the
     work besides the two matrix products (FlashAttention-2 does the same on GPUs). Shapes:
     ``q_blk (N, r, d)``, ``k_blk (N, c, d)``, ``v_blk (N, c, d_v)``, ``m, l (N, r, 1)``,
-    ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may attend) or None. With ``inplace`` the
-    scores go into ``buffer`` (reused by every tile) and ``l, o`` are updated in place (no
-    autograd); otherwise new tensors are returned (for autograd).
-    ``l=None`` means that ``l`` is the last column of ``o``: ``v_blk`` then ends with a column of
-    ones, so ``p @ v_blk`` adds the row sums of ``p`` to ``l`` in the same matrix product.
+    ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may attend) or None. Returns new tensors, so
+    that autograd can follow (the fast path without autograd is :func:`_tiled_forward_inplace`,
+    the same equations with every tensor updated in place).
     """
-    kt = k_blk.transpose(-2, -1)  # (N, d, c)
-    if buffer is None:
-        s = torch.matmul(q_blk, kt)  # (N, r, c): this tile's scores
-    else:
-        shape = (q_blk.shape[0], q_blk.shape[1], k_blk.shape[1])
-        s = torch.matmul(q_blk, kt, out=buffer[: math.prod(shape)].view(shape))  # (N, r, c)
+    s = torch.matmul(q_blk, k_blk.transpose(-2, -1))  # (N, r, c): this tile's scores
     if mask is not None:
-        s = s.masked_fill_(~mask, -math.inf) if inplace else s.masked_fill(~mask, -math.inf)
+        s = s.masked_fill(~mask, -math.inf)
     m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, r, 1): running maximum
     # Every row has seen key 0 by its first tile (top-left causal), so m_new is finite here.
     alpha = torch.exp2(m - m_new)  # (N, r, 1): rescales what was summed under the old maximum
-    if inplace:
-        p = s.sub_(m_new).exp2_()  # (N, r, c): 2^(s - m_new) <= 1, in the scores' buffer
-        if l is not None:
-            l.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # (N, r, 1)
-        o.mul_(alpha).baddbmm_(p, v_blk)  # (N, r, d_v): alpha·o + p @ v
-        return m_new, l, o
-    p = torch.exp2(s - m_new)  # (N, r, c)
-    l_new = None if l is None else l * alpha + p.sum(dim=-1, keepdim=True)  # (N, r, 1)
+    p = torch.exp2(s - m_new)  # (N, r, c): 2^(s - m_new) <= 1
+    l_new = l * alpha + p.sum(dim=-1, keepdim=True)  # (N, r, 1)
     return m_new, l_new, o * alpha + p @ v_blk
 
 
@@ -319,6 +304,11 @@ def _causal_tile_mask(qs: int, qe: int, ks: int, ke: int, device: torch.device) 
     rows = torch.arange(qs, qe, device=device)[:, None]  # (r, 1): query positions
     cols = torch.arange(ks, ke, device=device)[None, :]  # (1, c): key positions
     return cols <= rows  # (r, c): top-left aligned, key j visible to query i iff j <= i
+
+
+def _first_visible_row(qs: int, qe: int, ks: int, ke: int, causal: bool) -> int:
+    """The first query row of block ``qs:qe`` that sees any key of ``ks:ke``."""
+    return max(qs, ks) if causal and ke - 1 > qs else qs
 
 
 def _tiled_forward(
@@ -329,66 +319,94 @@ def _tiled_forward(
     block_q: int,
     block_k: int,
     causal: bool,
-    inplace: bool,
 ) -> torch.Tensor:
-    """The tile loop on folded inputs ``qf (N, T_q, d)`` (already scaled), ``kf (N, T_k, d)``,
-    ``vf (N, T_k, d_v)``; returns the output ``(N, T_q, d_v)``."""
+    """The tile loop out of place (for autograd) on folded inputs ``qf (N, T_q, d)`` (already
+    scaled), ``kf (N, T_k, d)``, ``vf (N, T_k, d_v)``; returns the output ``(N, T_q, d_v)``."""
     n, t_q, _ = qf.shape
     t_k, d_v = vf.shape[-2:]
-    if inplace:
-        # l rides along as an extra column of o: p @ [v, 1] gives p @ v and the row sums of p in
-        # one matrix product, and the scores of every tile go into one reused buffer.
-        vf = torch.cat([vf, vf.new_ones((n, t_k, 1))], dim=-1)  # (N, T_k, d_v + 1)
-        buffer = qf.new_empty(n * min(block_q, t_q) * min(block_k, t_k))  # one tile of scores
-        out = qf.new_empty((n, t_q, d_v))  # (N, T_q, d_v)
-    outputs = []  # with autograd: one (N, r, d_v) block per query block, concatenated at the end
+    outputs = []  # one (N, r, d_v) block per query block, concatenated at the end
     for qs in range(0, t_q, block_q):
         qe = min(qs + block_q, t_q)
         m = qf.new_full((n, qe - qs, 1), -math.inf)  # (N, r, 1): running max per query row
-        if inplace:
-            o = qf.new_zeros((n, qe - qs, d_v + 1))  # (N, r, d_v + 1): [Σ exp(s - m) v, l]
-            l = None  # noqa: E741  (it is o[..., d_v:])
-        else:
-            o = qf.new_zeros((n, qe - qs, d_v))  # (N, r, d_v): running Σ exp(s - m) v
-            l = qf.new_zeros((n, qe - qs, 1))  # noqa: E741  (N, r, 1): running Σ exp(s - m)
+        o = qf.new_zeros((n, qe - qs, d_v))  # (N, r, d_v): running Σ exp(s - m) v
+        l = qf.new_zeros((n, qe - qs, 1))  # noqa: E741  (N, r, 1): running Σ exp(s - m)
         for ks in range(0, t_k, block_k):
             ke = min(ks + block_k, t_k)
             if causal and ks > qe - 1:
                 break  # tiles above the diagonal: every key after every query of this block
-            mask = None
-            r0 = qs  # first query row that sees any key of this tile
-            if causal and ke - 1 > qs:  # the tile crosses the diagonal
-                r0 = max(qs, ks)  # rows before ks see none of these keys: leave them out
-                mask = _causal_tile_mask(r0, qe, ks, ke, qf.device)  # (r, c)
+            r0 = _first_visible_row(qs, qe, ks, ke, causal)  # earlier rows see none of the keys
+            mask = _causal_tile_mask(r0, qe, ks, ke, qf.device) if causal and ke - 1 > qs else None
             rows = slice(r0 - qs, qe - qs)
             m_r, l_r, o_r = _tile_update(
-                qf[:, r0:qe],
-                kf[:, ks:ke],
-                vf[:, ks:ke],
-                m[:, rows],
-                None if inplace else l[:, rows],
-                o[:, rows],
-                mask,
-                inplace,
-                buffer if inplace else None,
+                qf[:, r0:qe], kf[:, ks:ke], vf[:, ks:ke], m[:, rows], l[:, rows], o[:, rows], mask
             )
-            if inplace:
-                m[:, rows] = m_r  # o (and l, its last column) was updated in place
-            elif r0 == qs:
-                m, l, o = m_r, l_r, o_r  # noqa: E741
-            else:  # out of place, on part of the rows: stitch the untouched rows back on
-                keep = slice(0, r0 - qs)
-                m = torch.cat([m[:, keep], m_r], dim=1)
-                l = torch.cat([l[:, keep], l_r], dim=1)  # noqa: E741
-                o = torch.cat([o[:, keep], o_r], dim=1)
+            keep = slice(0, r0 - qs)  # the rows left out keep their state
+            m = torch.cat([m[:, keep], m_r], dim=1)
+            l = torch.cat([l[:, keep], l_r], dim=1)  # noqa: E741
+            o = torch.cat([o[:, keep], o_r], dim=1)
         # l >= 1 for every row (its own maximum contributes exp(0) = 1), so o / l is safe.
-        if inplace:
-            torch.div(o[..., :d_v], o[..., d_v:], out=out[:, qs:qe])  # (N, r, d_v)
-        else:
-            outputs.append(o / l)  # (N, r, d_v)
-    if not inplace:
-        out = torch.cat(outputs, dim=1) if outputs else qf.new_zeros((n, 0, d_v))  # (N, T_q, d_v)
-    return out
+        outputs.append(o / l)  # (N, r, d_v)
+    return torch.cat(outputs, dim=1) if outputs else qf.new_zeros((n, 0, d_v))  # (N, T_q, d_v)
+
+
+def _tiled_forward_inplace(
+    qf: torch.Tensor,
+    kf: torch.Tensor,
+    vf: torch.Tensor,
+    out: torch.Tensor,
+    *,
+    block_q: int,
+    block_k: int,
+    causal: bool,
+) -> None:
+    """The tile loop without autograd, writing ``out (N, T_q, d_v)``: the equations of
+    :func:`_tile_update`, with as few passes over a tile as PyTorch calls allow.
+
+    - One buffer holds the scores of every tile; ``exp2`` overwrites them in place.
+    - The first key block of a query block *sets* ``(m, l, o)`` (``o = p @ v``, nothing to
+      rescale); only the later ones rescale by ``alpha`` and accumulate (``baddbmm_``).
+    - ``p @ v`` has the ``d_v`` columns of ``v`` (64: a multiple of the matrix kernels' width),
+      and ``l`` is a separate row sum: that is cheaper than appending a column of ones to ``v``
+      to get the sum from the same product (65 columns), measured.
+    """
+    n, t_q, _ = qf.shape
+    t_k, d_v = vf.shape[-2:]
+    buffer = qf.new_empty(n * min(block_q, t_q) * min(block_k, t_k))  # one tile of scores
+    kt = kf.transpose(-2, -1)  # (N, d, T_k): a view, no copy
+    for qs in range(0, t_q, block_q):
+        qe = min(qs + block_q, t_q)
+        r = qe - qs
+        m = qf.new_empty((n, r, 1))  # (N, r, 1): running max per query row (base-2 units)
+        l = qf.new_empty((n, r, 1))  # noqa: E741  (N, r, 1): running Σ 2^(s - m)
+        o = qf.new_empty((n, r, d_v))  # (N, r, d_v): running Σ 2^(s - m) v
+        for ks in range(0, t_k, block_k):
+            ke = min(ks + block_k, t_k)
+            if causal and ks > qe - 1:
+                break  # tiles above the diagonal: every key after every query of this block
+            r0 = _first_visible_row(qs, qe, ks, ke, causal)  # ks = 0 always gives r0 = qs
+            rows = slice(r0 - qs, r)
+            shape = (n, qe - r0, ke - ks)
+            s = torch.matmul(
+                qf[:, r0:qe], kt[:, :, ks:ke], out=buffer[: math.prod(shape)].view(shape)
+            )  # (N, r', c): this tile's scores
+            if causal and ke - 1 > qs:  # the tile crosses the diagonal: mask the keys after i
+                s.masked_fill_(~_causal_tile_mask(r0, qe, ks, ke, qf.device), -math.inf)
+            v_blk = vf[:, ks:ke]  # (N, c, d_v)
+            if ks == 0:  # the first tile of this query block: every row, nothing to rescale
+                torch.amax(s, dim=-1, keepdim=True, out=m)  # (N, r, 1), finite: key 0 is seen
+                p = s.sub_(m).exp2_()  # (N, r, c): 2^(s - m) <= 1, in the scores' buffer
+                torch.sum(p, dim=-1, keepdim=True, out=l)  # (N, r, 1)
+                torch.matmul(p, v_blk, out=o)  # (N, r, d_v)
+                continue
+            m_r, l_r, o_r = m[:, rows], l[:, rows], o[:, rows]  # views of the rows that see keys
+            m_new = torch.maximum(m_r, s.amax(dim=-1, keepdim=True))  # (N, r', 1)
+            alpha = m_r.sub(m_new).exp2_()  # (N, r', 1): 2^(m_old - m_new) <= 1
+            m_r.copy_(m_new)
+            p = s.sub_(m_new).exp2_()  # (N, r', c)
+            l_r.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # (N, r', 1)
+            o_r.mul_(alpha).baddbmm_(p, v_blk)  # (N, r', d_v): alpha·o + p @ v
+        # l >= 1 for every row (its own maximum contributes 2^0 = 1), so o / l is safe.
+        torch.div(o, l, out=out[:, qs:qe])  # (N, r, d_v)
 
 
 #: log2(e): scores times this are in base-2 units, for exp2.
@@ -399,39 +417,45 @@ _THREADS_LOCK = threading.Lock()
 
 
 def _parallel_over_batch(
-    qf: torch.Tensor, kf: torch.Tensor, vf: torch.Tensor, workers: int, blocks: dict[str, Any]
-) -> torch.Tensor:
-    """Run :func:`_tiled_forward` on each batch entry (head), shared among ``workers`` threads.
+    qf: torch.Tensor,
+    kf: torch.Tensor,
+    vf: torch.Tensor,
+    out: torch.Tensor,
+    workers: int,
+    blocks: dict[str, Any],
+) -> None:
+    """Split the batch entries (heads) into ``workers`` contiguous slabs and run
+    :func:`_tiled_forward_inplace` on each slab in its own thread, writing its rows of ``out``.
 
-    Every tile is a handful of PyTorch calls, and with intra-op parallelism each call makes
+    Every tile is about ten PyTorch calls, and with intra-op parallelism each call makes
     PyTorch's threads meet at a barrier; on a busy machine most of the time goes into waiting
-    there. Independent heads need no meeting at all: PyTorch releases the GIL inside its kernels,
-    so ``workers`` Python threads, each running single-threaded kernels, use the cores with no
-    synchronisation until the end. One head at a time keeps a tile of scores small enough for the
-    core's cache, and dealing the heads out in turn gives every thread the same work. The intra-op
-    thread count is set to 1 for the duration of the call and restored afterwards.
+    there (measured: 4x SDPA's time at T = 1024 under a load of 11 on 2 cores). Independent heads
+    need no meeting at all: PyTorch releases the GIL inside its kernels, so ``workers`` Python
+    threads, each running single-threaded kernels, use the cores with no synchronisation until
+    the end. Each thread takes its heads as one batch (4 of 8 heads with 2 threads), not one
+    head at a time: 4 times fewer calls, so 4 times fewer hand-overs of the GIL, which is what
+    costs on a busy machine (measured: 1.37x SDPA's time against 1.69x for one head at a time,
+    T = 1024, same load). The intra-op thread count is set to 1 for the duration of the call and
+    restored afterwards.
     """
     inference = torch.is_inference_mode_enabled()
     n = qf.shape[0]
+    bounds = [n * w // workers for w in range(workers + 1)]  # as even as possible, in order
 
-    def run(first: int) -> list[torch.Tensor]:
+    def run(w: int) -> None:
         # Grad and inference modes are thread-local: give the worker the caller's.
         with torch.inference_mode(inference), torch.no_grad():
-            return [
-                _tiled_forward(qf[h : h + 1], kf[h : h + 1], vf[h : h + 1], inplace=True, **blocks)
-                for h in range(first, n, workers)
-            ]  # (1, T_q, d_v) per head
+            heads = slice(bounds[w], bounds[w + 1])
+            _tiled_forward_inplace(qf[heads], kf[heads], vf[heads], out[heads], **blocks)
 
     with _THREADS_LOCK:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             with ThreadPoolExecutor(workers) as pool:
-                per_worker = list(pool.map(run, range(workers)))
+                list(pool.map(run, range(workers)))  # list(): re-raise a worker's exception
         finally:
             torch.set_num_threads(threads)
-    heads = [per_worker[h % workers][h // workers] for h in range(n)]  # back in head order
-    return torch.cat(heads)  # (N, T_q, d_v)
 
 
 def tiled_attention(
@@ -457,9 +481,11 @@ def tiled_attention(
         Rows of queries and of keys per tile. The largest temporary is one tile of scores,
         ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
         entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a 2-core CPU
-        (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs a
-        few PyTorch calls, so many small tiles lose, and a 512 × 512 tile of one head (1 MiB in
-        float32) still fits a core's L2 cache, so the passes over it stay in the cache.
+        (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
+        about ten PyTorch calls, so many small tiles lose; 512 × 512 was among the fastest at
+        T = 4096 with 2 threads, within the noise of a busy machine of 256 × 1024 and 512 × 256.
+        One tile of one head is 1 MiB in float32: more than this CPU's 512 KiB L2 per core, well
+        inside its shared 16 MiB L3.
     causal : bool
         Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
         what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
@@ -475,7 +501,8 @@ def tiled_attention(
     scale=scale)`` up to rounding (tested: 1e-5 in float32, 1e-10 in float64).
 
     Autograd works (through ordinary tensor operations, storing every tile: not memory efficient);
-    without gradients the tiles are updated in place, and on a CPU the batch entries (heads) are
+    without gradients the tiles are updated in place (``_tiled_forward_inplace``: one reused
+    buffer of scores, ``l`` as a separate row sum), and on a CPU the batch entries (heads) are
     shared among ``torch.get_num_threads()`` Python threads that each run single-threaded kernels,
     with PyTorch's thread count set to 1 during the call (see ``_parallel_over_batch``).
 
@@ -504,15 +531,16 @@ def tiled_attention(
     kf = k.reshape(-1, t_k, d).to(work)  # (N, T_k, d)
     vf = v.reshape(-1, t_k, d_v).to(work)  # (N, T_k, d_v)
     n = qf.shape[0]
-    inplace = not (
-        torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
-    )
     blocks = {"block_q": block_q, "block_k": block_k, "causal": causal}
-    workers = min(torch.get_num_threads(), n) if inplace and qf.device.type == "cpu" else 1
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        out = _tiled_forward(qf, kf, vf, **blocks)  # (N, T_q, d_v), differentiable
+        return out.reshape(*batch, t_q, d_v).to(out_dtype)
+    out = qf.new_empty((n, t_q, d_v))  # (N, T_q, d_v)
+    workers = min(torch.get_num_threads(), n) if qf.device.type == "cpu" else 1
     if workers > 1:
-        out = _parallel_over_batch(qf, kf, vf, workers, blocks)  # (N, T_q, d_v)
+        _parallel_over_batch(qf, kf, vf, out, workers, blocks)
     else:
-        out = _tiled_forward(qf, kf, vf, inplace=inplace, **blocks)  # (N, T_q, d_v)
+        _tiled_forward_inplace(qf, kf, vf, out, **blocks)
     return out.reshape(*batch, t_q, d_v).to(out_dtype)
 
 
@@ -572,7 +600,6 @@ def tiled_attention_steps(
             l[:, qs:qe],
             o[:, qs:qe],
             mask,
-            inplace=False,
         )
         m[:, qs:qe], l[:, qs:qe], o[:, qs:qe] = m_r, l_r, o_r
         safe_l = torch.where(l > 0, l, torch.ones_like(l))  # rows not reached yet: output 0
@@ -596,18 +623,19 @@ def attention_memory_bytes(
     """Bytes of the tensors each method holds at its peak, beyond ``q``, ``k``, ``v`` themselves.
 
     - naive: the scores and the weights, ``2 · B · h · T²`` numbers, plus the output;
-    - tiled (:func:`tiled_attention` without autograd): the scaled copy of ``q``, the copy of
-      ``v`` with its column of ones, the output (``B · h · T · (3d + 1)`` together), the running
-      statistics of one query block and one tile of scores ``B · h · block_q · block_k``.
+    - tiled (:func:`tiled_attention` without autograd): the scaled copy of ``q`` and the output
+      (``B · h · T · 2d`` together), the running ``(m, l, o)`` of one query block and one tile of
+      scores ``B · h · block_q · block_k`` (with several worker threads, each holds the tile of
+      its share of the heads).
 
     >>> mem = attention_memory_bytes(8192)
     >>> mem["naive"] // 2**20, mem["tiled"] // 2**20, round(mem["naive"] / mem["tiled"])  # MiB
-    (4112, 57, 72)
+    (4112, 41, 100)
     """
     n = batch * heads
     bq, bk = min(block_q, t), min(block_k, t)
     naive = 2 * n * t * t + n * t * d
-    tiled = n * t * (3 * d + 1) + n * bq * (d + 2) + n * bq * bk
+    tiled = n * t * 2 * d + n * bq * (d + 2) + n * bq * bk
     return {"naive": naive * itemsize, "tiled": tiled * itemsize}
 
 
