@@ -372,8 +372,9 @@ def figure_text_sizes(page: Any, site_root: Path, site_url: str) -> list[dict[st
 
 
 #: Walk the page with the Tab key from the top of the article; for each course widget, at which
-#: Tab press its first control gets the focus, and how many links and buttons (the tab stops a
-#: reader expects) stand in the article before that control. The caller presses the keys.
+#: Tab press its first control gets the focus, and how many links, buttons and scrollable code
+#: blocks (the tab stops a reader expects) stand in the article before that control. The caller
+#: presses the keys.
 TAB_START_JS = """
 () => {
   const article = document.querySelector('article') || document.querySelector('main');
@@ -383,7 +384,9 @@ TAB_START_JS = """
   article.prepend(start);
   start.focus();
   const shown = (e) => e.getClientRects().length > 0;
-  const expected = 'a[href], button, summary, input, select, textarea';
+  // Links, buttons, form controls, and the code blocks the theme makes tab stops so that a
+  // keyboard can scroll them (pre[tabindex="0"]): the stops a reader expects. Formulas are not.
+  const expected = 'a[href], button, summary, input, select, textarea, pre[tabindex="0"]';
   const before = (a, b) => Boolean(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
   const stops = Array.from(article.querySelectorAll(expected)).filter(shown);
   return Array.from(document.querySelectorAll('.cu-widget')).map((w, i) => {
@@ -413,8 +416,8 @@ def tab_stops_to_widgets(page: Any, most: int = 600) -> list[dict[str, Any]]:
     """Press Tab from the top of the article until every widget's first control had the focus.
 
     Returns one row a widget: ``tabs`` (the Tab press that reached its first control, ``None`` if
-    ``most`` presses did not), ``links_before`` (links/buttons/form controls in the article before
-    it) and ``formulas`` (tab stops on formulas met on the way).
+    ``most`` presses did not), ``links_before`` (links, buttons, form controls and scrollable code
+    blocks in the article before it) and ``formulas`` (tab stops on formulas met on the way).
     """
     widgets = page.evaluate(TAB_START_JS)
     waiting = {str(w["widget"]) for w in widgets if w["first"]}

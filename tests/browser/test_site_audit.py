@@ -13,7 +13,8 @@ grows), then, on that page:
   each figure, in PNG pixels, is recorded in its PNG by ``course_utils.plotting`` (font size x
   dpi / 72), and the browser shows the PNG scaled by (shown width / natural width);
 * from the top of the article, Tab reaches each widget's first control in at most as many presses
-  as there are links and buttons before it, plus a handful (``TAB_SLACK``); formulas are no tab
+  as there are links, buttons and scrollable code blocks (the theme makes those tab stops so that
+  a keyboard can scroll them) before it, plus a handful (``TAB_SLACK``); formulas are no tab
   stops.
 
 The numbers behind these goals (before/after a change): ``python benchmarks/site_audit.py``.
@@ -68,6 +69,10 @@ KNOWN_GAPS: dict[str, tuple[str, ...]] = {
     "chapters/11_multi_head_latent_attention.html": (
         "projector 150%: cu-kvcache",
         f"at {PHONE_WIDTH} px the page is",
+        # One display formula (q^R = RoPE(W^QR c^Q), k^R = RoPE(W^KR h)) keeps tabindex=0 after
+        # MathJax typesets it, unlike every other formula of the book (measured with
+        # benchmarks/figures_and_tab_stops.py): to fix in the MathJax setup of _ext/course_site.
+        "keyboard: 1 formula(s) are tab stops",
     ),
     "chapters/12_efficient_attention.html": ("projector 150%: cu-tiling",),
     "chapters/13_topic_words.html": (
@@ -120,12 +125,13 @@ def _tab_problems(page: Any) -> list[str]:
             continue
         if w["tabs"] is None:
             problems.append(f"keyboard: Tab never reaches the first control of {w['cls']}")
-        elif w["tabs"] > w["links_before"] + TAB_SLACK or w["formulas"]:
+        elif w["tabs"] > w["links_before"] + TAB_SLACK:
             problems.append(
                 f"keyboard: {w['cls']}'s first control is Tab stop {w['tabs']}, with "
-                f"{w['links_before']} links/buttons before it (at most +{TAB_SLACK}); "
-                f"{w['formulas']} formula(s) on the way"
+                f"{w['links_before']} links/buttons/code blocks before it (at most +{TAB_SLACK})"
             )
+        if w["formulas"]:
+            problems.append(f"keyboard: {w['formulas']} formula(s) are tab stops before {w['cls']}")
     return problems
 
 
