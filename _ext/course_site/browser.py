@@ -372,8 +372,9 @@ def figure_text_sizes(page: Any, site_root: Path, site_url: str) -> list[dict[st
 
 
 #: Walk the page with the Tab key from the top of the article; for each course widget, at which
-#: Tab press its first control gets the focus, and how many links and buttons (the tab stops a
-#: reader expects) stand in the article before that control. The caller presses the keys.
+#: Tab press its first control gets the focus, and how many links, buttons and scrollable code
+#: blocks (the tab stops a reader expects) stand in the article before that control. The caller
+#: presses the keys.
 TAB_START_JS = """
 () => {
   const article = document.querySelector('article') || document.querySelector('main');
@@ -383,7 +384,12 @@ TAB_START_JS = """
   article.prepend(start);
   start.focus();
   const shown = (e) => e.getClientRects().length > 0;
-  const expected = 'a[href], button, summary, input, select, textarea';
+  // Links, buttons, form controls, and the code blocks the theme makes tab stops so that a
+  // keyboard can scroll them (pre[tabindex="0"]), and likewise a display formula too wide for its
+  // column (scrollable_math.js makes it a stop, as axe's scrollable-region-focusable asks): the
+  // stops a reader expects. Formulas that fit are not stops.
+  const expected = 'a[href], button, summary, input, select, textarea, pre[tabindex="0"], ' +
+    'mjx-container[display="true"][tabindex="0"]';
   const before = (a, b) => Boolean(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
   const stops = Array.from(article.querySelectorAll(expected)).filter(shown);
   return Array.from(document.querySelectorAll('.cu-widget')).map((w, i) => {
@@ -398,13 +404,17 @@ TAB_START_JS = """
 }
 """
 
-#: What has the focus now: a widget's first control (its index), and whether it is a formula.
+#: What has the focus now: a widget's first control (its index), and whether it is a formula that
+#: should not be a stop (one that scrolls sideways is a stop on purpose, for the keyboard).
 TAB_FOCUS_JS = """
 () => {
   const e = document.activeElement;
   if (!e || e === document.body) return {target: null, formula: false, tag: null};
+  const math = e.closest('mjx-container');
+  const scrolls = Boolean(math) && math.getAttribute('display') === 'true' &&
+    math.scrollWidth > math.clientWidth + 1;
   return {target: e.dataset ? (e.dataset.cuTabTarget ?? null) : null,
-          formula: Boolean(e.closest('mjx-container')), tag: e.tagName.toLowerCase()};
+          formula: Boolean(math) && !scrolls, tag: e.tagName.toLowerCase()};
 }
 """
 
@@ -413,8 +423,8 @@ def tab_stops_to_widgets(page: Any, most: int = 600) -> list[dict[str, Any]]:
     """Press Tab from the top of the article until every widget's first control had the focus.
 
     Returns one row a widget: ``tabs`` (the Tab press that reached its first control, ``None`` if
-    ``most`` presses did not), ``links_before`` (links/buttons/form controls in the article before
-    it) and ``formulas`` (tab stops on formulas met on the way).
+    ``most`` presses did not), ``links_before`` (links, buttons, form controls and scrollable code
+    blocks in the article before it) and ``formulas`` (tab stops on formulas met on the way).
     """
     widgets = page.evaluate(TAB_START_JS)
     waiting = {str(w["widget"]) for w in widgets if w["first"]}
