@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import html
 import json
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -202,9 +203,48 @@ def fix_body(body: str) -> str:
     return body
 
 
+#: The two editions: ``language`` prefix -> (``lang``/``hreflang``, name, folder in the site).
+EDITIONS = {"en": ("en", "English", ""), "zh": ("zh-CN", "中文", "zh/")}
+
+
+def edition(language: str | None) -> str:
+    """``"zh"`` for a Chinese build (``language = "zh_CN"``), else ``"en"``.
+
+    >>> edition("zh_CN"), edition("en"), edition(None)
+    ('zh', 'en', 'en')
+    """
+    return "zh" if str(language or "").lower().startswith("zh") else "en"
+
+
+def language_switch(pagename: str, language: str | None) -> str:
+    """The link to the same page in the other edition (every page of both editions has one).
+
+    The English site is ``_build/html/<page>.html``, the 中文 one ``_build/html/zh/<page>.html``.
+
+    >>> print(language_switch("chapters/01_x", "en"))  # doctest: +NORMALIZE_WHITESPACE
+    <nav class="cu-lang-switch" aria-label="Language / 语言"><a href="../zh/chapters/01_x.html"
+     lang="zh-CN" hreflang="zh-CN">中文</a></nav>
+    >>> 'href="../../chapters/01_x.html" lang="en" hreflang="en">English' in language_switch(
+    ...     "chapters/01_x", "zh_CN")
+    True
+    """
+    this = edition(language)
+    other = "en" if this == "zh" else "zh"
+    lang, name, folder = EDITIONS[other]
+    here = posixpath.dirname(EDITIONS[this][2] + pagename)
+    href = posixpath.relpath(f"{folder}{pagename}.html", here or ".")
+    return (
+        '<nav class="cu-lang-switch" aria-label="Language / 语言">'
+        f'<a href="{html.escape(href, quote=True)}" lang="{lang}" hreflang="{lang}">'
+        f"{name}</a></nav>"
+    )
+
+
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     if isinstance(context.get("body"), str):
         context["body"] = fix_body(context["body"])
+        if doctree is not None:  # a page of the book (not search, genindex)
+            context["body"] = language_switch(pagename, app.config.language) + context["body"]
     scripts = context.get("script_files")
     if scripts is None:
         return
