@@ -300,7 +300,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     match = BARE_REDIRECT.match(index.read_text(encoding="utf-8"))
     if match:
         title = str(getattr(app.config, "html_title", "") or app.config.project or "Home")
-        language = str(app.config.language or "en")
+        language = str(app.config.language or "en").replace("_", "-")  # zh_CN -> zh-CN (BCP 47)
         index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
 
 

@@ -50,7 +50,7 @@ KIT = "_build/zh-kit"
 OUT = "_build/zh-build"
 SITE_SUBDIR = "zh"
 #: Folders of the repository that are not part of the book (never staged).
-NOT_BOOK = {".git", ".venv", "_build", "tests", "src", "_ext", "scripts", "benchmarks", ".ci"}
+NOT_BOOK = {".git", ".venv", "_build", "tests", "_ext", "scripts", "benchmarks", ".ci"}
 NOT_BOOK |= {".pytest_cache", ".ruff_cache", ".hypothesis", "test-artifacts", ".jupyter_cache"}
 
 
@@ -128,6 +128,8 @@ def _book_files(repo: Path) -> list[Path]:
             continue
         if rel.suffix == ".mo" or ".ipynb_checkpoints" in rel.parts or rel.name == "conf.py":
             continue
+        if rel.parts[0] == "src" and (rel.suffix != ".py" or "__pycache__" in rel.parts):
+            continue  # the package's code only: a chapter shows a module with literalinclude
         files.append(path)
     return files
 
