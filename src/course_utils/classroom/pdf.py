@@ -268,7 +268,8 @@ def build_pdf(
             ),
         )
         page = context.new_page()
-        page.goto(book_html.as_uri(), wait_until="load")
+        # A loaded machine may need more than the default 30 s to load the whole book.
+        page.goto(book_html.as_uri(), wait_until="load", timeout=180_000)
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         page.evaluate("() => MathJax.startup.promise")
         views = page.evaluate(
