@@ -135,7 +135,8 @@ def test_no_blank_pages(pages: list[str]) -> None:
 def test_widgets_are_still_images_with_captions(pages: list[str], edition: str) -> None:
     n_widgets = sum(is_widget(c) for p in CHAPTERS for c in read_notebook(p)["cells"])
     text = re.sub(r"\s+", "", "\n".join(pages))
-    still = re.sub(r"\s+", "", PRINT_TEXT[EDITIONS[edition][1]]["still"].split(";")[0])
+    # The caption's first clause (before ";" or the full-width "；" of the 中文 caption).
+    still = re.sub(r"\s+", "", re.split("[;；]", PRINT_TEXT[EDITIONS[edition][1]]["still"])[0])
     captions = text.count(still)
     assert captions >= n_widgets, f"{captions} widget stills for {n_widgets} widgets"
 
