@@ -154,6 +154,12 @@ def test_glossary_terms_are_used_consistently() -> None:
     assert not problems, f"{len(problems)} messages:\n" + "\n".join(problems[:60])
 
 
+def test_no_translation_is_dropped_by_markdown() -> None:
+    """A numbered heading's translation keeps its number escaped (``2\\.``), or it is dropped."""
+    problems = i18n.markup_problems(i18n.all_catalogs(REPO))
+    assert not problems, "\n".join(problems[:40])
+
+
 # --- zh-executed notebooks ---------------------------------------------------------------
 
 

@@ -213,6 +213,31 @@ def glossary_violations(
     return out
 
 
+#: A translation that Markdown reads as a list item: "2. 按 √d_k 缩放" (a numbered heading's text).
+LIST_START = re.compile(r"^\s*(\d+[.)]|[-*+])\s")
+
+
+def markup_problems(catalogs: dict[str, dict[str, str]]) -> list[str]:
+    r"""Translations Sphinx would drop (the page then shows English): a msgstr that starts like a
+    list item where its msgid does, e.g. the heading "2. Scaling" translated "2. 缩放" (measured:
+    the heading stays English in the built page); write ``2\. 缩放``.
+
+    >>> markup_problems({"p": {"2. Scaling": "2. 缩放", "3. Softmax": r"3\. 归一化"}})
+    ["p: '2. 缩放' starts like a list item (write '2\\\\.'), so Sphinx drops it"]
+    """
+    out = []
+    for page, catalog in catalogs.items():
+        for msgid, msgstr in catalog.items():
+            m = LIST_START.match(msgstr)
+            if m and msgid.startswith(m.group(1)):
+                escaped = m.group(1)[:-1] + "\\" + m.group(1)[-1]
+                out.append(
+                    f"{page}: {msgstr[:60]!r} starts like a list item (write {escaped!r}), "
+                    "so Sphinx drops it"
+                )
+    return out
+
+
 def all_catalogs(repo: Path, locale: str = LOCALE) -> dict[str, dict[str, str]]:
     return {page: load_catalog(path) for page, path in catalogue_files(repo, locale).items()}
 

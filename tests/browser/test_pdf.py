@@ -42,7 +42,7 @@ def _title(path: Path, edition: str = "en") -> str:
         from course_site import i18n
 
         catalog = i18n.load_catalog(i18n.messages_dir(REPO) / "chapters" / f"{path.stem}.po")
-        title = catalog.get(i18n.normalise(title), title)
+        title = catalog.get(i18n.normalise(title), title).replace("\\.", ".")  # "2\\. 缩放"
     return title
 
 
