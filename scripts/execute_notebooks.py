@@ -11,7 +11,7 @@ outputs.
 ``--lang zh`` (``make execute-zh``) runs the same notebooks with ``COURSE_LANG=zh``
 (``course_utils`` then draws Chinese figure labels, widget labels and exercise feedback) and writes
 each one, the source notebook unchanged, to ``locale/zh_CN/notebooks/<folder>/<name>.ipynb``: the
-outputs the 中文 edition shows. ``tests/test_i18n.py`` checks that their code cells are the
+outputs the 中文 edition shows. ``tests/test_zh_edition.py`` checks that their code cells are the
 English notebook's and that they print the same numbers.
 """
 
