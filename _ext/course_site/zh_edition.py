@@ -15,8 +15,9 @@ Steps (all outputs under ``_build/``):
    English Markdown and code (the catalogues' msgids) and takes each code cell's outputs, and the
    saved widget state, from its zh-executed copy (:func:`compose`). A zh copy whose code differs
    from the English notebook is stale: its English outputs are kept, with a warning (and
-   ``tests/test_zh_edition.py`` fails). ``_config.yml`` gains ``language: zh_CN`` and the absolute path of
-   ``_ext/``; the classroom kit gets translated chapters and lesson plans in ``_build/zh-kit/``.
+   ``tests/test_zh_edition.py`` fails). ``_config.yml`` gains ``language: zh_CN`` and the
+   absolute path of ``_ext/``; the classroom kit gets translated chapters and lesson plans in
+   ``_build/zh-kit/``.
 2. **build** it with ``jupyter-book build --builder html -W -n --keep-going`` into
    ``_build/zh-build/`` (its own doctrees: a shared environment is "incompatible");
 3. **publish**: copy ``_build/zh-build/_build/html`` to ``_build/html/zh`` (same file names as the
