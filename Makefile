@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: browser-deps help setup book slides pdf serve lab test test-unit test-notebooks test-book test-browser lint format execute freeze vendor vendor-reveal clean
+.PHONY: browser-deps help setup book book-zh slides pdf serve lab test test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -22,6 +22,9 @@ help:
 	@echo "make serve   serve _build/html on http://$(HOST):$(PORT)"
 	@echo "make lab     open JupyterLab on the chapters"
 	@echo "make execute re-execute the notebooks in place (after changing code or text)"
+	@echo "make execute-zh  re-execute them with COURSE_LANG=zh into locale/zh_CN/notebooks (中文 outputs)"
+	@echo "make gettext     refresh the 中文 message catalogues locale/zh_CN/LC_MESSAGES/*.po"
+	@echo "make i18n-coverage  report, per page, the share of messages translated"
 	@echo "make clean   remove build outputs (keeps .venv)"
 
 setup: $(STAMP)
@@ -39,9 +42,28 @@ $(STAMP): requirements.txt pyproject.toml
 KIT := PYTHONPATH=_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m course_kit
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	$(MAKE) --no-print-directory -o $(STAMP) book-zh
 	@echo
-	@echo "The website is in _build/html. Open _build/html/index.html, or run: make serve"
-	@echo "Slides: _build/html/slides/index.html"
+	@echo "The website is in _build/html (中文: _build/html/zh). Open _build/html/index.html, or run: make serve"
+	@echo "Slides: _build/html/slides/index.html and _build/html/zh/slides/index.html"
+
+# --- 中文 edition (issue 20): gettext catalogues + zh-executed outputs; see CONTRIBUTING.md. ---
+# The same book again with language zh_CN, from a staged copy (_build/zh-src), into _build/html/zh.
+I18N_ENV := PYTHONPATH="$(CURDIR)/_ext:$(CURDIR)/src$${PYTHONPATH:+:$$PYTHONPATH}"
+book-zh: $(STAMP)
+	$(I18N_ENV) $(BIN)/python -m course_site.zh_edition build
+
+# The outputs the zh edition shows: every notebook run with COURSE_LANG=zh (commit the result).
+execute-zh: $(STAMP)
+	$(BIN)/python scripts/execute_notebooks.py --lang zh chapters/*.ipynb appendix/*.ipynb
+
+# Re-extract the messages of every page and merge them into the .po files (translators' step).
+gettext: $(STAMP)
+	$(BIN)/jupyter-book build . --builder custom --custom-builder gettext --path-output _build/gettext-build
+	$(BIN)/sphinx-intl update -p _build/gettext-build/_build/gettext -l zh_CN -d locale
+
+i18n-coverage: $(STAMP)
+	$(I18N_ENV) $(BIN)/python -m course_site.i18n_coverage
 
 # Decks and learner copies again, from the chapters as they are now (needs a built site).
 slides: $(STAMP)
@@ -51,6 +73,7 @@ slides: $(STAMP)
 # The printable book: Chromium prints the built site (needs chromium, pdftotext, a CJK font).
 pdf: $(STAMP) browser-deps book
 	$(KIT) pdf --site _build/html --out _build/pdf
+	@ls -l _build/pdf/*.pdf
 
 serve:
 	@test -d _build/html || { echo "No site yet: run 'make book' first."; exit 1; }

@@ -1,11 +1,18 @@
 """Execute chapter notebooks in place, the way nbval and the book build will re-run them.
 
 Usage: python scripts/execute_notebooks.py chapters/*.ipynb
+       python scripts/execute_notebooks.py --lang zh chapters/*.ipynb appendix/*.ipynb
 
 Each notebook runs top to bottom in a fresh kernel with its own folder as the working directory.
 Widget state is stored in the notebook metadata (nbclient's ``store_widget_state``) so the committed
 notebook shows live widgets too. Run this after changing a chapter or ``course_utils``; commit the
 outputs.
+
+``--lang zh`` (``make execute-zh``) runs the same notebooks with ``COURSE_LANG=zh``
+(``course_utils`` then draws Chinese figure labels, widget labels and exercise feedback) and writes
+each one, the source notebook unchanged, to ``locale/zh_CN/notebooks/<folder>/<name>.ipynb``: the
+outputs the 中文 edition shows. ``tests/test_zh_edition.py`` checks that their code cells are the
+English notebook's and that they print the same numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +27,12 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+REPO = Path(__file__).resolve().parents[1]
+#: Where the zh-executed copies of the notebooks live (committed, like the English outputs).
+ZH_NOTEBOOKS = REPO / "locale" / "zh_CN" / "notebooks"
+#: The value of ``COURSE_LANG`` each ``--lang`` sets in the kernel's environment.
+LANGUAGES = {"zh": "zh"}
+
 # Same environment as `make test`: no hub access, headless plots.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -31,19 +44,33 @@ os.environ["IPYTHONDIR"] = os.path.join(_CLEAN, "ipython")
 os.environ["JUPYTER_CONFIG_DIR"] = os.path.join(_CLEAN, "jupyter")
 
 
-def execute(path: Path, timeout: int) -> float:
+def output_path(path: Path, lang: str | None) -> Path:
+    """Where the executed notebook is written: in place, or under ``locale/zh_CN/notebooks/``."""
+    if lang is None:
+        return path
+    rel = path.resolve().relative_to(REPO)
+    return ZH_NOTEBOOKS / rel
+
+
+def execute(path: Path, timeout: int, lang: str | None = None) -> float:
     notebook = nbformat.read(path, as_version=4)
+    if lang is None:
+        os.environ.pop("COURSE_LANG", None)
+    else:
+        os.environ["COURSE_LANG"] = LANGUAGES[lang]  # the kernel inherits our environment
     client = NotebookClient(
         notebook,
         timeout=timeout,
         kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(path.resolve().parent)}},
         store_widget_state=True,
     )
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
-    nbformat.write(notebook, path)
+    target = output_path(path, lang)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
     return elapsed
 
 
@@ -51,10 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    parser.add_argument(
+        "--lang",
+        choices=sorted(LANGUAGES),
+        default=None,
+        help="run with COURSE_LANG set, write to locale/zh_CN/notebooks/ (sources unchanged)",
+    )
     args = parser.parse_args(argv)
     for path in args.notebooks:
-        elapsed = execute(path, args.timeout)
-        print(f"{path}: executed in {elapsed:.1f} s")
+        elapsed = execute(path, args.timeout, args.lang)
+        print(f"{output_path(path, args.lang)}: executed in {elapsed:.1f} s", flush=True)
     return 0
 
 

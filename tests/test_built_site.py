@@ -138,11 +138,17 @@ class Page(HTMLParser):
             self.inline.append((f"inline <{self.in_inline}>", data))
 
 
+def page_rel(rel_path: str) -> str:
+    """A path within its edition: the 中文 edition is the same site under ``zh/``."""
+    return rel_path.removeprefix("zh/")
+
+
 def site_pages(root: Path) -> list[Path]:
+    """The pages of both editions (English, and 中文 under ``zh/``)."""
     return sorted(
         p
         for p in root.rglob("*.html")
-        if not p.relative_to(root).as_posix().startswith(NON_PAGE_DIRS)
+        if not page_rel(p.relative_to(root).as_posix()).startswith(NON_PAGE_DIRS)
     )
 
 
@@ -266,7 +272,7 @@ def test_local_links_and_resources_exist(site: Path):
                 and target.suffix == ".html"
                 and target.is_file()
                 and site.resolve() in target.parents
-                and not rel(site.resolve(), target).startswith(NON_PAGE_DIRS)
+                and not page_rel(rel(site.resolve(), target)).startswith(NON_PAGE_DIRS)
                 and unquote(parts.fragment) not in parse_page(target).ids
             ):
                 problems.append(f"{rel(site, path)}: {kind} {url!r} -> no id {parts.fragment!r}")

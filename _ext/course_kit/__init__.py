@@ -67,8 +67,14 @@ def build_learner_copies(repo: Path, site: Path, chapters: list[Path]) -> tuple[
     return written, zip_path
 
 
-def build_kit(repo: Path, site: Path, *, title: str = "Attention, step by step") -> KitReport:
-    """Learner copies, zip, decks and the slides index, into the built site ``site``."""
+def build_kit(
+    repo: Path, site: Path, *, title: str = "Attention, step by step", language: str = "en"
+) -> KitReport:
+    """Learner copies, zip, decks and the slides index, into the built site ``site``.
+
+    ``repo`` holds ``chapters/`` and ``instructor/`` (for the 中文 edition: their translated copies,
+    ``_build/zh-kit``); ``language`` is the decks' ``<html lang>`` (``zh-CN`` there).
+    """
     from course_kit.slides import LAB_CSS, build_deck, index_page, lab_css
 
     chapters = chapter_notebooks(repo)
@@ -79,8 +85,9 @@ def build_kit(repo: Path, site: Path, *, title: str = "Attention, step by step")
     report.learner, report.zip_path = build_learner_copies(repo, site, chapters)
     for nb_path in chapters:
         plan = repo / "instructor" / f"{nb_path.stem}.md"
-        report.decks.append(build_deck(nb_path, site / SLIDES_DIR, plan))
-    (site / SLIDES_DIR / "index.html").write_text(index_page(report.decks, title), encoding="utf-8")
+        report.decks.append(build_deck(nb_path, site / SLIDES_DIR, plan, language=language))
+    index = index_page(report.decks, title, language=language)
+    (site / SLIDES_DIR / "index.html").write_text(index, encoding="utf-8")
     (site / SLIDES_DIR / "decks.json").write_text(
         json.dumps([d.__dict__ for d in report.decks], indent=1, ensure_ascii=False),
         encoding="utf-8",

@@ -35,10 +35,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"{len(report.learner)} learner copies and {report.zip_path}")
     else:
-        from course_kit.pdf import build_pdf
+        from course_kit.pdf import PDF_NAME_ZH, build_pdf
 
         pdf = build_pdf(REPO, args.site, args.out)
         print(f"{pdf}: {pdf.stat().st_size / 1e6:.1f} MB")
+        zh_site = args.site / "zh"  # the 中文 edition (course_site.zh_edition), when built
+        if (zh_site / "intro.html").is_file():
+            pdf = build_pdf(REPO, zh_site, args.out, language="zh-CN", name=PDF_NAME_ZH)
+            print(f"{pdf}: {pdf.stat().st_size / 1e6:.1f} MB")
     print(f"done in {time.perf_counter() - start:.1f} s")
     return 0
 

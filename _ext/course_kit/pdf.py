@@ -31,6 +31,24 @@ import yaml
 
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
 PDF_NAME = "attention-step-by-step.pdf"
+#: The 中文 edition's book (``make pdf`` prints both, from ``_build/html`` and ``_build/html/zh``).
+PDF_NAME_ZH = "attention-step-by-step.zh.pdf"
+#: The print page's own words, per edition (``<html lang>``).
+PRINT_TEXT = {
+    "en": {
+        "intro": "An interactive course on the attention mechanism: the printable edition.<br>\n"
+        "The widgets are shown as still images of their initial state;\n"
+        "the live versions are on the website.",
+        "contents": "Contents",
+        "still": "still image of the widget's initial state; it is live on the website",
+    },
+    "zh-CN": {
+        "intro": "关于注意力机制的交互式课程：打印版。<br>\n"
+        "交互组件以其初始状态的静态图片显示；可交互的版本在网站上。",
+        "contents": "目录",
+        "still": "交互组件初始状态的静态图片；网站上的版本可以交互",
+    },
+}
 PAGE_NUMBER_SLOT = "000"
 #: Scripts of a page that belong to the widget runtime (whatever it is: html-manager or a loader).
 WIDGET_SCRIPT_WORDS = ("require", "course_widgets", "embed-amd", "anywidget", "widget")
@@ -46,8 +64,8 @@ body { font-size: 10.5pt; margin: 0; }
 .cu-print-toc li { display: flex; gap: 0.5em; margin: 0.35em 0; }
 .cu-print-toc li .dots { flex: 1; border-bottom: 1px dotted #888; margin-bottom: 0.3em; }
 .cu-print-toc a { color: inherit; text-decoration: none; }
-a.headerlink, .cu-kit-links, .toggle-button, button.copybtn, .prev-next-area, .header-article,
- .bd-footer-article, .bd-sidebar-secondary { display: none !important; }
+a.headerlink, .cu-kit-links, .cu-lang-switch, .toggle-button, button.copybtn, .prev-next-area,
+ .header-article, .bd-footer-article, .bd-sidebar-secondary { display: none !important; }
 pre { white-space: pre-wrap; word-break: break-word; }
 figure, img, .cu-still, table { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; }
@@ -105,8 +123,11 @@ def _rewrite_urls(soup: Any, page: str, prefix: str) -> None:
             tag[attr] = prefix + target + (f"#{frag}" if frag else "")
 
 
-def print_page(repo: Path, site: Path, out_dir: Path, title: str) -> tuple[str, list[str]]:
+def print_page(
+    repo: Path, site: Path, out_dir: Path, title: str, language: str = "en"
+) -> tuple[str, list[str]]:
     """The HTML of the print page and the chapter titles it holds, in order."""
+    words = PRINT_TEXT.get(language, PRINT_TEXT["en"])
     from bs4 import BeautifulSoup
 
     prefix = os.path.relpath(site, out_dir).replace(os.sep, "/") + "/"
@@ -149,7 +170,7 @@ def print_page(repo: Path, site: Path, out_dir: Path, title: str) -> tuple[str, 
         f'<script defer src="{prefix}_static/course_vendor/mathjax/tex-mml-chtml.js"></script>'
     )
     doc = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<html lang="{html.escape(language)}"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 {chr(10).join(head_links)}
 <style>{PRINT_CSS}</style>
 {mathjax}
@@ -157,10 +178,9 @@ def print_page(repo: Path, site: Path, out_dir: Path, title: str) -> tuple[str, 
 {chr(10).join(states)}
 </head><body class="cu-print">
 <div class="cu-print-title"><h1>{html.escape(title)}</h1>
-<p>An interactive course on the attention mechanism: the printable edition.<br>
-The widgets are shown as still images of their initial state;
-the live versions are on the website.</p></div>
-<nav class="cu-print-part cu-print-toc" aria-label="Contents"><h2>Contents</h2>
+<p>{words["intro"]}</p></div>
+<nav class="cu-print-part cu-print-toc" aria-label="{words["contents"]}">
+<h2>{words["contents"]}</h2>
 <ol>{toc_items}</ol></nav>
 {"".join(parts)}
 </body></html>
@@ -208,18 +228,28 @@ def chapter_start_pages(pdf: Path, titles: list[str], first: int = 3) -> list[in
     return found
 
 
-def build_pdf(repo: Path, site: Path, out_dir: Path, *, title: str | None = None) -> Path:
+def build_pdf(
+    repo: Path,
+    site: Path,
+    out_dir: Path,
+    *,
+    title: str | None = None,
+    language: str = "en",
+    name: str = PDF_NAME,
+) -> Path:
+    """Print the book built in ``site`` to ``out_dir/name`` (``language``: its ``<html lang>``)."""
     from playwright.sync_api import sync_playwright
 
+    words = PRINT_TEXT.get(language, PRINT_TEXT["en"])
     if title is None:
         config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
         title = str(config.get("title", "Book"))
     site, out_dir = site.resolve(), out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    doc, titles = print_page(repo, site, out_dir, title)
-    book_html = out_dir / "book.html"
+    doc, titles = print_page(repo, site, out_dir, title, language)
+    book_html = out_dir / ("book.html" if name == PDF_NAME else f"{Path(name).stem}.html")
     book_html.write_text(doc, encoding="utf-8")
-    pdf = out_dir / PDF_NAME
+    pdf = out_dir / name
     footer = (
         '<div style="font-size:8px;width:100%;text-align:center;color:#555">'
         '<span class="pageNumber"></span></div>'
@@ -238,7 +268,8 @@ def build_pdf(repo: Path, site: Path, out_dir: Path, *, title: str | None = None
             ),
         )
         page = context.new_page()
-        page.goto(book_html.as_uri(), wait_until="load")
+        # A loaded machine may need more than the default 30 s to load the whole book.
+        page.goto(book_html.as_uri(), wait_until="load", timeout=180_000)
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         page.evaluate("() => MathJax.startup.promise")
         views = page.evaluate(
@@ -255,10 +286,7 @@ def build_pdf(repo: Path, site: Path, out_dir: Path, *, title: str | None = None
         for still in page.evaluate(STILLS_JS):
             area = page.locator(f'[data-cu-still="{still["index"]}"]')
             png = base64.b64encode(area.screenshot()).decode()
-            caption = (
-                f"{still['caption']} (still image of the widget's initial state; "
-                "it is live on the website)"
-            )
+            caption = f"{still['caption']} ({words['still']})"
             page.evaluate(
                 """([i, png, caption]) => {
                   const area = document.querySelector(`[data-cu-still="${i}"]`);

@@ -363,23 +363,59 @@ def lab_css() -> str:
     raise FileNotFoundError("nbconvert's lab template CSS (lab/static/index.css) not found")
 
 
+#: The words of the slides' index page in the 中文 edition (``language="zh-CN"``).
+INDEX_TEXT_ZH = {
+    "heading": "幻灯片",
+    "intro": "每章一套幻灯片，由该章的笔记本生成。方向键切换幻灯片；<kbd>s</kbd> 打开演讲者视图"
+    "（含教案的时间安排和问题）；<kbd>f</kbd> 全屏；<kbd>Esc</kbd> 显示全部幻灯片。交互组件可以直接"
+    "操作：用 Tab 键选中控件，再用方向键调节。全部内容离线可用。",
+    "back": "返回课程",
+}
+
+
 def index_page(decks: list[DeckInfo], title: str, language: str = "en") -> str:
-    """The slides' index page (``slides/index.html``)."""
+    """The slides' index page (``slides/index.html``), in English or (``zh-CN``) Chinese.
+
+    >>> "幻灯片" in index_page([], "Course", language="zh-CN")
+    True
+    """
+    zh = INDEX_TEXT_ZH if language.lower().startswith("zh") else None
 
     def live(d: DeckInfo) -> str:
+        if zh:
+            return f"，{d.widgets} 个交互组件" if d.widgets else ""
         return f", {d.widgets} live widget{'s' if d.widgets != 1 else ''}" if d.widgets else ""
 
+    count = "（{n} 张幻灯片{live}）" if zh else "({n} slides{live})"
     items = "\n".join(
         f'<li><a href="{html.escape(d.stem)}.slides.html">{html.escape(d.title)}</a> '
-        f"({d.slides} slides{live(d)})</li>"
+        + count.format(n=d.slides, live=live(d))
+        + "</li>"
         for d in decks
     )
+    if zh:
+        return _index_html(
+            language, f"{zh['heading']}：{html.escape(title)}", zh["intro"], items, zh["back"]
+        )
+    return _index_html(
+        language,
+        f"Slides: {html.escape(title)}",
+        "One deck per chapter, built from the chapter's own notebook. Arrow keys move between "
+        "slides;\n<kbd>s</kbd> opens the speaker view with the lesson plan's timings and "
+        "questions; <kbd>f</kbd> goes\nfull screen; <kbd>Esc</kbd> shows every slide. The widgets "
+        "are live: Tab to a control, then use the\narrow keys. Everything works offline.",
+        items,
+        "Back to the course",
+    )
+
+
+def _index_html(language: str, heading: str, intro: str, items: str, back: str) -> str:
     return f"""<!DOCTYPE html>
 <html lang="{html.escape(language)}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Slides: {html.escape(title)}</title>
+<title>{heading}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em;
        line-height: 1.5; color: #222; }}
@@ -388,15 +424,12 @@ a {{ color: #0063a0; }}
 </head>
 <body>
 <main>
-<h1>Slides: {html.escape(title)}</h1>
-<p>One deck per chapter, built from the chapter's own notebook. Arrow keys move between slides;
-<kbd>s</kbd> opens the speaker view with the lesson plan's timings and questions; <kbd>f</kbd> goes
-full screen; <kbd>Esc</kbd> shows every slide. The widgets are live: Tab to a control, then use the
-arrow keys. Everything works offline.</p>
+<h1>{heading}</h1>
+<p>{intro}</p>
 <ul>
 {items}
 </ul>
-<p><a href="../intro.html">Back to the course</a></p>
+<p><a href="../intro.html">{back}</a></p>
 </main>
 </body>
 </html>

@@ -61,12 +61,43 @@ def _chapter_stem(app: Any, pagename: str) -> str | None:
     return src.stem if src.is_file() else None
 
 
-def kit_links(pagename: str, stem: str | None, root_doc: str) -> str:
+#: The kit links' words, per edition (``language`` of the Sphinx build, ``en`` by default).
+KIT_TEXT = {
+    "en": {
+        "slides": "Slides for this chapter",
+        "learner": "Download the learner copy (.ipynb, no solutions)",
+        "classes": "For classes: ",
+        "all_slides": "slides for every chapter",
+        "all_learner": "all learner copies and requirements.txt (.zip)",
+    },
+    "zh-CN": {
+        "slides": "本章幻灯片",
+        "learner": "下载学员版笔记本（.ipynb，不含答案）",
+        "classes": "课堂用：",
+        "all_slides": "每一章的幻灯片",
+        "all_learner": "全部学员版笔记本和 requirements.txt（.zip）",
+    },
+}
+
+
+def kit_language(language: str | None) -> str:
+    """The kit's language tag for a Sphinx ``language`` (``zh_CN`` -> ``zh-CN``; else ``en``).
+
+    >>> kit_language("zh_CN"), kit_language(None)
+    ('zh-CN', 'en')
+    """
+    return "zh-CN" if str(language or "").lower().startswith("zh") else "en"
+
+
+def kit_links(pagename: str, stem: str | None, root_doc: str, language: str = "en") -> str:
     """The HTML of the kit's links for a page ('' if the page gets none).
 
     >>> "../slides/01_x.slides.html" in kit_links("chapters/01_x", "01_x", "intro")
     True
+    >>> "本章幻灯片" in kit_links("chapters/01_x", "01_x", "intro", language="zh-CN")
+    True
     """
+    text = KIT_TEXT.get(language, KIT_TEXT["en"])
     base = posixpath.dirname(pagename)
 
     def rel(target: str) -> str:
@@ -78,18 +109,18 @@ def kit_links(pagename: str, stem: str | None, root_doc: str) -> str:
         return (
             '<p class="cu-kit-links">'
             f'<a class="cu-kit-slides btn btn-sm btn-outline-primary" href="{deck}">'
-            "Slides for this chapter</a> "
+            f"{text['slides']}</a> "
             f'<a class="cu-kit-learner btn btn-sm btn-outline-primary" href="{copy}" download>'
-            "Download the learner copy (.ipynb, no solutions)</a></p>"
+            f"{text['learner']}</a></p>"
         )
     if pagename == root_doc:
         index = rel(f"{SLIDES_DIR}/index.html")
         zipped = rel(f"{LEARNER_DIR}/{ZIP_NAME}")
         return (
-            '<p class="cu-kit-links">For classes: '
-            f'<a class="cu-kit-slides" href="{index}">slides for every chapter</a> · '
+            f'<p class="cu-kit-links">{text["classes"]}'
+            f'<a class="cu-kit-slides" href="{index}">{text["all_slides"]}</a> · '
             f'<a class="cu-kit-learner" href="{zipped}" download>'
-            "all learner copies and requirements.txt (.zip)</a></p>"
+            f"{text['all_learner']}</a></p>"
         )
     return ""
 
@@ -97,7 +128,8 @@ def kit_links(pagename: str, stem: str | None, root_doc: str) -> str:
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     if "body" not in context:
         return
-    links = kit_links(pagename, _chapter_stem(app, pagename), app.config.root_doc)
+    language = kit_language(app.config.language)
+    links = kit_links(pagename, _chapter_stem(app, pagename), app.config.root_doc, language)
     if not links:
         return
     body = context["body"]
@@ -109,7 +141,10 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
     start = time.perf_counter()
-    report = build_kit(Path(app.srcdir), Path(app.outdir), title=str(app.config.project))
+    # The 中文 edition builds its kit from translated chapters (course_site.zh_edition).
+    source = Path(app.config.classroom_kit_source or app.srcdir)
+    language = kit_language(app.config.language)
+    report = build_kit(source, Path(app.outdir), title=str(app.config.project), language=language)
     from sphinx.util import logging
 
     logging.getLogger(__name__).info(
@@ -121,6 +156,8 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    # Where the kit reads chapters/ and instructor/ from ("" = the book's source folder).
+    app.add_config_value("classroom_kit_source", "", "env", types=[str])
     app.connect("config-inited", _config_inited, priority=900)
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("build-finished", _build_finished, priority=900)

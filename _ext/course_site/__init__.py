@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import html
 import json
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -206,9 +207,48 @@ def fix_body(body: str) -> str:
     return body
 
 
+#: The two editions: ``language`` prefix -> (``lang``/``hreflang``, name, folder in the site).
+EDITIONS = {"en": ("en", "English", ""), "zh": ("zh-CN", "中文", "zh/")}
+
+
+def edition(language: str | None) -> str:
+    """``"zh"`` for a Chinese build (``language = "zh_CN"``), else ``"en"``.
+
+    >>> edition("zh_CN"), edition("en"), edition(None)
+    ('zh', 'en', 'en')
+    """
+    return "zh" if str(language or "").lower().startswith("zh") else "en"
+
+
+def language_switch(pagename: str, language: str | None) -> str:
+    """The link to the same page in the other edition (every page of both editions has one).
+
+    The English site is ``_build/html/<page>.html``, the 中文 one ``_build/html/zh/<page>.html``.
+
+    >>> print(language_switch("chapters/01_x", "en"))  # doctest: +NORMALIZE_WHITESPACE
+    <nav class="cu-lang-switch" aria-label="Language / 语言"><a href="../zh/chapters/01_x.html"
+     lang="zh-CN" hreflang="zh-CN">中文</a></nav>
+    >>> 'href="../../chapters/01_x.html" lang="en" hreflang="en">English' in language_switch(
+    ...     "chapters/01_x", "zh_CN")
+    True
+    """
+    this = edition(language)
+    other = "en" if this == "zh" else "zh"
+    lang, name, folder = EDITIONS[other]
+    here = posixpath.dirname(EDITIONS[this][2] + pagename)
+    href = posixpath.relpath(f"{folder}{pagename}.html", here or ".")
+    return (
+        '<nav class="cu-lang-switch" aria-label="Language / 语言">'
+        f'<a href="{html.escape(href, quote=True)}" lang="{lang}" hreflang="{lang}">'
+        f"{name}</a></nav>"
+    )
+
+
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     if isinstance(context.get("body"), str):
         context["body"] = fix_body(context["body"])
+        if doctree is not None:  # a page of the book (not search, genindex)
+            context["body"] = language_switch(pagename, app.config.language) + context["body"]
     scripts = context.get("script_files")
     if scripts is None:
         return
@@ -289,7 +329,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     match = BARE_REDIRECT.match(index.read_text(encoding="utf-8"))
     if match:
         title = str(getattr(app.config, "html_title", "") or app.config.project or "Home")
-        language = str(app.config.language or "en")
+        language = str(app.config.language or "en").replace("_", "-")  # zh_CN -> zh-CN (BCP 47)
         index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
 
 

@@ -44,17 +44,33 @@ def site_dir() -> Path:
     return Path(os.environ.get("COURSE_SITE_DIR", ROOT / "_build" / "html"))
 
 
-def site_pages(root: Path) -> list[str]:
-    """Every HTML page of the built site (relative paths), static/asset folders excluded.
+#: The folder of each edition in the built site: English at the root, 中文 in ``zh/``.
+EDITION_PREFIXES = {"en": "", "zh": "zh/"}
+
+
+def split_edition(rel: str) -> tuple[str, str]:
+    """``(edition, page path within the edition)`` of a path relative to the site.
+
+    >>> split_edition("zh/chapters/01_x.html"), split_edition("intro.html")
+    (('zh', 'chapters/01_x.html'), ('en', 'intro.html'))
+    """
+    if rel.startswith(EDITION_PREFIXES["zh"]):
+        return "zh", rel[len(EDITION_PREFIXES["zh"]) :]
+    return "en", rel
+
+
+def site_pages(root: Path, editions: tuple[str, ...] = ("en", "zh")) -> list[str]:
+    """Every HTML page of the built site (relative paths), static/asset folders excluded, in both
+    editions (the 中文 pages are ``zh/<page>.html``).
 
     The slide decks (``slides/``) are reveal.js pages with their own test
     (``test_browser_decks.py``)."""
     skip = ("_static/", "_sources/", "_images/", "_downloads/", "slides/")
-    pages = [
-        p.relative_to(root).as_posix()
-        for p in sorted(root.rglob("*.html"))
-        if not p.relative_to(root).as_posix().startswith(skip)
-    ]
+    pages = []
+    for p in sorted(root.rglob("*.html")):
+        edition, inner = split_edition(p.relative_to(root).as_posix())
+        if edition in editions and not inner.startswith(skip):
+            pages.append(p.relative_to(root).as_posix())
     return pages
 
 

@@ -170,17 +170,30 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
         context.close()
 
 
-def test_slide_index_lists_every_deck(site_root: Path) -> None:
-    index = site_root / "slides" / "index.html"
-    assert index.is_file(), "no slides/index.html"
+#: The kit of each edition: English at the site's root, 中文 under ``zh/`` (same file names).
+EDITIONS = {"en": ("", "en"), "zh": ("zh/", "zh-CN")}
+
+
+@pytest.mark.parametrize("edition", sorted(EDITIONS))
+def test_slide_index_lists_every_deck(site_root: Path, edition: str) -> None:
+    folder, lang = EDITIONS[edition]
+    index = site_root / folder / "slides" / "index.html"
+    assert index.is_file(), f"no {folder}slides/index.html"
     text = index.read_text(encoding="utf-8")
+    assert f'<html lang="{lang}">' in text
     for stem in CHAPTERS:
         assert f'href="{stem}.slides.html"' in text, f"slides/index.html does not list {stem}"
 
 
+@pytest.mark.parametrize("edition", sorted(EDITIONS))
 @pytest.mark.parametrize("stem", CHAPTERS)
-def test_chapter_page_links_deck_and_learner_copy(stem: str, site_root: Path) -> None:
-    """The chapter page links to its deck and its learner copy; both files exist."""
+def test_chapter_page_links_deck_and_learner_copy(stem: str, site_root: Path, edition: str) -> None:
+    """The chapter page links to its deck and its learner copy; both files exist (both editions;
+    the 中文 deck is in Chinese: ``<html lang="zh-CN">``)."""
+    folder, lang = EDITIONS[edition]
+    site_root = site_root / folder if folder else site_root
+    deck = (site_root / "slides" / f"{stem}.slides.html").read_text(encoding="utf-8")
+    assert f'<html lang="{lang}">' in deck
     text = (site_root / "chapters" / f"{stem}.html").read_text(encoding="utf-8")
     assert f'href="../slides/{stem}.slides.html"' in text, "no link to the deck"
     assert f'href="../learner/{stem}.learner.ipynb" download' in text, "no learner copy download"

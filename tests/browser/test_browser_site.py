@@ -1,4 +1,5 @@
-"""Every page of the built site in a real Chromium, with every non-local request blocked.
+"""Every page of the built site, both editions (English, 中文 under ``zh/``), in a real Chromium,
+with every non-local request blocked.
 
 For each page: no blocked or failed request, no console error or warning, every widget view
 rendered, MathJax typeset without errors where the page has math, and every control of every course
@@ -27,6 +28,7 @@ from course_site.browser import (
     press_key_for,
     site_dir,
     site_pages,
+    split_edition,
 )
 
 pytestmark = pytest.mark.browser
@@ -268,7 +270,7 @@ def test_widget_scripts_only_where_needed(site_root: Path) -> None:
     """Only pages with widget state load the widget manager; only pages with math, MathJax."""
     for path in sorted(site_root.rglob("*.html")):
         rel = path.relative_to(site_root).as_posix()
-        if rel.startswith("_static/"):
+        if split_edition(rel)[1].startswith("_static/"):
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         has_state = "application/vnd.jupyter.widget-state+json" in text

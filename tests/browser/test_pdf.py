@@ -1,4 +1,5 @@
-"""The printable book (``make pdf``): ``_build/pdf/attention-step-by-step.pdf``.
+"""The printable books (``make pdf``): ``_build/pdf/attention-step-by-step.pdf`` and the 中文
+edition's ``attention-step-by-step.zh.pdf`` (every test runs on both).
 
 Read back with poppler's ``pdftotext``/``pdfimages``: every chapter's title is there and starts a
 page; the table of contents gives each chapter a page number; no raw TeX (``\\frac``, ``$$``, ...)
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from course_kit.notebooks import headings, is_widget, read_notebook
-from course_kit.pdf import PDF_NAME, english_part, top_of_page
+from course_kit.pdf import PDF_NAME, PDF_NAME_ZH, PRINT_TEXT, english_part, top_of_page
 
 pytestmark = pytest.mark.browser
 
@@ -33,9 +34,19 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _title(path: Path) -> str:
+def _title(path: Path, edition: str = "en") -> str:
+    """The chapter's title in an edition (中文: its translation, if the catalogue has one)."""
     nb = read_notebook(path)
-    return next(t for c in nb["cells"] for lvl, t in headings(c) if lvl == 1)
+    title = next(t for c in nb["cells"] for lvl, t in headings(c) if lvl == 1)
+    if edition == "zh":
+        from course_site import i18n
+
+        catalog = i18n.load_catalog(i18n.messages_dir(REPO) / "chapters" / f"{path.stem}.po")
+        title = catalog.get(i18n.normalise(title), title).replace("\\.", ".")  # "2\\. 缩放"
+    return title
+
+
+EDITIONS = {"en": (PDF_NAME, "en"), "zh": (PDF_NAME_ZH, "zh-CN")}
 
 
 def _cjk_font() -> bool:
@@ -45,9 +56,14 @@ def _cjk_font() -> bool:
     return bool(out.strip())
 
 
+@pytest.fixture(scope="module", params=sorted(EDITIONS))
+def edition(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def pages() -> list[str]:
-    pdf = Path(os.environ.get("COURSE_PDF_DIR", REPO / "_build" / "pdf")) / PDF_NAME
+def pages(edition: str) -> list[str]:
+    pdf = Path(os.environ.get("COURSE_PDF_DIR", REPO / "_build" / "pdf")) / EDITIONS[edition][0]
     if not pdf.is_file():
         message = f"{pdf} not found (run `make pdf`)"
         if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
@@ -66,9 +82,9 @@ def pages() -> list[str]:
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_chapter_starts_a_page(path: Path, pages: list[str]) -> None:
+def test_chapter_starts_a_page(path: Path, pages: list[str], edition: str) -> None:
     """The chapter's title is at the top of a page, and the contents give it a page number."""
-    title = _title(path)
+    title = _title(path, edition)
     key = english_part(title)
     starts = [i for i, page in enumerate(pages[2:], start=3) if key in top_of_page(page)]
     assert starts, f"no page starts with the chapter title {key!r}"
@@ -116,8 +132,23 @@ def test_no_blank_pages(pages: list[str]) -> None:
     assert not blank, f"blank pages: {blank}"
 
 
-def test_widgets_are_still_images_with_captions(pages: list[str]) -> None:
+def test_widgets_are_still_images_with_captions(pages: list[str], edition: str) -> None:
     n_widgets = sum(is_widget(c) for p in CHAPTERS for c in read_notebook(p)["cells"])
-    text = _norm("\n".join(pages))
-    captions = text.count("still image of the widget's initial state")
+    text = re.sub(r"\s+", "", "\n".join(pages))
+    # The caption's first clause (before ";" or the full-width "；" of the 中文 caption).
+    still = re.sub(r"\s+", "", re.split("[;；]", PRINT_TEXT[EDITIONS[edition][1]]["still"])[0])
+    captions = text.count(still)
     assert captions >= n_widgets, f"{captions} widget stills for {n_widgets} widgets"
+
+
+def test_zh_pdf_is_the_chinese_edition(pages: list[str], edition: str) -> None:
+    """The 中文 book is printed from the 中文 pages: its own contents heading, Chinese text."""
+    if edition != "zh":
+        pytest.skip("the English book")
+    if not _cjk_font():
+        pytest.skip(
+            "no CJK font: Chromium cannot draw the Chinese (apt-get install fonts-noto-cjk)"
+        )
+    text = re.sub(r"\s+", "", "\n".join(pages[:3]))
+    assert PRINT_TEXT["zh-CN"]["contents"] in text, "no 目录 (contents) in the 中文 book"
+    assert "打印版" in text, "the title page of the 中文 book is not in Chinese"

@@ -1,11 +1,12 @@
-"""Every page of the built site on phones, projectors, in dark mode and for screen readers.
+"""Every page of the built site, both editions (English, 中文 under ``zh/``), on phones,
+projectors, in dark mode and for screen readers.
 
 One page load per page (lean: the whole browser suite must stay within the test budget as the book
 grows), then, on that page:
 
 * axe-core (pinned, vendored for tests only: ``tests/browser/vendor/axe-core``) finds no critical
   or serious violation: every rule in light mode, then the colour rules again after switching the
-  theme to dark mode;
+  theme to dark mode; a 中文 page is held to the same result, with ``<html lang="zh-CN">``;
 * at 390 px wide (a phone) the page does not scroll sideways;
 * on a 1280x720 projector at 150% zoom (a CSS viewport of 853x480) every course widget fits on one
   screen; every saved widget view of the page must have been drawn and measured, so a widget that
@@ -42,6 +43,7 @@ from course_site.browser import (
     run_axe,
     site_dir,
     site_pages,
+    split_edition,
     tab_stops_to_widgets,
 )
 from course_utils.plotting import MIN_TEXT_PX
@@ -154,6 +156,10 @@ def test_page_audit(
         page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
         page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
         assert page.evaluate("() => document.documentElement.dataset.theme") == "light"
+        # Both editions are audited alike (0 critical/serious); the 中文 pages say their language.
+        lang = page.evaluate("() => document.documentElement.lang")
+        if split_edition(rel)[0] == "zh" and lang != "zh-CN":
+            problems.append(f'<html lang="{lang}">, expected "zh-CN" on a 中文 page')
         problems += _violations(page, "light")
 
         # The theme's dark mode is a data attribute on <html>: CSS variables do the rest.

@@ -1,0 +1,240 @@
+"""Build the 中文 edition into ``_build/html/zh/``: ``python -m course_site.zh_edition``.
+
+``make book`` runs it after the English build (``make book-zh`` alone).
+
+The zh edition is the same book built again by Sphinx with ``language = "zh_CN"``: the prose comes
+from the message catalogues ``locale/zh_CN/LC_MESSAGES/<docname>.po`` (gettext; Sphinx compiles the
+``.mo`` files at build time, an empty or fuzzy message falls back to English), the code and the
+outputs from the notebooks. Its figures and widgets must speak Chinese, so its outputs come from the
+notebooks executed with ``COURSE_LANG=zh`` (``make execute-zh``, committed as
+``locale/zh_CN/notebooks/<folder>/<name>.ipynb``).
+
+Steps (all outputs under ``_build/``):
+
+1. **stage** ``_build/zh-src/``: a copy of the book's sources in which every notebook keeps its
+   English Markdown and code (the catalogues' msgids) and takes each code cell's outputs, and the
+   saved widget state, from its zh-executed copy (:func:`compose`). A zh copy whose code differs
+   from the English notebook is stale: its English outputs are kept, with a warning (and
+   ``tests/test_zh_edition.py`` fails). ``_config.yml`` gains ``language: zh_CN`` and the
+   absolute path of ``_ext/``; the classroom kit gets translated chapters and lesson plans in
+   ``_build/zh-kit/``.
+2. **build** it with ``jupyter-book build --builder html -W -n --keep-going`` into
+   ``_build/zh-build/`` (its own doctrees: a shared environment is "incompatible");
+3. **publish**: copy ``_build/zh-build/_build/html`` to ``_build/html/zh`` (same file names as the
+   English pages; its own ``_static``).
+
+>>> compose({"cells": [_code("x = 1", [])], "metadata": {}},
+...         {"cells": [_code("x = 1", ["out"])], "metadata": {}})["cells"][0]["outputs"]
+['out']
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from course_site import i18n
+
+REPO = Path(__file__).resolve().parents[2]
+STAGE = "_build/zh-src"
+KIT = "_build/zh-kit"
+OUT = "_build/zh-build"
+SITE_SUBDIR = "zh"
+#: Folders of the repository that are not part of the book (never staged).
+NOT_BOOK = {".git", ".venv", "_build", "tests", "_ext", "scripts", "benchmarks", ".ci"}
+NOT_BOOK |= {".pytest_cache", ".ruff_cache", ".hypothesis", "test-artifacts", ".jupyter_cache"}
+
+
+def _code(src: str, outputs: list[Any]) -> dict[str, Any]:
+    return {"cell_type": "code", "source": src, "outputs": outputs, "metadata": {}}
+
+
+def source(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def zh_notebook(repo: Path, notebook: Path) -> Path:
+    """The zh-executed copy of a notebook of the book (``chapters/x.ipynb`` -> ``locale/...``)."""
+    rel = notebook.resolve().relative_to(repo.resolve())
+    return repo / "locale" / i18n.LOCALE / "notebooks" / rel
+
+
+def book_notebooks(repo: Path) -> list[Path]:
+    return sorted((repo / "chapters").glob("*.ipynb")) + sorted((repo / "appendix").glob("*.ipynb"))
+
+
+def code_cells(nb: dict[str, Any]) -> list[str]:
+    return [source(c) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def compose(english: dict[str, Any], zh: dict[str, Any]) -> dict[str, Any]:
+    """The English notebook with the outputs (and saved widget state) of its zh-executed copy.
+
+    Raises ValueError when their code cells differ (the zh copy is stale: ``make execute-zh``).
+    """
+    if code_cells(english) != code_cells(zh):
+        raise ValueError(
+            "code cells differ between the English notebook and its zh-executed copy "
+            f"({len(code_cells(english))} vs {len(code_cells(zh))} code cells): run make execute-zh"
+        )
+    new = copy.deepcopy(english)
+    zh_code = [c for c in zh["cells"] if c["cell_type"] == "code"]
+    en_code = [c for c in new["cells"] if c["cell_type"] == "code"]
+    for cell, zh_cell in zip(en_code, zh_code, strict=True):
+        cell["outputs"] = copy.deepcopy(zh_cell.get("outputs", []))
+        if "execution_count" in zh_cell:
+            cell["execution_count"] = zh_cell["execution_count"]
+    widgets = zh.get("metadata", {}).get("widgets")
+    if widgets is not None:
+        new.setdefault("metadata", {})["widgets"] = copy.deepcopy(widgets)
+    else:
+        new.get("metadata", {}).pop("widgets", None)
+    return new
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    """Write only when the bytes differ: Sphinx rebuilds a page whose source is newer."""
+    if path.is_file() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _copy_if_changed(src: Path, dst: Path) -> None:
+    same_size = dst.is_file() and dst.stat().st_size == src.stat().st_size
+    if same_size and dst.read_bytes() == src.read_bytes():
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def _book_files(repo: Path) -> list[Path]:
+    files = []
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo)
+        if rel.parts[0] in NOT_BOOK or not path.is_file():
+            continue
+        if rel.parts[0] == "locale" and "notebooks" in rel.parts:
+            continue
+        if rel.suffix == ".mo" or ".ipynb_checkpoints" in rel.parts or rel.name == "conf.py":
+            continue
+        if rel.parts[0] == "src" and (rel.suffix != ".py" or "__pycache__" in rel.parts):
+            continue  # the package's code only: a chapter shows a module with literalinclude
+        files.append(path)
+    return files
+
+
+def zh_config(repo: Path, stage: Path, kit: Path) -> dict[str, Any]:
+    """``_config.yml`` of the staged zh book."""
+    config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
+    sphinx = config.setdefault("sphinx", {})
+    local = dict(sphinx.get("local_extensions") or {})
+    for name, path in local.items():
+        local[name] = str((repo / path).resolve())
+    sphinx["local_extensions"] = local
+    options = sphinx.setdefault("config", {})
+    options["language"] = i18n.LOCALE
+    options.setdefault("locale_dirs", ["locale/"])
+    options.setdefault("gettext_compact", False)
+    options["classroom_kit_source"] = str(kit.resolve())
+    return config
+
+
+def stage(repo: Path = REPO, *, quiet: bool = False) -> list[str]:
+    """Write the staged zh book (``_build/zh-src``) and kit sources; return the warnings."""
+    dest, kit = repo / STAGE, repo / KIT
+    warnings: list[str] = []
+    notebooks = {p.resolve() for p in book_notebooks(repo)}
+    for path in _book_files(repo):
+        rel = path.relative_to(repo)
+        if path.resolve() in notebooks:
+            english = json.loads(path.read_text(encoding="utf-8"))
+            zh_path = zh_notebook(repo, path)
+            nb = english
+            if not zh_path.is_file():
+                warnings.append(f"{rel}: no zh-executed copy ({zh_path.relative_to(repo)})")
+            else:
+                try:
+                    nb = compose(english, json.loads(zh_path.read_text(encoding="utf-8")))
+                except ValueError as err:
+                    warnings.append(f"{rel}: {err}")
+            data = (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+            _write_if_changed(dest / rel, data)
+            if rel.parts[0] == "chapters":
+                catalog = i18n.load_catalog(i18n.messages_dir(repo) / rel.with_suffix(".po"))
+                translated = i18n.translate_notebook(nb, catalog)
+                data = (json.dumps(translated, indent=1, ensure_ascii=False) + "\n").encode()
+                _write_if_changed(kit / rel, data)
+        elif rel.parts[0] == "_config.yml":
+            pass
+        else:
+            _copy_if_changed(path, dest / rel)
+    config = zh_config(repo, dest, kit)
+    _write_if_changed(
+        dest / "_config.yml", yaml.safe_dump(config, allow_unicode=True, sort_keys=False).encode()
+    )
+    # The kit's lesson plans (speaker notes) and the files its zip carries.
+    for plan in sorted((repo / "instructor").glob("*.md")):
+        rel = plan.relative_to(repo)
+        catalog = i18n.load_catalog(i18n.messages_dir(repo) / rel.with_suffix(".po"))
+        text = i18n.translate_markdown(plan.read_text(encoding="utf-8"), catalog)
+        _write_if_changed(kit / rel, text.encode("utf-8"))
+    for extra in ("requirements.txt", "runtime.txt", "pyproject.toml", "_toc.yml", "_config.yml"):
+        if (repo / extra).is_file():
+            _copy_if_changed(repo / extra, kit / extra)
+    if not quiet:
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    return warnings
+
+
+def build(repo: Path = REPO, *, jupyter_book: str | None = None) -> float:
+    """Stage, build (``-W -n --keep-going``), publish to ``_build/html/zh``; return seconds."""
+    start = time.perf_counter()
+    stage(repo)
+    exe = jupyter_book or str(Path(sys.executable).with_name("jupyter-book"))
+    env = dict(os.environ)
+    # Our _ext and src first, as for the English build.
+    extra = [str(repo / "_ext"), str(repo / "src")]
+    env["PYTHONPATH"] = os.pathsep.join([*extra, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [exe, "build", str(repo / STAGE), "--builder", "html", "-W", "-n", "--keep-going"]
+    cmd += ["--path-output", str(repo / OUT)]
+    subprocess.run(cmd, check=True, env=env)
+    built = repo / OUT / "_build" / "html"
+    site = repo / "_build" / "html" / SITE_SUBDIR
+    if site.exists():
+        shutil.rmtree(site)
+    shutil.copytree(built, site)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_site.zh_edition")
+    parser.add_argument("what", choices=["build", "stage"], nargs="?", default="build")
+    args = parser.parse_args(argv)
+    if args.what == "stage":
+        warnings = stage(REPO)
+        print(f"staged {REPO / STAGE} ({len(warnings)} warnings)")
+        return 0
+    try:
+        seconds = build(REPO)
+    except subprocess.CalledProcessError as err:
+        print(f"the zh build failed ({err.returncode})", file=sys.stderr)
+        return 1
+    print(f"\nThe 中文 edition is in _build/html/{SITE_SUBDIR} (built in {seconds:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""The built 中文 edition (``_build/html/zh``) against the English one, page by page.
+
+Read from the HTML (no browser), marked ``browser`` because they need the built site (``make book``
+builds both editions); a missing site skips, except in CI. For every English page:
+
+* the zh page exists with the same file name, says ``<html lang="zh-CN">`` (English: ``en``);
+* both carry a language switch (``lang``/``hreflang``) to the same page of the other edition;
+* the same widgets (count and kind, from the saved widget state), the same code cells (the text of
+  every code block) and the same printed numbers (the numbers in every text output);
+* the zh edition has its own classroom kit: decks (``<html lang="zh-CN">``), learner copies, zip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from course_site.browser import site_dir, site_pages, split_edition
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[1]
+SITE = site_dir()
+ZH = SITE / "zh"
+STATE_RE = re.compile(
+    r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', re.S
+)
+VIEW_RE = re.compile(
+    r'<script type="application/vnd.jupyter.widget-view\+json">(.*?)</script>', re.S
+)
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+ENGLISH = [
+    p for p in (site_pages(SITE, ("en",)) if SITE.is_dir() else []) if not p.startswith("zh/")
+]
+CHAPTERS = sorted(p.stem for p in (REPO / "chapters").glob("*.ipynb"))
+#: Pages Sphinx writes from its own templates (no source page, so no language switch).
+GENERATED = {"search.html", "genindex.html"}
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    if not (ZH / "intro.html").is_file():
+        message = f"the 中文 edition is not built at {ZH} (run `make book`)"
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(message)
+        pytest.skip(message)
+    return SITE
+
+
+class Cells(HTMLParser):
+    """The code blocks of a page's code cells, its text outputs, its language and its switch."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lang = ""
+        self.switch: list[dict[str, str]] = []
+        self.code: list[str] = []
+        self.outputs: list[str] = []
+        self._stack: list[str] = []  # "input" / "output" / "" per open <div>
+        self._pre: list[str] | None = None
+        self._in_switch = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        classes = a.get("class", "").split()
+        if tag == "html":
+            self.lang = a.get("lang", "")
+        if tag == "nav" and "cu-lang-switch" in classes:
+            self._in_switch = True
+        if tag == "a" and self._in_switch:
+            self.switch.append(a)
+        if tag == "div":
+            kind = "input" if "cell_input" in classes else ""
+            kind = "output" if "cell_output" in classes else kind
+            self._stack.append(kind)
+        if tag == "pre" and self._where():
+            self._pre = []
+
+    def _where(self) -> str:
+        return next((k for k in reversed(self._stack) if k), "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "nav":
+            self._in_switch = False
+        if tag == "pre" and self._pre is not None:
+            text = "".join(self._pre)
+            (self.code if self._where() == "input" else self.outputs).append(text)
+            self._pre = None
+        if tag == "div" and self._stack:
+            self._stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self._pre is not None:
+            self._pre.append(data)
+
+
+def parse(path: Path) -> Cells:
+    cells = Cells()
+    cells.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return cells
+
+
+def widget_kinds(path: Path) -> list[str]:
+    """The kind (anywidget id) of every widget view on a page, in order."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    m = STATE_RE.search(text)
+    state = json.loads(m.group(1).replace("<\\/", "</"))["state"] if m else {}
+    kinds = []
+    for view in VIEW_RE.finditer(text):
+        model = json.loads(view.group(1).replace("<\\/", "</"))["model_id"]
+        kinds.append(str(state.get(model, {}).get("state", {}).get("_anywidget_id", "?")))
+    return kinds
+
+
+def numbers(texts: list[str]) -> list[str]:
+    return [m.group(0) for t in texts for m in NUMBER.finditer(t)]
+
+
+def test_every_english_page_has_a_zh_page(built: Path) -> None:
+    assert ENGLISH, f"no English pages under {SITE}"
+    missing = [rel for rel in ENGLISH if not (ZH / rel).is_file()]
+    assert not missing, f"English pages without a 中文 page: {missing}"
+    extra = [
+        rel for rel in site_pages(SITE, ("zh",)) if not (SITE / split_edition(rel)[1]).is_file()
+    ]
+    assert not extra, f"中文 pages without an English page: {extra}"
+
+
+@pytest.mark.parametrize("rel", ENGLISH or ["<no site>"])
+def test_zh_page_matches_english(rel: str, built: Path) -> None:
+    if rel == "<no site>":
+        pytest.fail(f"no HTML pages under {SITE}")
+    en_path, zh_path = SITE / rel, ZH / rel
+    en, zh = parse(en_path), parse(zh_path)
+    if 'http-equiv="Refresh"' in en_path.read_text(encoding="utf-8"):
+        assert zh.lang == "zh-CN"  # the redirect page of each edition
+        return
+    assert (en.lang, zh.lang) == ("en", "zh-CN")
+    if rel in GENERATED:
+        return
+    # The language switch: to the same page of the other edition, with lang and hreflang.
+    for page, parsed, lang, other in (
+        (en_path, en, "zh-CN", zh_path),
+        (zh_path, zh, "en", en_path),
+    ):
+        assert len(parsed.switch) == 1, f"{page}: {len(parsed.switch)} language switch links"
+        link = parsed.switch[0]
+        assert link.get("lang") == lang and link.get("hreflang") == lang, link
+        target = (page.parent / link["href"]).resolve()
+        assert target == other.resolve(), f"{page}: the switch goes to {target}, not {other}"
+    # One source of truth: the same code, the same printed numbers, the same widgets.
+    assert zh.code == en.code, f"{rel}: the code cells differ between the editions"
+    assert numbers(zh.outputs) == numbers(en.outputs), f"{rel}: the printed numbers differ"
+    assert widget_kinds(zh_path) == widget_kinds(en_path), f"{rel}: the widgets differ"
+
+
+def test_the_comparison_sees_code_and_outputs(built: Path) -> None:
+    """The parser finds code and outputs where there are some (so the comparison is not empty)."""
+    page = parse(SITE / "chapters" / f"{CHAPTERS[0]}.html")
+    assert len(page.code) >= 5 and len(page.outputs) >= 3
+    assert numbers(page.outputs)
+    assert widget_kinds(SITE / "chapters" / f"{CHAPTERS[0]}.html")
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_zh_kit(stem: str, built: Path) -> None:
+    """The 中文 edition's decks, learner copies and links (its own, under ``zh/``)."""
+    deck = ZH / "slides" / f"{stem}.slides.html"
+    assert deck.is_file(), f"no 中文 deck {deck}"
+    assert '<html lang="zh-CN">' in deck.read_text(encoding="utf-8")
+    assert (ZH / "learner" / f"{stem}.learner.ipynb").is_file()
+    page = (ZH / "chapters" / f"{stem}.html").read_text(encoding="utf-8")
+    assert f'href="../slides/{stem}.slides.html"' in page and "本章幻灯片" in page
+    assert (ZH / "learner" / "attention-step-by-step-learner.zip").is_file()
+    index = (ZH / "slides" / "index.html").read_text(encoding="utf-8")
+    assert f'href="{stem}.slides.html"' in index and '<html lang="zh-CN">' in index
+
+
+def _text(nb: dict[str, Any]) -> str:
+    return "\n".join(
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in nb["cells"]
+        if c["cell_type"] == "markdown"
+    )
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_zh_learner_copy_has_the_translated_prose(stem: str, built: Path) -> None:
+    """Every translated message of the chapter (a heading or a paragraph the translators filled)
+    reaches the zh learner copy; its code is the English learner copy's."""
+    from course_site import i18n
+
+    zh = json.loads((ZH / "learner" / f"{stem}.learner.ipynb").read_text(encoding="utf-8"))
+    en = json.loads((SITE / "learner" / f"{stem}.learner.ipynb").read_text(encoding="utf-8"))
+    code = [c["source"] for c in zh["cells"] if c["cell_type"] == "code"]
+    assert code == [c["source"] for c in en["cells"] if c["cell_type"] == "code"]
+    catalog = i18n.load_catalog(i18n.messages_dir(REPO) / "chapters" / f"{stem}.po")
+    headings = [re.sub(r"^#+\s*", "", ln) for ln in _text(en).splitlines() if ln.startswith("#")]
+    expected = [catalog[i18n.normalise(h)] for h in headings if i18n.normalise(h) in catalog]
+    text = _text(zh)
+    missing = [t for t in expected if t not in text]
+    assert not missing, f"translated headings missing from the zh learner copy: {missing[:5]}"
