@@ -61,6 +61,13 @@ def en():
 # ---- the language setting ---------------------------------------------------------------------
 
 
+def _stable_id(value: object, width: int) -> str:
+    """A test id that is the same in every pytest-xdist worker: no memory addresses."""
+    name = getattr(value, "__qualname__", None)
+    text = name if callable(value) and name else str(value)
+    return re.sub(r" at 0x[0-9a-f]+", "", text)[:width]
+
+
 @pytest.mark.parametrize(
     ("value", "lang"),
     [
@@ -211,7 +218,7 @@ def test_catalogue_file_is_valid_and_sorted():
         assert len(data[section]) > 100
 
 
-@pytest.mark.parametrize(("section", "key", "value"), _entries(), ids=lambda x: str(x)[:40])
+@pytest.mark.parametrize(("section", "key", "value"), _entries(), ids=lambda x: _stable_id(x, 40))
 def test_entry_is_chinese_follows_the_glossary_and_formats(section, key, value):
     # Chinese, unless the English is itself only names and symbols (RoPE, LayerNorm, τ -> inf)
     assert re.search(r"[\u4e00-\u9fff]", value) or not untranslated_english(_sample(key)), value
@@ -623,7 +630,7 @@ def _catalogue_cases():
 
 
 @pytest.mark.parametrize(
-    ("name", "checker", "answer"), _catalogue_cases(), ids=lambda x: str(x)[:30]
+    ("name", "checker", "answer"), _catalogue_cases(), ids=lambda x: _stable_id(x, 30)
 )
 def test_feedback_for_right_and_wrong_answers_is_chinese(zh, name, checker, answer):
     fb = checker(*answer) if isinstance(answer, tuple) else checker(answer)

@@ -8,8 +8,8 @@ to English. This module reads the same catalogues for what Sphinx does not do by
 * :func:`coverage` — per page, the share of messages translated (non-empty and not fuzzy);
   ``python -m course_site.i18n_coverage`` prints it and checks the goals (>= 98 % overall, 100 % for
   every chapter);
-* :func:`glossary_terms` and :func:`glossary_violations` — every msgid that contains a glossary term
-  ``English (中文)`` must have a msgstr that contains its Chinese term;
+* the static checks of the catalogues (glossary terms, numbers, messages Sphinx would drop,
+  consistency across pages) live in :mod:`course_site.zh_catalogues`;
 * :func:`translate_markdown` / :func:`translate_notebook` — the classroom kit (slide decks, learner
   copies) is built from notebooks, not from Sphinx's doctrees, so its Markdown cells are translated
   block by block with the page's catalogue (a block without a translation stays English).
@@ -135,107 +135,6 @@ def coverage_report(pages: Iterable[PageCoverage]) -> str:
     share = 100 * done / total if total else 100.0
     lines.append(f"{'overall':<40} {done:>4}/{total:<5} {share:5.1f} %")
     return "\n".join(lines)
-
-
-# --- glossary ------------------------------------------------------------------------------------
-
-GLOSSARY_ENTRY = re.compile(r"^(?P<en>[^\s(（][^(（]*?)\s*[(（](?P<zh>[^)）]+)[)）]\s*$")
-
-
-def glossary_terms(glossary_md: str) -> list[tuple[str, str]]:
-    """``(English, 中文)`` of every entry of the ``{glossary}`` block (lines ``English (中文)``).
-
-    The Chinese term is the first comma-separated part of the parentheses that holds Chinese.
-
-    >>> glossary_terms("```{glossary}\\nQuery (查询)\\n  A vector.\\n\\nMLA (潜在, MLA)\\n```")
-    [('Query', '查询'), ('MLA', '潜在')]
-    """
-    terms: list[tuple[str, str]] = []
-    inside = False
-    for line in glossary_md.splitlines():
-        if line.startswith("```{glossary}"):
-            inside = True
-            continue
-        if inside and line.startswith("```"):
-            inside = False
-            continue
-        if not inside or not line.strip() or line[0].isspace():
-            continue
-        m = GLOSSARY_ENTRY.match(line.strip())
-        if not m:
-            continue
-        zh = next((p.strip() for p in re.split(r"[,，、;；]", m["zh"]) if CJK.search(p)), "")
-        if zh:
-            terms.append((m["en"].strip(), zh))
-    return terms
-
-
-def terms_in(text: str, terms: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The glossary terms a text uses: word boundary, case-insensitive, longest terms first (a
-    shorter term inside a longer one's match is not counted again).
-
-    >>> terms = [("Attention", "注意力"), ("Multi-head attention", "多头注意力"), ("Key", "键")]
-    >>> terms_in("Multi-head attention uses keys and a key.", terms)
-    [('Multi-head attention', '多头注意力'), ('Key', '键')]
-    """
-    found = []
-    taken: list[tuple[int, int]] = []
-    for en, zh in sorted(terms, key=lambda t: -len(t[0])):
-        pattern = re.compile(rf"(?<![\w-]){re.escape(en)}(?![\w-])", re.IGNORECASE)
-        hit = False
-        for m in pattern.finditer(text):
-            if any(a <= m.start() and m.end() <= b for a, b in taken):
-                continue
-            taken.append((m.start(), m.end()))
-            hit = True
-        if hit:
-            found.append((en, zh))
-    return found
-
-
-def glossary_violations(
-    catalogs: dict[str, dict[str, str]], terms: list[tuple[str, str]]
-) -> list[str]:
-    """Translated messages whose msgid uses a glossary term and whose msgstr lacks its 中文 term.
-
-    >>> glossary_violations({"p": {"The key": "这个键", "A key": "一个钥匙"}}, [("Key", "键")])
-    ["p: 'A key' uses 'Key' but its translation lacks '键': '一个钥匙'"]
-    """
-    out = []
-    for page, catalog in catalogs.items():
-        for msgid, msgstr in catalog.items():
-            for en, zh in terms_in(msgid, terms):
-                if zh not in msgstr:
-                    out.append(
-                        f"{page}: {msgid[:80]!r} uses {en!r} but its translation lacks "
-                        f"{zh!r}: {msgstr[:80]!r}"
-                    )
-    return out
-
-
-#: A translation that Markdown reads as a list item: "2. 按 √d_k 缩放" (a numbered heading's text).
-LIST_START = re.compile(r"^\s*(\d+[.)]|[-*+])\s")
-
-
-def markup_problems(catalogs: dict[str, dict[str, str]]) -> list[str]:
-    r"""Translations Sphinx would drop (the page then shows English): a msgstr that starts like a
-    list item where its msgid does, e.g. the heading "2. Scaling" translated "2. 缩放" (measured:
-    the heading stays English in the built page); write ``2\. 缩放``.
-
-    >>> markup_problems({"p": {"2. Scaling": "2. 缩放", "3. Softmax": r"3\. 归一化"}})
-    ["p: '2. 缩放' starts like a list item (write '2\\\\.'), so Sphinx drops it"]
-    """
-    out = []
-    for page, catalog in catalogs.items():
-        for msgid, msgstr in catalog.items():
-            m = LIST_START.match(msgstr)
-            if m and msgid.startswith(m.group(1)):
-                escaped = m.group(1)[:-1] + "\\" + m.group(1)[-1]
-                out.append(
-                    f"{page}: {msgstr[:60]!r} starts like a list item (write {escaped!r}), "
-                    "so Sphinx drops it"
-                )
-    return out
 
 
 def all_catalogs(repo: Path, locale: str = LOCALE) -> dict[str, dict[str, str]]:

@@ -66,7 +66,9 @@ def install() -> None:
             return original(self, renderer, *args, **kwargs)
         text = self.get_text()
         translated = translate(text) if isinstance(text, str) else text
-        if translated == text:
+        # Mathtext ("$d_k$") draws the text around the maths in its own font, which has no CJK
+        # glyphs (boxes and a warning per character): such a label stays English.
+        if translated == text or "$" in translated:
             return original(self, renderer, *args, **kwargs)
         from ..fonts import cjk_font_family
 

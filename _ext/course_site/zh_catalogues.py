@@ -6,9 +6,9 @@ bullet list; a message with a blank line keeps only its first paragraph. This sc
 messages statically, and proves on a built zh site that every translated message was applied.
 It also checks numbers, glossary terms and messages shared by several pages.
 
-Usage (from the repository root)::
+Usage (from the repository root, with ``_ext`` on ``PYTHONPATH``)::
 
-    python scripts/check_zh_catalogues.py [CHECKS] [--html DIR] [--locale DIR]
+    python -m course_site.zh_catalogues [CHECKS] [--html DIR] [--locale DIR]
         [--glossary-file FILE] [--page NAME ...] [--json FILE] [--strict] [--verbose]
 
 Checks (with none given, every static check runs, and ``--applied`` too when ``--html`` is given):
@@ -71,7 +71,7 @@ from pathlib import Path
 
 import polib
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file: _ext/course_site/)
 DEFAULT_LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
 DEFAULT_GLOSSARY = ROOT / "glossary.md"
 MYST_EXTENSIONS = {"amsmath", "dollarmath", "colon_fence", "deflist", "html_image", "substitution"}
