@@ -156,7 +156,7 @@ def test_temperature_is_tau_not_T(where):
 
 def test_temperature_widget_and_checker_say_tau():
     js = _read("src/course_utils/widgets/temperature_mix.js")
-    assert 'label: "Temperature τ"' in js and "`τ = ${" in js
+    assert 'label: CU.t("Temperature τ")' in js and "`τ = ${" in js
     from course_utils.exercises import ch03
 
     text = str(ch03.check_temperature_limits([0, 1, 0, 0], [0.25] * 4))

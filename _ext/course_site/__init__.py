@@ -55,6 +55,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
+
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
 MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
@@ -333,7 +336,40 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
 
 
+class TranslateTocCaptions(SphinxTransform):
+    """Translate the table of contents' part captions ("Part I: ...") in a translated build.
+
+    sphinx-external-toc inserts its toctrees (with their captions) in a transform of priority 100,
+    after Sphinx's own translation transform (priority 20) has run, so the captions would stay
+    English whatever the page's ``.po`` says. This runs just after the insertion and looks each
+    caption up in the page's catalogue (``locale/<language>/LC_MESSAGES/<docname>.po``).
+    """
+
+    default_priority = 101
+
+    def apply(self, **kwargs: Any) -> None:
+        language = self.config.language
+        if not language or language == "en":
+            return
+        from .i18n import load_catalog, normalise
+
+        catalog: dict[str, str] | None = None
+        for toctree in self.document.findall(addnodes.toctree):
+            caption = toctree.get("caption")
+            if not caption:
+                continue
+            if catalog is None:
+                catalog = {}
+                for folder in self.config.locale_dirs:
+                    po = Path(self.env.srcdir, folder, language, "LC_MESSAGES", self.env.docname)
+                    catalog.update(load_catalog(po.with_suffix(".po")))
+            translated = catalog.get(normalise(caption))
+            if translated:
+                toctree["caption"] = toctree["rawcaption"] = translated
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.add_transform(TranslateTocCaptions)
     # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
     app.connect("config-inited", _config_inited, priority=900)
     app.connect("builder-inited", _builder_inited)
