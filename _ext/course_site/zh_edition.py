@@ -103,6 +103,46 @@ def compose(english: dict[str, Any], zh: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
+#: The figures' alt texts (cell metadata ``mystnb.image.alt``, which Sphinx's gettext does not
+#: see: myst-nb applies it to the output image at render time), ``{notebook: {English: 中文}}``.
+FIGURE_ALT = "locale/zh_CN/figure_alt.json"
+
+
+def figure_alts(nb: dict[str, Any]) -> list[str]:
+    """The alt text of every figure cell of a notebook, in order."""
+    alts = []
+    for cell in nb.get("cells", []):
+        alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+        if alt:
+            alts.append(alt)
+    return alts
+
+
+def translate_figure_alts(nb: dict[str, Any], catalog: dict[str, str]) -> list[str]:
+    """Replace each figure's alt text by its translation in place; return the untranslated ones.
+
+    >>> nb = {"cells": [{"metadata": {"mystnb": {"image": {"alt": "A heatmap"}}}}]}
+    >>> translate_figure_alts(nb, {"A heatmap": "一张热力图"}), figure_alts(nb)
+    ([], ['一张热力图'])
+    """
+    missing = []
+    for cell in nb.get("cells", []):
+        image = cell.get("metadata", {}).get("mystnb", {}).get("image", {})
+        alt = image.get("alt")
+        if not alt:
+            continue
+        if catalog.get(alt):
+            image["alt"] = catalog[alt]
+        else:
+            missing.append(alt)
+    return missing
+
+
+def load_figure_alts(repo: Path = REPO) -> dict[str, dict[str, str]]:
+    path = repo / FIGURE_ALT
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def _write_if_changed(path: Path, data: bytes) -> None:
     """Write only when the bytes differ: Sphinx rebuilds a page whose source is newer."""
     if path.is_file() and path.read_bytes() == data:
@@ -169,6 +209,11 @@ def stage(repo: Path = REPO, *, quiet: bool = False) -> list[str]:
                     nb = compose(english, json.loads(zh_path.read_text(encoding="utf-8")))
                 except ValueError as err:
                     warnings.append(f"{rel}: {err}")
+            alts = load_figure_alts(repo).get(rel.with_suffix("").as_posix(), {})
+            for alt in translate_figure_alts(nb, alts):
+                warnings.append(
+                    f"{rel}: figure alt text not translated in {FIGURE_ALT}: {alt[:60]}"
+                )
             data = (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
             _write_if_changed(dest / rel, data)
             if rel.parts[0] == "chapters":
