@@ -136,7 +136,7 @@ function render({ model, el }) {
     const s = scores[dist];
     dialBox.setAttribute("aria-label",
       CU.t(`${half} dials, one per frequency. Query (vermillion) at position ${p + dist}, key (blue) at ` +
-      `position ${p}; in every dial the angle between them is Δ·θ_i with Δ = ${dist}.`);
+      `position ${p}; in every dial the angle between them is Δ·θ_i with Δ = ${dist}.`));
     chartTitle.textContent =
       CU.t(`Score against distance Δ for the key at p = ${p}: ${scores.map((v) => CU.fmt(v, 2)).join(", ")}.`);
     summary.textContent =
