@@ -219,11 +219,27 @@ def translate(text: str, lang: Language | None = None) -> str:
     messages = catalogue(lang, "messages")
     if text in messages:
         return messages[text]
+    literal = _literal_messages(lang)
+    if text in literal:
+        return literal[text]
     for rx, fields, value in _templates(lang):
         m = rx.fullmatch(text)
         if m:
             return _fill(value, fields, m.groups())
     return text
+
+
+@functools.cache
+def _literal_messages(lang: Language) -> dict[str, str]:
+    """Keys without placeholders that escape a brace (``\\sqrt{{d_k}}``), as the text shows them
+    (``\\sqrt{d_k}``): the text ``translate`` receives is already formatted."""
+    out = {}
+    for key, value in catalogue(lang, "messages").items():
+        if ("{{" in key or "}}" in key) and not key_fields(key):
+            out[key.replace("{{", "{").replace("}}", "}")] = value.replace("{{", "{").replace(
+                "}}", "}"
+            )
+    return out
 
 
 def t(text: str, /, **fields: Any) -> str:
