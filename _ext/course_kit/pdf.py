@@ -212,16 +212,42 @@ def top_of_page(page: str, lines: int = 4) -> str:
     return re.sub(r"\s+", " ", " ".join(found))
 
 
+def title_pattern(title: str) -> re.Pattern[str]:
+    """What pdftotext shows of a chapter title, whitespace anywhere (a long title wraps, and a CJK
+    line may be split between any two characters).
+
+    An English title is matched without its parenthesised Chinese (pdftotext may move CJK text
+    around on the line); a Chinese title (中文 edition) is matched whole, its English in
+    parentheses included.
+
+    >>> shown = "4. 多头注意力（Multi- head attention）"
+    >>> bool(title_pattern("4. 多头注意力（Multi-head attention）").match(shown))
+    True
+    >>> bool(title_pattern("10. MHA、MQA 与 GQA").match("教案：10. MHA、MQA 与 GQA"))
+    False
+    """
+    key = english_part(title)
+    if not re.search(r"[\u3000-\u9fff]", key):
+        key = re.sub(r"\s+", "", key)
+    else:
+        key = re.sub(r"\s+", "", title)
+    return re.compile(r"\s*".join(re.escape(ch) for ch in key))
+
+
+def starts_with_title(page: str, title: str) -> bool:
+    """Whether the top of ``page`` (pdftotext's text) begins with the chapter ``title``."""
+    return bool(title_pattern(title).match(top_of_page(page).replace("- ", "-")))
+
+
 def chapter_start_pages(pdf: Path, titles: list[str], first: int = 3) -> list[int | None]:
     """1-based page whose top shows each title, searched in order from page ``first``."""
     pages = _page_texts(pdf)
     found: list[int | None] = []
     start = first - 1
     for t in titles:
-        key = english_part(t)
         hit = None
         for i in range(start, len(pages)):
-            if key and key in top_of_page(pages[i]):
+            if english_part(t) and starts_with_title(pages[i], t):
                 hit, start = i + 1, i + 1
                 break
         found.append(hit)
