@@ -266,6 +266,8 @@ def build_pdf(
     """Print the book built in ``site`` to ``out_dir/name`` (``language``: its ``<html lang>``)."""
     from playwright.sync_api import sync_playwright
 
+    from course_site.browser import wait_for_widgets
+
     words = PRINT_TEXT.get(language, PRINT_TEXT["en"])
     if title is None:
         config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
@@ -298,16 +300,7 @@ def build_pdf(
         page.goto(book_html.as_uri(), wait_until="load", timeout=180_000)
         page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
         page.evaluate("() => MathJax.startup.promise")
-        views = page.evaluate(
-            "() => document.querySelectorAll("
-            "'script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
-        )
-        if views:
-            page.wait_for_function(
-                "(n) => document.querySelectorAll('.cu-widget').length >= n",
-                arg=views,
-                timeout=60_000,
-            )
+        if wait_for_widgets(page, timeout_ms=60_000):
             page.wait_for_timeout(300)
         for still in page.evaluate(STILLS_JS):
             area = page.locator(f'[data-cu-still="{still["index"]}"]')

@@ -322,6 +322,23 @@ WIDTH_JS = """
 """
 
 #: Size (CSS px) of every course widget: [{cls, width, height}].
+#: How many widget views the page saved (each must be drawn as one course widget).
+N_VIEWS_JS = """() => document.querySelectorAll(
+  'script[type="application/vnd.jupyter.widget-view+json"]').length"""
+
+
+def wait_for_widgets(page: Any, timeout_ms: int) -> int:
+    """Wait until every widget view the page saved is drawn (``.cu-widget``); return how many."""
+    views = page.evaluate(N_VIEWS_JS)
+    if views:
+        page.wait_for_function(
+            "(n) => document.querySelectorAll('.cu-widget').length >= n",
+            arg=views,
+            timeout=timeout_ms,
+        )
+    return views
+
+
 WIDGET_SIZES_JS = """
 () => Array.from(document.querySelectorAll('.cu-widget')).map((w) => {
   const r = w.getBoundingClientRect();

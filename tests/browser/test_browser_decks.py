@@ -19,7 +19,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from course_kit.notebooks import is_placeholder, read_notebook
-from course_site.browser import AT_END_JS, DRAWING_JS, block_outside, press_key_for
+from course_site.browser import (
+    AT_END_JS,
+    DRAWING_JS,
+    block_outside,
+    press_key_for,
+    wait_for_widgets,
+)
 from tests.browser.test_browser_site import PageRecord
 
 pytestmark = pytest.mark.browser
@@ -110,16 +116,7 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
         assert not raw, f"raw TeX left in the slides' text: {raw}"
 
         # Widgets: rendered, and each control moves its drawing (not the deck) on its own slide.
-        views = page.evaluate(
-            "() => document.querySelectorAll("
-            "'script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
-        )
-        if views:
-            page.wait_for_function(
-                "(n) => document.querySelectorAll('.cu-widget').length >= n",
-                arg=views,
-                timeout=30_000,
-            )
+        views = wait_for_widgets(page, timeout_ms=30_000)
         widgets = page.evaluate(WIDGETS_JS)
         assert len(widgets) == views, f"{len(widgets)} of {views} widgets rendered"
         for w in widgets:

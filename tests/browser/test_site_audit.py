@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from course_site.browser import (
+    N_VIEWS_JS,
     ROOT,
     WIDGET_SIZES_JS,
     WIDTH_JS,
@@ -63,11 +64,6 @@ BLOCKING = ("critical", "serious")
 DESKTOP = 1280
 #: Tab presses a widget may take beyond the links and buttons before it ("a handful").
 TAB_SLACK = 5
-
-
-#: How many widget views the page saved (each must be drawn as one course widget).
-N_VIEWS_JS = """() => document.querySelectorAll(
-  'script[type="application/vnd.jupyter.widget-view+json"]').length"""
 
 
 def toc_pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
