@@ -415,6 +415,9 @@ _LOG2_E = 1.0 / math.log(2.0)
 #: Serialises the calls that change PyTorch's (process-wide) intra-op thread count.
 _THREADS_LOCK = threading.Lock()
 
+#: The worker pools of :func:`_parallel_over_batch`, by size (threads are reused across calls).
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
 
 def _parallel_over_batch(
     qf: torch.Tensor,
@@ -452,10 +455,21 @@ def _parallel_over_batch(
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            with ThreadPoolExecutor(workers) as pool:
-                list(pool.map(run, range(workers)))  # list(): re-raise a worker's exception
+            list(_worker_pool(workers).map(run, range(workers)))  # list(): re-raise an exception
         finally:
             torch.set_num_threads(threads)
+
+
+def _worker_pool(workers: int) -> ThreadPoolExecutor:
+    """The pool of ``workers`` threads, made once and kept (call with ``_THREADS_LOCK`` held).
+
+    A thread's first PyTorch call sets up its per-thread state, about 1.8 ms here: a fresh pool
+    on every call cost 3.6 ms of a 25 ms attention at T = 1024 (measured, quiet machine).
+    """
+    pool = _POOLS.get(workers)
+    if pool is None:
+        pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="tiled_attention")
+    return pool
 
 
 def tiled_attention(
@@ -463,8 +477,8 @@ def tiled_attention(
     k: Any,
     v: Any,
     *,
-    block_q: int = 512,
-    block_k: int = 512,
+    block_q: int = 256,
+    block_k: int = 256,
     causal: bool = False,
     scale: float | None = None,
 ) -> torch.Tensor:
@@ -482,10 +496,9 @@ def tiled_attention(
         ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
         entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a 2-core CPU
         (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
-        about ten PyTorch calls, so many small tiles lose; 512 × 512 was among the fastest at
-        T = 4096 with 2 threads, within the noise of a busy machine of 256 × 1024 and 512 × 256.
-        One tile of one head is 1 MiB in float32: more than this CPU's 512 KiB L2 per core, well
-        inside its shared 16 MiB L3.
+        about ten PyTorch calls, so many small tiles lose. On a quiet machine 256 × 256 was the
+        fastest of the sweep at T = 4096 with 2 threads and with 1 (and at T = 1024 and 8192).
+        One tile of one head is 256 KiB in float32: it fits this CPU's 512 KiB L2 per core.
     causal : bool
         Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
         what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
@@ -617,8 +630,8 @@ def tiled_attention_steps(
 
 
 def attention_memory_bytes(
-    t: int, *, heads: int = 8, d: int = 64, batch: int = 1, block_q: int = 512,
-    block_k: int = 512, itemsize: int = 4,
+    t: int, *, heads: int = 8, d: int = 64, batch: int = 1, block_q: int = 256,
+    block_k: int = 256, itemsize: int = 4,
 ) -> dict[str, int]:  # fmt: skip
     """Bytes of the tensors each method holds at its peak, beyond ``q``, ``k``, ``v`` themselves.
 
@@ -630,7 +643,7 @@ def attention_memory_bytes(
 
     >>> mem = attention_memory_bytes(8192)
     >>> mem["naive"] // 2**20, mem["tiled"] // 2**20, round(mem["naive"] / mem["tiled"])  # MiB
-    (4112, 41, 100)
+    (4112, 34, 119)
     """
     n = batch * heads
     bq, bk = min(block_q, t), min(block_k, t)
