@@ -422,6 +422,37 @@ def test_parallel_path_restores_threads_and_keeps_modes():
         torch.set_num_threads(before)
 
 
+def test_parallel_path_reuses_its_workers_and_serves_concurrent_callers():
+    """The worker threads are made once (a fresh thread's first PyTorch call costs milliseconds),
+    and callers from several Python threads at once each get their own, exact, result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from course_utils import flash
+
+    inputs = [_qkv((1, 4), 40, 40, 8, 8, torch.float64, seed=s) for s in range(6)]
+    refs = [F.scaled_dot_product_attention(q, k, v, is_causal=True) for q, k, v in inputs]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            tiled_attention(*inputs[0], block_q=16, block_k=16, causal=True)
+            workers = set(flash._POOLS[2]._threads)
+            tiled_attention(*inputs[1], block_q=16, block_k=16, causal=True)
+            assert set(flash._POOLS[2]._threads) == workers  # the same threads, not new ones
+
+        def call(i: int) -> torch.Tensor:
+            with torch.inference_mode():
+                return tiled_attention(*inputs[i], block_q=16, block_k=16, causal=True)
+
+        with ThreadPoolExecutor(3) as callers:
+            outs = list(callers.map(call, range(len(inputs))))
+        for out, ref in zip(outs, refs, strict=True):
+            torch.testing.assert_close(out, ref, rtol=0, atol=1e-10)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize(("t_q", "t_k", "block_q", "block_k"), [(37, 53, 8, 5), (53, 37, 16, 16)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_inplace_paths_match_sdpa_and_the_autograd_path(t_q, t_k, block_q, block_k, threads):
