@@ -83,6 +83,7 @@ from ._checks import (
     check_weights,
     format_index,
     format_pair,
+    not_a_pair,
     to_numpy,
 )
 from ._feedback import Feedback, merge
@@ -103,6 +104,7 @@ __all__ = [
     "format_index",
     "format_pair",
     "merge",
+    "not_a_pair",
     "run_cases",
     "to_numpy",
 ]

@@ -166,6 +166,26 @@ def _matching_hints(
     return hints
 
 
+def not_a_pair(title: str, result: Any, names: str) -> Feedback | None:
+    """Feedback when a function that returns two things, ``names`` (``"m, l"``), did not.
+
+    >>> not_a_pair("merge", (1.0, 2.0), "m, l") is None
+    True
+    >>> print(not_a_pair("merge", 1.0, "m, l"))
+    ✗ merge: not yet right
+      - expected a pair (m, l); got a float
+      hint: end the function with `return m, l`
+    """
+    if isinstance(result, tuple | list) and len(result) == 2:
+        return None
+    return Feedback(
+        False,
+        title,
+        (f"expected a pair ({names}); got a {type(result).__name__}",),
+        (f"end the function with `return {names}`",),
+    )
+
+
 def _not_numeric(name: str, answer: Any) -> Feedback | None:
     try:
         as_answer_array(answer, name)
