@@ -29,6 +29,8 @@ from course_utils.exercises import (
     format_index,
     format_pair,
     merge,
+    not_a_pair,
+    run_cases,
 )
 
 RNG = np.random.default_rng(2024)
@@ -196,6 +198,46 @@ def test_check_array_mistake_hooks():
     assert fb.hints == ()
     # A right answer never gets a hint, even if it matches a listed value.
     assert check_array("x", expected, expected, mistakes=[Mistake("h", expected)]).hints == ()
+
+
+def test_check_array_takes_torch_for_the_expected_value_and_the_mistakes():
+    expected = torch.tensor([1.0, 2.0], requires_grad=True)
+    wrong = torch.tensor([2.0, 4.0], requires_grad=True)
+    _assert_passes(check_array("x", expected * 1.0, expected))
+    fb = check_array("x", wrong.detach().numpy(), expected, mistakes=[Mistake("doubled?", wrong)])
+    assert not fb.passed and fb.hints == ("doubled?",)
+
+
+def test_run_cases_gives_extra_values_to_compare_only_and_names_the_case_its_way():
+    seen = []
+
+    def learner(x):
+        seen.append(x)
+        return x + 1
+
+    def compare(result, x, want):
+        return Feedback(result == want, "inc", (f"got {result}, expected {want}",))
+
+    cases = [("x = 1", (1,), 2), ("x = 2", (2,), 4)]  # the second case's extra value is wrong
+    fb = run_cases("inc", learner, "inc", cases, compare, "all {n} right")
+    assert seen == [1, 2]  # the learner never got the extra value
+    assert fb.messages == ("test case: x = 2", "got 3, expected 4")
+
+    def on_case(title, described, fb):
+        return Feedback(False, title, (f"on {described}: {fb.messages[0]}",), fb.hints)
+
+    fb = run_cases("inc", learner, "inc", cases, compare, "all {n} right", fail=on_case)
+    assert fb.messages == ("on x = 2: got 3, expected 4",)
+    assert run_cases("inc", learner, "inc", cases[:1], compare, "all {n} right").passed
+
+
+def test_not_a_pair_names_what_came_back():
+    assert not_a_pair("t", [1, 2], "a, b") is None
+    for result, got in ((1, "int"), ((1, 2, 3), "tuple"), (None, "NoneType")):
+        fb = not_a_pair("t", result, "a, b")
+        assert not fb.passed
+        assert fb.messages == (f"expected a pair (a, b); got a {got}",)
+        assert fb.hints == ("end the function with `return a, b`",)
 
 
 def test_check_array_infinities_compare_equal():

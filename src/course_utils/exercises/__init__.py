@@ -20,7 +20,8 @@ Generic checkers (in ``_checks.py``)
 - :func:`check_softmax` ``(answer, x, axis=-1, temperature=1.0)``
 - :func:`check_causal_mask` ``(answer, t_q, t_k=None, *, align="top_left")``
 
-All accept lists, numpy arrays and torch tensors (converted with ``.detach().cpu().numpy()``).
+All accept lists, numpy arrays and torch tensors (converted with ``.detach().cpu().numpy()``,
+:func:`to_numpy`).
 
 Chapter checkers (one module per chapter)
 -----------------------------------------
@@ -82,6 +83,8 @@ from ._checks import (
     check_weights,
     format_index,
     format_pair,
+    not_a_pair,
+    to_numpy,
 )
 from ._feedback import Feedback, merge
 from ._learner import TIME_LIMIT, run_cases
@@ -101,5 +104,7 @@ __all__ = [
     "format_index",
     "format_pair",
     "merge",
+    "not_a_pair",
     "run_cases",
+    "to_numpy",
 ]

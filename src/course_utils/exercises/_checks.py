@@ -5,6 +5,8 @@ what is wrong: the shape, the first entry that differs, a row that does not sum 
 mistakes (forgot to scale, softmax over the wrong axis, K not transposed, ...) are recognised by
 computing the wrong answer they produce and comparing: if the learner's answer equals one of them,
 the feedback names the mistake.
+
+The package re-exports the public names of this module (``course_utils.exercises.__all__``).
 """
 
 from __future__ import annotations
@@ -18,24 +20,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validation import as_bool_array, as_float_array, shape_str
-from ..attention import attention_scores, scaled_dot_product_attention
+from ..attention import attention_scores, default_scale, scaled_dot_product_attention
 from ..masks import causal_mask
 from ..softmax import softmax
 from ._feedback import Feedback
-
-__all__ = [
-    "Mistake",
-    "answer_tolerance",
-    "as_answer_array",
-    "check_array",
-    "check_attention_output",
-    "check_causal_mask",
-    "check_scores",
-    "check_softmax",
-    "check_weights",
-    "format_index",
-    "format_pair",
-]
 
 
 @dataclass(frozen=True)
@@ -50,12 +38,19 @@ class Mistake:
     value: Any
 
 
-def _plain(answer: Any) -> Any:
-    """Torch tensors (also inside lists, also with ``requires_grad``) as numpy, without torch."""
+def to_numpy(answer: Any) -> Any:
+    """Torch tensors (also inside lists, also with ``requires_grad``) as numpy, without torch.
+
+    Anything else is returned as it is. :func:`check_array` applies it to the answer, the
+    expected value and every :class:`Mistake`'s value, so checkers may pass tensors.
+
+    >>> to_numpy([1, 2.5])
+    [1, 2.5]
+    """
     if hasattr(answer, "detach") and hasattr(answer, "numpy"):  # a torch tensor
         return answer.detach().cpu().numpy()
     if isinstance(answer, list | tuple):
-        return [_plain(a) for a in answer]
+        return [to_numpy(a) for a in answer]
     return answer
 
 
@@ -77,7 +72,7 @@ def as_answer_array(answer: Any, name: str) -> NDArray:
     if isinstance(answer, str | bytes):
         raise TypeError(f"{name} must be a numeric array; got the text {answer!r:.40}")
     try:
-        arr = np.asarray(_plain(answer))
+        arr = np.asarray(to_numpy(answer))
     except ValueError:
         raise TypeError(
             f"{name} could not be turned into an array: it is not rectangular "
@@ -158,7 +153,7 @@ def _matching_hints(
     hints = []
     for mistake in mistakes:
         try:
-            candidate = np.asarray(mistake.value, dtype=np.float64)
+            candidate = np.asarray(to_numpy(mistake.value), dtype=np.float64)
         except (TypeError, ValueError):
             continue
         if _matches(candidate, expected, rtol, atol):
@@ -169,6 +164,26 @@ def _matching_hints(
             hints.append(mistake.hint)
             break
     return hints
+
+
+def not_a_pair(title: str, result: Any, names: str) -> Feedback | None:
+    """Feedback when a function that returns two things, ``names`` (``"m, l"``), did not.
+
+    >>> not_a_pair("merge", (1.0, 2.0), "m, l") is None
+    True
+    >>> print(not_a_pair("merge", 1.0, "m, l"))
+    ✗ merge: not yet right
+      - expected a pair (m, l); got a float
+      hint: end the function with `return m, l`
+    """
+    if isinstance(result, tuple | list) and len(result) == 2:
+        return None
+    return Feedback(
+        False,
+        title,
+        (f"expected a pair ({names}); got a {type(result).__name__}",),
+        (f"end the function with `return {names}`",),
+    )
 
 
 def _not_numeric(name: str, answer: Any) -> Feedback | None:
@@ -193,7 +208,8 @@ def check_array(
 
     Checks, in order: numeric, no NaN, shape, values (``np.isclose`` with ``rtol``/``atol``; equal
     infinities count as equal). ``mistakes`` are wrong answers with a hint each: if ``answer``
-    equals one (and it differs from ``expected``), its hint is added.
+    equals one (and it differs from ``expected``), its hint is added. The answer, ``expected`` and
+    the mistakes' values may be torch tensors (:func:`to_numpy`).
 
     >>> forgot = Mistake("forgot √d_k?", [[4.0, 0.0]])
     >>> print(check_array("scores", [[4.0, 0.0]], [[2.0, 0.0]], mistakes=[forgot]))
@@ -211,7 +227,7 @@ def check_array(
         got = as_answer_array(answer, name)
     except TypeError as err:
         return Feedback(False, name, (str(err),))
-    want = np.asarray(expected)
+    want = np.asarray(to_numpy(expected))
     mistakes = list(mistakes)
     size = np.abs(want.astype(np.float64))
     size = size[np.isfinite(size)]
@@ -268,6 +284,20 @@ def _scale_text(d_k: int) -> str:
     return f"√d_k = √{d_k} ≈ {math.sqrt(d_k):.3g}"
 
 
+def _as_qk(q: Any, k: Any) -> tuple[NDArray, NDArray]:
+    """``q`` and ``k`` as float arrays; the error of a wrong one names it and its expected shape."""
+    return (
+        as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)"),
+        as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)"),
+    )
+
+
+def _unscaled(q: NDArray, k: NDArray, scale: float | None) -> tuple[NDArray, float]:
+    """The raw scores ``Q Kᵀ`` and the scale of the right answer (``1/√d_k`` unless given)."""
+    right_scale = default_scale(q.shape[-1]) if scale is None else float(scale)
+    return attention_scores(q, k, scale=1.0), right_scale  # (..., T_q, T_k), a float
+
+
 def check_scores(
     answer: Any,
     q: Any,
@@ -291,11 +321,9 @@ def check_scores(
       - 3 of 4 entries differ
       hint: did you forget to divide by √d_k = √2 ≈ 1.41?
     """
-    q = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
-    k = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
+    q, k = _as_qk(q, k)
     d_k = q.shape[-1]
-    raw = attention_scores(q, k, scale=1.0)  # (..., T_q, T_k)
-    right_scale = (1.0 / math.sqrt(d_k)) if scale is None else float(scale)
+    raw, right_scale = _unscaled(q, k, scale)  # (..., T_q, T_k)
     expected = raw * right_scale if scaled else raw  # (..., T_q, T_k)
     swapped = np.swapaxes(raw, -1, -2)  # (..., T_k, T_q): K Qᵀ
     mistakes = [
@@ -343,8 +371,7 @@ def _weights_mistakes(
     q: NDArray, k: NDArray, mask: NDArray[np.bool_] | None, scale: float | None
 ) -> list[Mistake]:
     d_k = q.shape[-1]
-    right_scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
-    raw = attention_scores(q, k, scale=1.0)  # (..., T_q, T_k)
+    raw, right_scale = _unscaled(q, k, scale)  # (..., T_q, T_k)
     scores = raw * right_scale  # (..., T_q, T_k)
 
     def masked(s: NDArray, m: NDArray[np.bool_] | None) -> NDArray:
@@ -508,8 +535,7 @@ def check_weights(
         return Feedback(True, name, (f"all {rows} rows are non-negative and sum to 1",))
     if q is None or k is None:
         raise TypeError("check_weights needs both q and k, or neither")
-    qa = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
-    ka = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
+    qa, ka = _as_qk(q, k)
     v_dummy = np.zeros((*ka.shape[:-1], 1))  # (..., T_k, 1): only the weights are needed
     _, expected = scaled_dot_product_attention(qa, ka, v_dummy, m, scale=scale)  # (..., T_q, T_k)
     mistakes = _weights_mistakes(qa, ka, m, scale)
@@ -547,14 +573,11 @@ def check_attention_output(
       - 2 of 2 entries differ
       hint: these are the attention weights; the output is weights @ V
     """
-    qa = as_float_array(q, "q", min_ndim=2, expected="(..., T_q, d_k)")
-    ka = as_float_array(k, "k", min_ndim=2, expected="(..., T_k, d_k)")
+    qa, ka = _as_qk(q, k)
     va = as_float_array(v, "v", min_ndim=2, expected="(..., T_k, d_v)")
     m = _mask_or_none(mask)
     expected, weights = scaled_dot_product_attention(qa, ka, va, m, scale=scale)  # (..., T_q, d_v)
-    d_k = qa.shape[-1]
-    raw = attention_scores(qa, ka, scale=1.0)  # (..., T_q, T_k)
-    right_scale = 1.0 / math.sqrt(d_k) if scale is None else float(scale)
+    raw, right_scale = _unscaled(qa, ka, scale)  # (..., T_q, T_k)
     mistakes = [
         Mistake(w_m.hint, np.asarray(w_m.value) @ va)
         for w_m in _weights_mistakes(qa, ka, m, scale)

@@ -197,19 +197,22 @@ def run_cases(
     title: str,
     fn: Any,
     name: str,
-    cases: Iterable[tuple[str, tuple[Any, ...]]],
+    cases: Iterable[tuple[Any, ...]],
     compare: Callable[..., Feedback],
     passed: str,
     *,
+    fail: Callable[[str, str, Feedback], Feedback] = fail_on,
     time_limit: float | None = None,
 ) -> Feedback:
     """Run a learner's function ``fn`` on every test case; feedback on the first that fails.
 
-    ``cases`` are ``(described, args)`` pairs; ``compare(result, *args)`` returns a
-    :class:`Feedback` for one result (it gets the original arguments, never the copies the learner's
-    function saw). ``passed`` is the message when every case passes; ``{n}`` in it is replaced by
-    the number of cases. A crash inside ``compare`` on a strange result (a learner can return
-    anything) becomes feedback too.
+    ``cases`` are ``(described, args)`` pairs, or ``(described, args, *extra)``: ``extra`` goes to
+    ``compare`` only (a reference module, a hint for this case), never to the learner.
+    ``compare(result, *args, *extra)`` returns a :class:`Feedback` for one result (it gets the
+    original arguments, never the copies the learner's function saw). ``passed`` is the message
+    when every case passes; ``{n}`` in it is replaced by the number of cases. A crash inside
+    ``compare`` on a strange result (a learner can return anything) becomes feedback too.
+    ``fail(title, described, feedback)`` says which case failed (default :func:`fail_on`).
 
     >>> cases = [("x = 1", (1,)), ("x = 2", (2,))]
     >>> same = lambda r, x: Feedback(r == 2 * x, "double", (f"got {r}, expected {2 * x}",))
@@ -220,17 +223,21 @@ def run_cases(
     ✗ double: not yet right
       - test case: x = 2
       - got 3, expected 4
+    >>> print(run_cases("double", lambda x: ..., "double", cases, same, "all {n} cases right"))
+    ✗ double: not yet right
+      - your function returned Ellipsis
+      hint: replace the `...` with your code, and end the function with `return ...` of your result
     """
     early = not_a_function(title, fn, name)
     if early is not None:
         return early
     cases = list(cases)
-    for described, args in cases:
+    for described, args, *extra in cases:
         result = call_learner(title, fn, args, described, time_limit=time_limit)
         if isinstance(result, Feedback):
             return result
         try:
-            fb = compare(result, *args)
+            fb = compare(result, *args, *extra)
         except Exception as err:  # a result so strange that comparing it failed: still feedback
             return Feedback(
                 False,
@@ -241,5 +248,5 @@ def run_cases(
                 ),
             )
         if not fb:
-            return fail_on(title, described, fb)
+            return fail(title, described, fb)
     return Feedback(True, title, (passed.format(n=len(cases)),))

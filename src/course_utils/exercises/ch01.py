@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..data import by_hand_example
 from ..softmax import softmax
-from ._checks import Mistake, as_answer_array, check_array, check_scores
+from ._checks import Mistake, as_answer_array, check_array, check_scores, not_a_pair
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -188,13 +188,9 @@ def check_attend_one(attend_one: Callable[[Any, Any, Any], Any]) -> Feedback:
     title = "attend one query"
 
     def compare(result: Any, q: NDArray, K: NDArray, V: NDArray) -> Feedback:
-        if not isinstance(result, tuple | list) or len(result) != 2:
-            return Feedback(
-                False,
-                title,
-                (f"expected a pair (weights, output); got a {type(result).__name__}",),
-                ("end the function with `return weights, output`",),
-            )
+        wrong_type = not_a_pair(title, result, "weights, output")
+        if wrong_type is not None:
+            return wrong_type
         output, weights = scaled_dot_product_attention(q[None, :], K, V)  # (1, d_v), (1, T_k)
         d_k = q.shape[0]
         raw = attention_scores(q[None, :], K, scale=1.0)[0]  # (T_k,)

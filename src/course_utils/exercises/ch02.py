@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,8 +42,18 @@ _GRID = tuple(2**i for i in range(11))  # what the checker uses (the public name
 SATURATION_GRID = _GRID
 
 
-def _as_number(result: Any, name: str) -> tuple[float, float] | Feedback:
-    """``(value, rtol)`` of a learner's number (float, numpy or torch scalar, also float32)."""
+def _check_number(
+    name: str,
+    result: Any,
+    expected: float,
+    mistakes: Sequence[tuple[float, str]],
+    wrong: Callable[[float], str],
+) -> Feedback:
+    """Compare a learner's number (float, numpy or torch scalar, also float32) with ``expected``.
+
+    ``mistakes`` are ``(value, hint)``: the hint of the first whose value the answer equals is
+    given. ``wrong(value)`` is the message for a wrong answer.
+    """
     try:
         arr = as_answer_array(result, name)
     except TypeError as err:
@@ -53,7 +63,11 @@ def _as_number(result: Any, name: str) -> tuple[float, float] | Feedback:
             False, name, (f"expected one number; got an array of shape {tuple(arr.shape)}",)
         )
     rtol, _ = answer_tolerance(arr.dtype, 1e-9, 0.0)
-    return float(arr.reshape(())), rtol
+    value = float(arr.reshape(()))
+    if math.isclose(value, expected, rel_tol=rtol):
+        return Feedback(True, name)
+    hints = [hint for candidate, hint in mistakes if math.isclose(value, candidate, rel_tol=rtol)]
+    return Feedback(False, name, (wrong(value),), tuple(hints[:1]))
 
 
 # --- exercise 2.1 ---------------------------------------------------------------------------------
@@ -79,54 +93,43 @@ def check_score_variance(
     cases = [(f"d_k = {d}, sigma_q = {a:g}, sigma_k = {b:g}", (d, a, b)) for d, a, b in _VAR_CASES]
 
     def compare_var(result: Any, d_k: int, s_q: float, s_k: float) -> Feedback:
-        got = _as_number(result, "score_var")
-        if isinstance(got, Feedback):
-            return got
-        value, rtol = got
         expected = d_k * s_q**2 * s_k**2
-        if math.isclose(value, expected, rel_tol=rtol):
-            return Feedback(True, "score_var")
-        hints = []
-        if math.isclose(value, d_k * s_q * s_k, rel_tol=rtol):
-            hints.append("variances are squares of standard deviations: use sigma**2")
-        elif math.isclose(value, d_k, rel_tol=rtol):
-            hints.append("with sigma != 1 each product q_i k_i has variance sigma_q² sigma_k²")
-        elif math.isclose(value, math.sqrt(d_k) * s_q**2 * s_k**2, rel_tol=rtol):
-            hints.append("the variances of the d_k terms add up: d_k, not √d_k")
-        simulated = _simulated_variance(d_k, s_q, s_k)
-        return Feedback(
-            False,
-            "score_var",
+        mistakes = [
+            (d_k * s_q * s_k, "variances are squares of standard deviations: use sigma**2"),
+            (d_k, "with sigma != 1 each product q_i k_i has variance sigma_q² sigma_k²"),
             (
-                f"score_var: got {value:.6g}, expected {expected:.6g} "
-                f"(a simulation of 20,000 pairs measures {simulated:.4g})",
+                math.sqrt(d_k) * s_q**2 * s_k**2,
+                "the variances of the d_k terms add up: d_k, not √d_k",
             ),
-            tuple(hints),
-        )
+        ]
+
+        def wrong(value: float) -> str:
+            simulated = _simulated_variance(d_k, s_q, s_k)  # only when it is shown: it costs
+            return (
+                f"score_var: got {value:.6g}, expected {expected:.6g} "
+                f"(a simulation of 20,000 pairs measures {simulated:.4g})"
+            )
+
+        return _check_number("score_var", result, expected, mistakes, wrong)
 
     def compare_scale(result: Any, d_k: int, s_q: float, s_k: float) -> Feedback:
-        got = _as_number(result, "unit_scale")
-        if isinstance(got, Feedback):
-            return got
-        c, rtol = got
         variance = d_k * s_q**2 * s_k**2
         want = 1.0 / (s_q * s_k * math.sqrt(d_k))
-        if math.isclose(c, want, rel_tol=rtol):
-            return Feedback(True, "unit_scale")
-        hints = []
-        if math.isclose(c, 1.0 / variance, rel_tol=rtol):
-            hints.append("scaling by c scales the variance by c², so c = 1/√Var, not 1/Var")
-        elif math.isclose(c, 1.0 / math.sqrt(d_k), rel_tol=rtol):
-            hints.append("1/√d_k is right only for unit variances; include sigma_q and sigma_k")
-        return Feedback(
-            False,
-            "unit_scale",
+        mistakes = [
+            (1.0 / variance, "scaling by c scales the variance by c², so c = 1/√Var, not 1/Var"),
             (
-                f"unit_scale: got {c:.6g}, expected {want:.6g}; with your "
-                f"factor the variance would be {c * c * variance:.4g}, not 1",
+                1.0 / math.sqrt(d_k),
+                "1/√d_k is right only for unit variances; include sigma_q and sigma_k",
             ),
-            tuple(hints),
-        )
+        ]
+
+        def wrong(c: float) -> str:
+            return (
+                f"unit_scale: got {c:.6g}, expected {want:.6g}; with your "
+                f"factor the variance would be {c * c * variance:.4g}, not 1"
+            )
+
+        return _check_number("unit_scale", result, want, mistakes, wrong)
 
     for fn, name, compare in (
         (score_var, "score_var", compare_var),
@@ -148,13 +151,13 @@ def check_score_variance(
 # --- exercise 2.2 ---------------------------------------------------------------------------------
 
 
-def _jacobian_cases() -> list[tuple[np.ndarray, str]]:
+def _jacobian_cases() -> list[tuple[str, tuple[np.ndarray]]]:
     rng = np.random.default_rng(_SEED + 1)
     return [
-        (softmax(np.array([1.0, 2.0, 3.0])), "p = softmax([1, 2, 3])"),
-        (np.array([0.25, 0.25, 0.25, 0.25]), "a uniform row of 4"),
-        (np.array([1.0, 0.0, 0.0]), "a one-hot row (1, 0, 0)"),
-        (softmax(rng.normal(scale=3.0, size=7)), "a random row of 7 weights"),
+        ("p = softmax([1, 2, 3])", (softmax(np.array([1.0, 2.0, 3.0])),)),
+        ("a uniform row of 4", (np.array([0.25, 0.25, 0.25, 0.25]),)),
+        ("a one-hot row (1, 0, 0)", (np.array([1.0, 0.0, 0.0]),)),
+        ("a random row of 7 weights", (softmax(rng.normal(scale=3.0, size=7)),)),
     ]
 
 
@@ -206,12 +209,11 @@ def check_jacobian(jacobian: Callable[[Any], Any]) -> Feedback:
             tuple(hints),
         )
 
-    cases = [(described, (p,)) for p, described in _jacobian_cases()]
     return run_cases(
         title,
         jacobian,
         "jacobian",
-        cases,
+        _jacobian_cases(),
         compare,
         "J = diag(p) - p pᵀ on all {n} rows, including a one-hot row",
     )

@@ -12,10 +12,8 @@ arrays, torch tensors (also with ``requires_grad``), float32 or lists. A checker
 >>> from course_utils.positions import sinusoidal_encoding
 >>> bool(check_sinusoidal(lambda n, d: sinusoidal_encoding(n, d)))
 True
->>> print(check_sinusoidal(lambda n, d: ...))
-✗ sinusoidal encoding: not yet right
-  - your function returned Ellipsis
-  hint: replace the `...` with your code, and end the function with `return ...` of your result
+>>> print(check_learned_parameters(lambda n, d: n + d).hints[0])
+one vector of d_model numbers per position: multiply, don't add
 """
 
 from __future__ import annotations
@@ -29,17 +27,12 @@ import torch
 from ..positions import alibi_bias, alibi_slopes, apply_rope, sinusoidal_encoding
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
-from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
+from ._learner import run_cases
 
 __all__ = ["check_alibi", "check_learned_parameters", "check_rope", "check_sinusoidal"]
 
 _SEED = 2021
 _ATOL = 1e-5  # float32 answers round at about 1e-7 relative; entries here are of order 1
-
-
-def _numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
 # --- exercise 5.1: the sinusoidal encoding -------------------------------------------------------
@@ -67,15 +60,8 @@ def check_sinusoidal(sinusoid: Callable[[int, int], Any]) -> Feedback:
       ...
     """
     title = "sinusoidal encoding"
-    early = not_a_function(title, sinusoid, "sinusoid")
-    if early is not None:
-        return early
-    cases = [(4, 2), (10, 8), (50, 16), (7, 6)]
-    for n, d in cases:
-        described = f"n_positions = {n}, d_model = {d}"
-        result = call_learner(title, sinusoid, (n, d), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, n: int, d: int) -> Feedback:
         mistakes = [
             Mistake(
                 "sine and cosine are swapped: even columns 2i hold sin, odd columns 2i+1 hold cos",
@@ -98,15 +84,28 @@ def check_sinusoidal(sinusoid: Callable[[int, int], Any]) -> Feedback:
             Mistake("positions start at 0, not 1", _sinusoid_variant(n, d, start=1)),
         ]
         expected = sinusoidal_encoding(n, d)  # (n, d)
-        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(
-        True, title, (f"all {len(cases)} cases equal PE(p, 2i) = sin, PE(p, 2i+1) = cos",)
-    )
+        return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)
+
+    sizes = ((4, 2), (10, 8), (50, 16), (7, 6))
+    cases = [(f"n_positions = {n}, d_model = {d}", (n, d)) for n, d in sizes]
+    passed = "all {n} cases equal PE(p, 2i) = sin, PE(p, 2i+1) = cos"
+    return run_cases(title, sinusoid, "sinusoid", cases, compare, passed)
 
 
 # --- exercise 5.2: RoPE, rotate-half ------------------------------------------------------------
+
+
+def _rope_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, float]]]:
+    rng = np.random.default_rng(_SEED)
+    cases = [
+        (rng.normal(size=(3, 2)).round(2), np.array([0, 1, 2]), 10000.0),
+        (rng.normal(size=(5, 8)).round(2), np.array([0, 1, 2, 3, 4]), 10000.0),
+        (rng.normal(size=(4, 6)).round(2), np.array([7, 3, 100, 0]), 100.0),
+    ]
+    return [
+        (f"x of shape {x.shape}, positions {p.tolist()}, base {base:g}", (x, p, base))
+        for x, p, base in cases
+    ]
 
 
 def check_rope(rope: Callable[[np.ndarray, np.ndarray, float], Any]) -> Feedback:
@@ -120,20 +119,8 @@ def check_rope(rope: Callable[[np.ndarray, np.ndarray, float], Any]) -> Feedback
     True
     """
     title = "RoPE"
-    early = not_a_function(title, rope, "rope")
-    if early is not None:
-        return early
-    rng = np.random.default_rng(_SEED)
-    cases = [
-        (rng.normal(size=(3, 2)).round(2), np.array([0, 1, 2]), 10000.0),
-        (rng.normal(size=(5, 8)).round(2), np.array([0, 1, 2, 3, 4]), 10000.0),
-        (rng.normal(size=(4, 6)).round(2), np.array([7, 3, 100, 0]), 100.0),
-    ]
-    for x, positions, base in cases:
-        described = f"x of shape {x.shape}, positions {positions.tolist()}, base {base:g}"
-        result = call_learner(title, rope, (x.copy(), positions.copy(), base), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, x: np.ndarray, positions: np.ndarray, base: float) -> Feedback:
         xt, pt = torch.from_numpy(x), torch.from_numpy(positions)
         d = x.shape[1]
         expected = apply_rope(xt, pt, base=base).numpy()  # (T, d)
@@ -147,24 +134,22 @@ def check_rope(rope: Callable[[np.ndarray, np.ndarray, float], Any]) -> Feedback
             Mistake(
                 "you paired dimension 2i with 2i+1 (the RoFormer paper's interleaved pairing); "
                 "this exercise uses rotate-half, as Llama does: dimension i with i + d/2",
-                apply_rope(xt, pt, base=base, interleaved=True).numpy(),
+                apply_rope(xt, pt, base=base, interleaved=True),
             ),
             Mistake(
                 "the rotation goes the wrong way: (a, b) -> (a cos - b sin, a sin + b cos)",
-                apply_rope(xt, -pt, base=base).numpy(),
+                apply_rope(xt, -pt, base=base),
             ),
             Mistake("theta_i = base^(-2i/d), not base^(-i/d)", half_wrong),
             Mistake(
                 "the angle is position × theta_i: did you leave out the position?",
-                apply_rope(xt, torch.ones_like(pt), base=base).numpy(),
+                apply_rope(xt, torch.ones_like(pt), base=base),
             ),
         ]
-        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(
-        True, title, (f"all {len(cases)} cases equal apply_rope (rotate-half pairing)",)
-    )
+        return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)
+
+    passed = "all {n} cases equal apply_rope (rotate-half pairing)"
+    return run_cases(title, rope, "rope", _rope_cases(), compare, passed)
 
 
 # --- exercise 5.3: ALiBi ------------------------------------------------------------------------
@@ -183,15 +168,8 @@ def check_alibi(alibi: Callable[[int, int], Any]) -> Feedback:
       hint: the bias is a penalty: it must be negative (or zero), -m_h × distance
     """
     title = "ALiBi"
-    early = not_a_function(title, alibi, "alibi")
-    if early is not None:
-        return early
-    cases = [(2, 3), (8, 5), (4, 6), (16, 4)]
-    for n_heads, T in cases:
-        described = f"n_heads = {n_heads}, T = {T}"
-        result = call_learner(title, alibi, (n_heads, T), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, n_heads: int, T: int) -> Feedback:
         expected = alibi_bias(n_heads, T).double().numpy()  # (n_heads, T, T)
         slopes = alibi_slopes(n_heads).numpy()  # (n_heads,)
         i, j = np.arange(T)[:, None], np.arange(T)[None, :]
@@ -213,10 +191,10 @@ def check_alibi(alibi: Callable[[int, int], Any]) -> Feedback:
                 -(2.0 ** (-8.0 * np.arange(n_heads) / n_heads))[:, None, None] * np.abs(i - j),
             ),
         ]
-        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} cases equal alibi_bias",))
+        return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)
+
+    cases = [(f"n_heads = {h}, T = {T}", (h, T)) for h, T in ((2, 3), (8, 5), (4, 6), (16, 4))]
+    return run_cases(title, alibi, "alibi", cases, compare, "all {n} cases equal alibi_bias")
 
 
 # --- exercise 5.4: the cost of a learned table ---------------------------------------------------
@@ -229,21 +207,15 @@ def check_learned_parameters(count: Callable[[int, int], Any]) -> Feedback:
     True
     """
     title = "learned position parameters"
-    early = not_a_function(title, count, "count")
-    if early is not None:
-        return early
-    cases = [(512, 384), (512, 768), (1024, 768), (1024, 1600)]  # MiniLM, BERT, GPT-2, GPT-2 XL
-    for n, d in cases:
-        described = f"max_positions = {n}, d_model = {d}"
-        result = call_learner(title, count, (n, d), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, n: int, d: int) -> Feedback:
         expected = n * d  # = torch.nn.Embedding(n, d).weight.numel(), one row per position
         mistakes = [
             Mistake("one vector of d_model numbers per position: multiply, don't add", n + d),
             Mistake("the table has one row per position, not per pair of dimensions", n * d // 2),
         ]
-        fb = check_array(title, _numpy(result), np.array(expected), mistakes=mistakes, rtol=0)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} tables counted right",))
+        return check_array(title, result, np.array(expected), mistakes=mistakes, rtol=0)
+
+    sizes = ((512, 384), (512, 768), (1024, 768), (1024, 1600))  # MiniLM, BERT, GPT-2, GPT-2 XL
+    cases = [(f"max_positions = {n}, d_model = {d}", (n, d)) for n, d in sizes]
+    return run_cases(title, count, "count", cases, compare, "all {n} tables counted right")

@@ -14,10 +14,8 @@ answer, and names the typical mistake when it recognises one.
 ...     return x / (x ** 2).mean(-1, keepdim=True).add(eps).sqrt() * gamma
 >>> bool(check_rms_norm(rms_norm))
 True
->>> print(check_rms_norm(lambda x, gamma, eps: ...))
-✗ RMSNorm: not yet right
-  - your function returned Ellipsis
-  hint: replace the `...` with your code, and end the function with `return ...` of your result
+>>> print(check_rms_norm(lambda x, gamma, eps: x / (x ** 2).mean(-1, keepdim=True).sqrt()).hints)
+('multiply by the gain gamma',)
 """
 
 from __future__ import annotations
@@ -34,16 +32,11 @@ from ..transformer import TransformerBlock
 from ..transformer_cost import block_parameter_count
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
-from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
+from ._learner import run_cases
 
 __all__ = ["check_block_parameters", "check_layer_norm", "check_pre_ln_block", "check_rms_norm"]
 
 _SEED = 2020
-
-
-def _numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
 def _norm_cases(seed: int) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]]:
@@ -77,14 +70,8 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> Feedback:
     LayerNorm divides by d_model, not d_model - 1: ...
     """
     title = "LayerNorm"
-    early = not_a_function(title, layer_norm, "layer_norm")
-    if early is not None:
-        return early
-    eps = 1e-5
-    for described, x, gamma, beta in _norm_cases(_SEED):
-        result = call_learner(title, layer_norm, (x, gamma, beta, eps), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, x: torch.Tensor, gamma: Any, beta: Any, eps: float) -> Feedback:
         expected = torch.nn.functional.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
         centred = x - x.mean(-1, keepdim=True)
         mistakes = [
@@ -110,16 +97,13 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> Feedback:
                 _layer_norm(x.T, eps=eps).T * gamma + beta,
             )
         mistakes = [m for m in mistakes if m.value is not None]
-        fb = check_array(
-            title,
-            _numpy(result),
-            expected.numpy(),
-            atol=1e-6,
-            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes],
-        )
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, ("all 3 test cases match torch.nn.functional.layer_norm",))
+        return check_array(title, result, expected, atol=1e-6, mistakes=mistakes)
+
+    cases = [
+        (described, (x, gamma, beta, 1e-5)) for described, x, gamma, beta in _norm_cases(_SEED)
+    ]
+    passed = "all {n} test cases match torch.nn.functional.layer_norm"
+    return run_cases(title, layer_norm, "layer_norm", cases, compare, passed)
 
 
 # --- exercise 6.2: RMSNorm -----------------------------------------------------------------------
@@ -135,14 +119,8 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> Feedback:
       hint: take the square root: divide by sqrt(mean(x²) + eps), the root mean square
     """
     title = "RMSNorm"
-    early = not_a_function(title, rms_norm, "rms_norm")
-    if early is not None:
-        return early
-    eps = 1e-6
-    for described, x, gamma, _ in _norm_cases(_SEED + 1):
-        result = call_learner(title, rms_norm, (x, gamma, eps), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, x: torch.Tensor, gamma: torch.Tensor, eps: float) -> Feedback:
         ref = torch.nn.RMSNorm(x.shape[-1], eps=eps, dtype=torch.float64)
         with torch.no_grad():
             ref.weight.copy_(gamma)
@@ -163,19 +141,30 @@ def check_rms_norm(rms_norm: Callable[..., Any]) -> Feedback:
                 x / torch.sqrt((x**2).sum(-1, keepdim=True) + eps) * gamma,
             ),
         ]
-        fb = check_array(
-            title,
-            _numpy(result),
-            expected.detach().numpy(),
-            atol=1e-6,
-            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes],
-        )
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, ("all 3 test cases match torch.nn.RMSNorm",))
+        return check_array(title, result, expected, atol=1e-6, mistakes=mistakes)
+
+    cases = [(described, (x, gamma, 1e-6)) for described, x, gamma, _ in _norm_cases(_SEED + 1)]
+    passed = "all {n} test cases match torch.nn.RMSNorm"
+    return run_cases(title, rms_norm, "rms_norm", cases, compare, passed)
 
 
 # --- exercise 6.3: the pre-LN wiring -------------------------------------------------------------
+
+
+def _block_cases() -> list[tuple[str, tuple[Any, ...], TransformerBlock]]:
+    """``(described, (x, attn, ffn, norm1, norm2), block)``: the learner gets the block's parts."""
+    g = torch.Generator().manual_seed(_SEED + 2)
+    cases = []
+    for B, T, d_model, n_heads in [(1, 3, 4, 1), (2, 5, 8, 2)]:
+        torch.manual_seed(_SEED + T)
+        block = TransformerBlock(d_model, n_heads, 4 * d_model).double().eval()
+        with torch.no_grad():  # move LayerNorm away from (1, 0), so skipping it shows
+            for p in (*block.norm1.parameters(), *block.norm2.parameters()):
+                p.normal_(0.5, 0.5, generator=g)
+        x = torch.randn(B, T, d_model, generator=g, dtype=torch.float64)
+        parts = (x, block.self_attention, block.ffn, block.norm1, block.norm2)
+        cases.append((f"x of shape {(B, T, d_model)}, n_heads = {n_heads}", parts, block))
+    return cases
 
 
 def check_pre_ln_block(pre_ln_block: Callable[..., Any]) -> Feedback:
@@ -193,26 +182,9 @@ def check_pre_ln_block(pre_ln_block: Callable[..., Any]) -> Feedback:
       hint: that is the post-LN block (normalise after the add); pre-LN normalises ...
     """
     title = "pre-LN block"
-    early = not_a_function(title, pre_ln_block, "pre_ln_block")
-    if early is not None:
-        return early
-    g = torch.Generator().manual_seed(_SEED + 2)
-    cases = []
-    for B, T, d_model, n_heads in [(1, 3, 4, 1), (2, 5, 8, 2)]:
-        torch.manual_seed(_SEED + T)
-        block = TransformerBlock(d_model, n_heads, 4 * d_model).double().eval()
-        with torch.no_grad():  # move LayerNorm away from (1, 0), so skipping it shows
-            for p in (*block.norm1.parameters(), *block.norm2.parameters()):
-                p.normal_(0.5, 0.5, generator=g)
-        x = torch.randn(B, T, d_model, generator=g, dtype=torch.float64)
-        cases.append((f"x of shape {(B, T, d_model)}, n_heads = {n_heads}", block, x))
-    for described, block, x in cases:
-        attn = block.self_attention
-        ffn, n1, n2 = block.ffn, block.norm1, block.norm2
+
+    def compare(result: Any, x: Any, attn: Any, ffn: Any, n1: Any, n2: Any, block: Any) -> Feedback:
         with torch.no_grad():
-            result = call_learner(title, pre_ln_block, (x, attn, ffn, n1, n2), described)
-            if isinstance(result, Feedback):
-                return result
             expected = block(x)
             h = x + attn(n1(x))  # (B, T, d_model)
             post = n1(x + attn(x))  # (B, T, d_model)
@@ -237,16 +209,10 @@ def check_pre_ln_block(pre_ln_block: Callable[..., Any]) -> Feedback:
                 ),
                 Mistake("use norm2 (the FFN's own LayerNorm) before the FFN", h + ffn(n1(h))),
             ]
-        fb = check_array(
-            title,
-            _numpy(result),
-            expected.numpy(),
-            atol=1e-6,
-            mistakes=[Mistake(m.hint, m.value.numpy()) for m in mistakes],
-        )
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} test cases equal TransformerBlock's output",))
+        return check_array(title, result, expected, atol=1e-6, mistakes=mistakes)
+
+    passed = "all {n} test cases equal TransformerBlock's output"
+    return run_cases(title, pre_ln_block, "pre_ln_block", _block_cases(), compare, passed)
 
 
 # --- exercise 6.4: count the parameters -----------------------------------------------------------
@@ -259,15 +225,8 @@ def check_block_parameters(count: Callable[[int, int, bool], Any]) -> Feedback:
     True
     """
     title = "block parameters"
-    early = not_a_function(title, count, "count")
-    if early is not None:
-        return early
-    cases = [(512, 2048, True), (768, 3072, True), (64, 256, False), (6, 10, True)]
-    for d, f, bias in cases:
-        described = f"d_model = {d}, d_ff = {f}, bias = {bias}"
-        result = call_learner(title, count, (d, f, bias), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, d: int, f: int, bias: bool) -> Feedback:
         parts = block_parameter_count(d, 1, f, bias=bias)
         b = int(bias)
         mistakes = [
@@ -293,9 +252,9 @@ def check_block_parameters(count: Callable[[int, int, bool], Any]) -> Feedback:
                 parts["total"] - b * (4 * d + f + d + 2 * d),
             ),
         ]
-        fb = check_array(title, _numpy(result), np.array(parts["total"]), rtol=0, mistakes=mistakes)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(
-        True, title, (f"all {len(cases)} cases equal the parameters of TransformerBlock",)
-    )
+        return check_array(title, result, np.array(parts["total"]), rtol=0, mistakes=mistakes)
+
+    sizes = ((512, 2048, True), (768, 3072, True), (64, 256, False), (6, 10, True))
+    cases = [(f"d_model = {d}, d_ff = {f}, bias = {b}", (d, f, b)) for d, f, b in sizes]
+    passed = "all {n} cases equal the parameters of TransformerBlock"
+    return run_cases(title, count, "count", cases, compare, passed)

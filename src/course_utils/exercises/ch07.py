@@ -17,10 +17,12 @@ typical mistake when it recognises one.
 ...     return np.tril(np.ones((t_new, t_past + t_new), dtype=bool), k=t_past)
 >>> bool(check_cache_mask(cache_mask))
 True
->>> print(check_kv_cache_bytes(lambda *args: ...))
-✗ KV-cache bytes: not yet right
-  - your function returned Ellipsis
-  hint: replace the `...` with your code, and end the function with `return ...` of your result
+>>> print(check_cache_mask(lambda t_new, t_past: np.ones((t_new, t_past + t_new), dtype=bool)))
+✗ cache mask: not yet right
+  - test case: t_new = 3, t_past = 0
+  - entry [0, 1] is True, expected False
+  - 3 of 9 entries differ
+  hint: nothing is masked: every token can see the future
 """
 
 from __future__ import annotations
@@ -35,13 +37,9 @@ from ..causal import kv_cache_bytes
 from ..softmax import softmax
 from ._checks import Mistake, check_array, check_causal_mask
 from ._feedback import Feedback
-from ._learner import call_learner, fail_on, not_a_function
+from ._learner import run_cases
 
 __all__ = ["check_cache_mask", "check_kv_cache_bytes", "check_next_token_probs"]
-
-
-def _numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
 # --- exercise 7.1: the mask of a cached step --------------------------------------------------
@@ -58,23 +56,14 @@ def check_cache_mask(cache_mask: Callable[[int, int], Any]) -> Feedback:
     False
     """
     title = "cache mask"
-    early = not_a_function(title, cache_mask, "cache_mask")
-    if early is not None:
-        return early
-    cases = [(1, 0), (1, 5), (3, 0), (2, 3), (4, 2)]
-    for t_new, t_past in cases:
-        described = f"t_new = {t_new}, t_past = {t_past}"
-        result = call_learner(title, cache_mask, (t_new, t_past), described)
-        if isinstance(result, Feedback):
-            return result
-        fb = check_causal_mask(
-            _numpy(result), t_new, t_past + t_new, align="bottom_right", name="mask"
-        )
-        if not fb:
-            return fail_on(title, described, fb)
-    return Feedback(
-        True, title, (f"all {len(cases)} cases equal causal_mask(..., 'bottom_right')",)
-    )
+
+    def compare(result: Any, t_new: int, t_past: int) -> Feedback:
+        return check_causal_mask(result, t_new, t_past + t_new, align="bottom_right", name="mask")
+
+    sizes = ((1, 0), (1, 5), (3, 0), (2, 3), (4, 2))
+    cases = [(f"t_new = {t_new}, t_past = {t_past}", (t_new, t_past)) for t_new, t_past in sizes]
+    passed = "all {n} cases equal causal_mask(..., 'bottom_right')"
+    return run_cases(title, cache_mask, "cache_mask", cases, compare, passed)
 
 
 # --- exercise 7.2: the bytes of a KV cache ------------------------------------------------------
@@ -89,16 +78,8 @@ def check_kv_cache_bytes(cache_bytes: Callable[..., Any]) -> Feedback:
     a cache holds keys AND values: multiply by 2
     """
     title = "KV-cache bytes"
-    early = not_a_function(title, cache_bytes, "cache_bytes")
-    if early is not None:
-        return early
-    # GPT-2 small, SmolLM2-135M, Llama-2-7B-like, a tiny one
-    cases = [(12, 12, 64, 1024, 2), (30, 3, 64, 8192, 2), (32, 32, 128, 4096, 2), (2, 4, 8, 10, 4)]
-    for L, h, d, T, b in cases:
-        described = f"n_layers={L}, n_kv_heads={h}, d_head={d}, seq_len={T}, bytes_per_value={b}"
-        result = call_learner(title, cache_bytes, (L, h, d, T, b), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, L: int, h: int, d: int, T: int, b: int) -> Feedback:
         expected = kv_cache_bytes(L, h, d, T, bytes_per_value=b)
         mistakes = [
             Mistake("a cache holds keys AND values: multiply by 2", expected // 2),
@@ -108,10 +89,19 @@ def check_kv_cache_bytes(cache_bytes: Callable[..., Any]) -> Feedback:
             ),
             Mistake("every layer has its own cache: multiply by n_layers", expected // L),
         ]
-        fb = check_array(title, _numpy(result), np.array(expected), rtol=0, mistakes=mistakes)
-        if not fb:
-            return fail_on(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} cases equal 2·layers·heads·d·T·bytes",))
+        return check_array(title, result, np.array(expected), rtol=0, mistakes=mistakes)
+
+    # GPT-2 small, SmolLM2-135M, Llama-2-7B-like, a tiny one
+    sizes = ((12, 12, 64, 1024, 2), (30, 3, 64, 8192, 2), (32, 32, 128, 4096, 2), (2, 4, 8, 10, 4))
+    cases = [
+        (
+            f"n_layers={L}, n_kv_heads={h}, d_head={d}, seq_len={T}, bytes_per_value={b}",
+            (L, h, d, T, b),
+        )
+        for L, h, d, T, b in sizes
+    ]
+    passed = "all {n} cases equal 2·layers·heads·d·T·bytes"
+    return run_cases(title, cache_bytes, "cache_bytes", cases, compare, passed)
 
 
 # --- exercise 7.3: the next-token distribution ----------------------------------------------------
@@ -128,17 +118,8 @@ def check_next_token_probs(next_token_probs: Callable[[Any, float], Any]) -> Fee
     divide the logits by the temperature (a high temperature flattens the distribution)
     """
     title = "next-token probabilities"
-    early = not_a_function(title, next_token_probs, "next_token_probs")
-    if early is not None:
-        return early
-    g = torch.Generator().manual_seed(7)
-    cases = [(torch.randn(6, generator=g, dtype=torch.float64) * 3, t) for t in (1.0, 0.5, 2.0)]
-    cases.append((torch.tensor([1000.0, 999.0, 0.0], dtype=torch.float64), 1.0))
-    for logits, t in cases:
-        described = f"logits of length {logits.numel()}, temperature = {t}"
-        result = call_learner(title, next_token_probs, (logits, t), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, logits: torch.Tensor, t: float) -> Feedback:
         z = logits.numpy()
         mistakes = [
             Mistake(
@@ -149,14 +130,21 @@ def check_next_token_probs(next_token_probs: Callable[[Any, float], Any]) -> Fee
             Mistake("turn the scaled logits into probabilities with a softmax", z / t),
             Mistake("apply the temperature before the softmax, not to its output", softmax(z) / t),
         ]
-        fb = check_array(
+        return check_array(
             title,
-            _numpy(result),
+            result,
             softmax(z, temperature=t),
             atol=1e-6,
             mistakes=mistakes,
             nan_hint="subtract the largest logit before exp (chapter 3's stable softmax)",
         )
-        if not fb:
-            return fail_on(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} cases equal softmax(logits / temperature)",))
+
+    g = torch.Generator().manual_seed(7)
+    inputs = [(torch.randn(6, generator=g, dtype=torch.float64) * 3, t) for t in (1.0, 0.5, 2.0)]
+    inputs.append((torch.tensor([1000.0, 999.0, 0.0], dtype=torch.float64), 1.0))
+    cases = [
+        (f"logits of length {logits.numel()}, temperature = {t}", (logits, t))
+        for logits, t in inputs
+    ]
+    passed = "all {n} cases equal softmax(logits / temperature)"
+    return run_cases(title, next_token_probs, "next_token_probs", cases, compare, passed)

@@ -14,10 +14,10 @@ checker never raises on a wrong answer, and names the typical mistake when it re
 ...     return torch.arange(t_k)[None, :] < torch.as_tensor(lengths)[:, None]
 >>> bool(check_padding_mask(padding_mask))
 True
->>> print(check_padding_mask(lambda lengths, t_k: ...))
-✗ key-padding mask: not yet right
-  - your function returned Ellipsis
-  hint: replace the `...` with your code, and end the function with `return ...` of your result
+>>> def off_by_one(lengths, t_k):
+...     return torch.arange(t_k)[None, :] <= torch.as_tensor(lengths)[:, None]
+>>> print(check_padding_mask(off_by_one).hints[0])
+off by one: position j is real when j < length (j counts from 0)
 """
 
 from __future__ import annotations
@@ -31,17 +31,13 @@ import torch
 
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
-from ._checks import Mistake, check_array
+from ._checks import Mistake, check_array, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
 __all__ = ["check_cross_attention", "check_decoder_block", "check_padding_mask"]
 
 _SEED = 2008
-
-
-def _numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool = True) -> torch.Tensor:
@@ -97,13 +93,8 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> Feedback:
                 _attend(x @ W_Q, memory @ W_K, memory @ W_V, scale=False),
             ),
         ]
-        return check_array(
-            title,
-            _numpy(result),
-            expected.numpy(),
-            atol=1e-6,
-            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes if m.value is not None],
-        )
+        mistakes = [m for m in mistakes if m.value is not None]
+        return check_array(title, result, expected, atol=1e-6, mistakes=mistakes)
 
     return run_cases(
         title, cross_attention, "cross_attention", cases, compare,
@@ -130,8 +121,7 @@ def check_padding_mask(padding_mask: Callable[..., Any]) -> Feedback:
 
     def compare(result: Any, lengths: list[int], t_k: int) -> Feedback:
         expected = key_padding_mask(lengths, t_k)  # (B, t_k)
-        got = _numpy(result)
-        arr = np.asarray(got)
+        arr = np.asarray(to_numpy(result))
         if arr.dtype != np.bool_ and arr.shape == expected.shape and np.isin(arr, (0, 1)).all():
             arr = arr.astype(bool)  # 0/1 integers are a fine answer too
         pos = np.arange(t_k)[None, :]  # (1, t_k)
@@ -212,13 +202,7 @@ def check_decoder_block(decoder_block: Callable[..., Any]) -> Feedback:
             ),
             Mistake("add cross_attn's output to x (the residual), do not replace x", no_res),
         ]
-        return check_array(
-            title,
-            _numpy(result),
-            expected.numpy(),
-            atol=1e-6,
-            mistakes=[Mistake(m.hint, _numpy(m.value)) for m in mistakes],
-        )
+        return check_array(title, result, expected, atol=1e-6, mistakes=mistakes)
 
     return run_cases(
         title, decoder_block, "decoder_block", cases, compare,

@@ -16,10 +16,8 @@ never raises on a wrong answer.
 ...     return (j <= i) & (j > i - window)
 >>> bool(check_window_mask(window_mask))
 True
->>> print(check_window_mask(lambda t, window: ...))
-✗ window mask: not yet right
-  - your function returned Ellipsis
-  hint: replace the `...` with your code, and end the function with `return ...` of your result
+>>> print(check_layers_needed(lambda t, window: math.ceil((t - 1) / window)).hints[0])
+a layer moves information window - 1 positions, not window (the window includes the token itself)
 """
 
 from __future__ import annotations
@@ -33,18 +31,13 @@ import numpy as np
 import torch
 
 from ..sparse import sliding_window_attention, sliding_window_mask, window_layers_needed
-from ._checks import Mistake, check_array
+from ._checks import Mistake, as_answer_array, check_array
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
-from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
+from ._learner import run_cases
 
 __all__ = ["check_layers_needed", "check_window_attention", "check_window_mask"]
 
 _SEED = 2019
-
-
-def _numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
 # --- exercise 9.1: the causal sliding-window mask ----------------------------------------------
@@ -61,15 +54,8 @@ def check_window_mask(window_mask: Callable[[int, int], Any]) -> Feedback:
       hint: this is the plain causal mask: also drop the keys with j <= i - window
     """
     title = "window mask"
-    early = not_a_function(title, window_mask, "window_mask")
-    if early is not None:
-        return early
-    cases = [(6, 3), (5, 1), (9, 4), (4, 7), (12, 5)]
-    for t, w in cases:
-        described = f"t = {t}, window = {w}"
-        result = call_learner(title, window_mask, (t, w), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, t: int, w: int) -> Feedback:
         expected = sliding_window_mask(t, window=w)  # (t, t)
         i, j = np.arange(t)[:, None], np.arange(t)[None, :]
         mistakes = [
@@ -95,22 +81,20 @@ def check_window_mask(window_mask: Callable[[int, int], Any]) -> Feedback:
                 np.abs(i - j) < w,
             ),
         ]
-        answer = _numpy(result)
-        fb = check_array(title, answer, expected, mistakes=mistakes)  # a ragged list: feedback
-        if not fb:
-            return _fail(title, described, fb)
-        if np.asarray(answer).dtype != np.bool_:
+        fb = check_array(title, result, expected, mistakes=mistakes)  # a ragged list: feedback
+        if fb and (dtype := as_answer_array(result, title).dtype) != np.bool_:
             return Feedback(
                 False,
                 title,
-                (
-                    f"test case: {described}",
-                    f"the values are right but the dtype is "
-                    f"{np.asarray(answer).dtype}; masks are boolean",
-                ),
+                (f"the values are right but the dtype is {dtype}; masks are boolean",),
                 ("return the comparison itself (a bool array), not .astype(int)",),
             )
-    return Feedback(True, title, (f"all {len(cases)} masks match sliding_window_mask",))
+        return fb
+
+    sizes = ((6, 3), (5, 1), (9, 4), (4, 7), (12, 5))
+    cases = [(f"t = {t}, window = {w}", (t, w)) for t, w in sizes]
+    passed = "all {n} masks match sliding_window_mask"
+    return run_cases(title, window_mask, "window_mask", cases, compare, passed)
 
 
 # --- exercise 9.2: layers to hear the whole sequence --------------------------------------------
@@ -124,15 +108,8 @@ def check_layers_needed(layers_needed: Callable[[int, int], Any]) -> Feedback:
     True
     """
     title = "layers needed"
-    early = not_a_function(title, layers_needed, "layers_needed")
-    if early is not None:
-        return early
-    cases = [(30, 4), (4096, 256), (100, 10), (11, 2), (32768, 4096), (5, 8), (64, 8), (2, 2)]
-    for t, w in cases:
-        described = f"t = {t}, window = {w}"
-        result = call_learner(title, layers_needed, (t, w), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, t: int, w: int) -> Feedback:
         expected = window_layers_needed(t, w)
         mistakes = [
             Mistake(
@@ -150,10 +127,11 @@ def check_layers_needed(layers_needed: Callable[[int, int], Any]) -> Feedback:
             ),
             Mistake("t / window is the count of windows, not of layers", math.ceil(t / w)),
         ]
-        fb = check_array(title, _numpy(result), np.array(expected), mistakes=mistakes, rtol=0)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, (f"all {len(cases)} cases right",))
+        return check_array(title, result, np.array(expected), mistakes=mistakes, rtol=0)
+
+    sizes = ((30, 4), (4096, 256), (100, 10), (11, 2), (32768, 4096), (5, 8), (64, 8), (2, 2))
+    cases = [(f"t = {t}, window = {w}", (t, w)) for t, w in sizes]
+    return run_cases(title, layers_needed, "layers_needed", cases, compare, "all {n} cases right")
 
 
 # --- exercise 9.3: sliding-window attention, any method -----------------------------------------
@@ -166,6 +144,16 @@ def _masked_attention(
     s = np.where(mask, q @ k.T * scale, -np.inf)  # (T, T)
     e = np.exp(s - s.max(-1, keepdims=True))  # (T, T)
     return (e / e.sum(-1, keepdims=True)) @ v  # (T, d_v)
+
+
+def _window_attention_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]]]:
+    rng = np.random.default_rng(_SEED + 9)
+    cases = []
+    for t, d_k, d_v, w in [(6, 4, 4, 2), (10, 3, 5, 4), (7, 2, 2, 9), (16, 8, 3, 5)]:
+        q, k = rng.normal(size=(2, t, d_k)).round(2)
+        v = rng.normal(size=(t, d_v)).round(2)
+        cases.append((f"T = {t}, d_k = {d_k}, d_v = {d_v}, window = {w}", (q, k, v, w)))
+    return cases
 
 
 def check_window_attention(window_attention: Callable[..., Any]) -> Feedback:
@@ -184,19 +172,8 @@ def check_window_attention(window_attention: Callable[..., Any]) -> Feedback:
     True
     """
     title = "window attention"
-    early = not_a_function(title, window_attention, "window_attention")
-    if early is not None:
-        return early
-    rng = np.random.default_rng(_SEED + 9)
-    cases = []
-    for t, d_k, d_v, w in [(6, 4, 4, 2), (10, 3, 5, 4), (7, 2, 2, 9), (16, 8, 3, 5)]:
-        q, k = rng.normal(size=(2, t, d_k)).round(2)
-        v = rng.normal(size=(t, d_v)).round(2)
-        cases.append((f"T = {t}, d_k = {d_k}, d_v = {d_v}, window = {w}", q, k, v, w))
-    for described, q, k, v, w in cases:
-        result = call_learner(title, window_attention, (q, k, v, w), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, w: int) -> Feedback:
         tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v))
         expected = sliding_window_attention(tq, tk, tv, window=w).numpy()  # (T, d_v)
 
@@ -225,11 +202,9 @@ def check_window_attention(window_attention: Callable[..., Any]) -> Feedback:
                 masked(sliding_window_mask(t, window=w, causal=False), scale),
             ),
         ]
-        fb = check_array(title, _numpy(result), expected, mistakes=mistakes, rtol=1e-6, atol=1e-9)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(
-        True,
-        title,
-        (f"all {len(cases)} cases match sliding_window_attention (and so SDPA with the mask)",),
+        return check_array(title, result, expected, mistakes=mistakes, rtol=1e-6, atol=1e-9)
+
+    passed = "all {n} cases match sliding_window_attention (and so SDPA with the mask)"
+    return run_cases(
+        title, window_attention, "window_attention", _window_attention_cases(), compare, passed
     )

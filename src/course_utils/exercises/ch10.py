@@ -17,10 +17,8 @@ chapter never printed, so a hard-coded answer fails) and compares with the packa
 ...     return memory_bytes // per_sequence
 >>> bool(check_max_batch(max_batch))
 True
->>> print(check_max_batch(lambda *args: ...))
-✗ max batch: not yet right
-  - your function returned Ellipsis
-  hint: replace the `...` with your code, and end the function with `return ...` of your result
+>>> print(check_max_batch(lambda m, L, h, kv, d, T, b: m // (L * kv * d * T * b)).hints[0])
+the cache holds keys AND values: a factor 2
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ import torch.nn.functional as F
 from ..gqa import mean_pool_kv
 from ..kv_cache import max_batch as _max_batch
 from ..multihead import MultiHeadAttention
-from ._checks import Mistake, check_array
+from ._checks import Mistake, check_array, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -45,12 +43,8 @@ __all__ = ["check_gqa_attention", "check_max_batch", "check_mean_pool"]
 _SEED = 2023
 
 
-def _numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
-
-
 def _scalar(x: Any) -> Any:
-    x = _numpy(x)
+    x = to_numpy(x)
     return np.asarray(x).reshape(()) if np.size(x) == 1 else x
 
 
@@ -141,6 +135,16 @@ def _gqa_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, interleave: bool
     return F.scaled_dot_product_attention(tq, tk, tv)[0].numpy()
 
 
+def _gqa_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    rng = np.random.default_rng(_SEED)
+    cases = []
+    for h, kv, t, d in [(4, 2, 5, 3), (6, 3, 4, 2), (8, 1, 3, 4), (6, 2, 7, 5), (4, 4, 3, 2)]:
+        q = rng.normal(size=(h, t, d)).round(2)
+        k, v = rng.normal(size=(2, kv, t, d)).round(2)
+        cases.append((f"n_heads = {h}, n_kv_heads = {kv}, T = {t}, d = {d}", (q, k, v)))
+    return cases
+
+
 def check_gqa_attention(gqa_attention: Callable[..., Any]) -> Feedback:
     """Check ``gqa_attention(q, k, v)``: ``q`` ``(n_heads, T, d)``, ``k`` and ``v``
     ``(n_kv_heads, T, d)`` float64 numpy arrays; query head ``i`` attends with k/v head
@@ -157,12 +161,6 @@ def check_gqa_attention(gqa_attention: Callable[..., Any]) -> Feedback:
     True
     """
     title = "GQA attention"
-    rng = np.random.default_rng(_SEED)
-    cases = []
-    for h, kv, t, d in [(4, 2, 5, 3), (6, 3, 4, 2), (8, 1, 3, 4), (6, 2, 7, 5), (4, 4, 3, 2)]:
-        q = rng.normal(size=(h, t, d)).round(2)
-        k, v = rng.normal(size=(2, kv, t, d)).round(2)
-        cases.append((f"n_heads = {h}, n_kv_heads = {kv}, T = {t}, d = {d}", (q, k, v)))
 
     def compare(result: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> Feedback:
         expected = _gqa_reference(q, k, v, interleave=True)  # (h, T, d)
@@ -183,13 +181,13 @@ def check_gqa_attention(gqa_attention: Callable[..., Any]) -> Feedback:
                 _gqa_reference(q * math.sqrt(q.shape[-1]), k, v, interleave=True),
             )
         )
-        return check_array(title, _numpy(result), expected, mistakes=mistakes, rtol=1e-5, atol=1e-7)
+        return check_array(title, result, expected, mistakes=mistakes, rtol=1e-5, atol=1e-7)
 
     return run_cases(
         title,
         gqa_attention,
         "gqa_attention",
-        cases,
+        _gqa_cases(),
         compare,
         "all {n} cases match scaled_dot_product_attention(enable_gqa=True)",
     )
@@ -208,6 +206,15 @@ def _pool(W: np.ndarray, n_heads: int, n_kv: int, how: str) -> np.ndarray:
     raise ValueError(how)  # pragma: no cover
 
 
+def _mean_pool_cases() -> list[tuple[str, tuple[np.ndarray, int, int]]]:
+    rng = np.random.default_rng(_SEED + 10)
+    cases = []
+    for h, kv, d_k in [(4, 2, 2), (6, 3, 1), (8, 1, 1), (6, 2, 2)]:
+        W = rng.normal(size=(h * d_k, h * d_k)).round(2)  # (n_heads * d_k, d_model)
+        cases.append((f"W {W.shape}, n_heads = {h}, n_kv_heads = {kv}", (W, h, kv)))
+    return cases
+
+
 def check_mean_pool(mean_pool: Callable[..., Any]) -> Feedback:
     """Check ``mean_pool(W, n_heads, n_kv_heads)``: ``W`` ``(n_heads * d_k, d_model)`` holds one
     block of ``d_k`` rows per head (as ``nn.Linear.weight``); return ``(n_kv_heads * d_k,
@@ -223,11 +230,6 @@ def check_mean_pool(mean_pool: Callable[..., Any]) -> Feedback:
     True
     """
     title = "mean pool"
-    rng = np.random.default_rng(_SEED + 10)
-    cases = []
-    for h, kv, d_k in [(4, 2, 2), (6, 3, 1), (8, 1, 1), (6, 2, 2)]:
-        W = rng.normal(size=(h * d_k, h * d_k)).round(2)  # (n_heads * d_k, d_model)
-        cases.append((f"W {W.shape}, n_heads = {h}, n_kv_heads = {kv}", (W, h, kv)))
 
     def compare(result: Any, W: np.ndarray, h: int, kv: int) -> Feedback:
         mha = MultiHeadAttention(W.shape[1], h, bias=False).double()
@@ -247,8 +249,13 @@ def check_mean_pool(mean_pool: Callable[..., Any]) -> Feedback:
                     _pool(W, h, kv, "strided"),
                 )
             )
-        return check_array(title, _numpy(result), expected, mistakes=mistakes, rtol=1e-6, atol=1e-9)
+        return check_array(title, result, expected, mistakes=mistakes, rtol=1e-6, atol=1e-9)
 
     return run_cases(
-        title, mean_pool, "mean_pool", cases, compare, "all {n} cases match gqa.mean_pool_kv"
+        title,
+        mean_pool,
+        "mean_pool",
+        _mean_pool_cases(),
+        compare,
+        "all {n} cases match gqa.mean_pool_kv",
     )

@@ -39,14 +39,6 @@ _SEED = 2024
 _ATOL = 1e-5  # float32 answers round at about 1e-7 relative; entries here are of order 1-10
 
 
-def _numpy(x: Any) -> Any:
-    if hasattr(x, "detach"):
-        return x.detach().cpu().numpy()
-    if isinstance(x, list | tuple):
-        return [_numpy(a) for a in x]
-    return x
-
-
 # --- exercise 11.1: numbers cached per token ----------------------------------------------------
 
 
@@ -77,8 +69,7 @@ def check_cache_values(cache_values: Callable[[int, int, int, int], Any]) -> Fee
             ),
             Mistake("the RoPE key k^R is cached too, beside the latent", [2 * h * d, dc]),
         ]
-        answer = _numpy(result)
-        return check_array(title, answer, expected, mistakes=mistakes, rtol=0, atol=0)
+        return check_array(title, result, expected, mistakes=mistakes, rtol=0, atol=0)
 
     cases_described = [
         (f"n_heads = {h}, d_head = {d}, d_latent_kv = {dc}, d_head_rope = {dr}", (h, d, dc, dr))
@@ -125,7 +116,7 @@ def check_absorb_query(absorb_query: Callable[[Any, Any], Any]) -> Feedback:
                 np.broadcast_to(expected.sum(axis=0), expected.shape),
             ),
         ]
-        return check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
+        return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)
 
     return run_cases(
         title,
@@ -198,7 +189,7 @@ def check_latent_scores(latent_scores: Callable[..., Any]) -> Feedback:
                 _naive_scores(q_c, q_r, c_kv, k_r, w_uk, scale=1.0),
             ),
         ]
-        return check_array(title, _numpy(result), expected, mistakes=mistakes, atol=_ATOL)
+        return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)
 
     return run_cases(
         title,

@@ -32,16 +32,24 @@ import numpy as np
 
 from ..attention import scaled_dot_product_attention
 from ..softmax import softmax
-from ._checks import Mistake, as_answer_array, check_array, check_softmax, format_pair
+from ._checks import (
+    Mistake,
+    as_answer_array,
+    check_array,
+    check_softmax,
+    format_pair,
+    not_a_pair,
+)
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
+from ._learner import run_cases
 
 __all__ = ["check_key_block_attention", "check_merge", "check_streaming_softmax"]
 
 _SEED = 2022
 
 
-def _with_context(fb: Feedback, title: str, described: str) -> Feedback:
+def _on_case(title: str, described: str, fb: Feedback) -> Feedback:
+    """This chapter names the failing test case in its first message: "on <case>: ..."."""
     messages = tuple(f"on {described}: {m}" for m in fb.messages[:1]) + fb.messages[1:]
     return Feedback(fb.passed, title, messages, fb.hints)
 
@@ -52,15 +60,35 @@ def _normaliser(x: np.ndarray) -> tuple[float, float]:
     return m, float(np.exp(x - m).sum())
 
 
+def _or_hint(fb: Feedback, hint: str | None) -> Feedback:
+    """``fb``, with ``hint`` if it failed and no typical mistake was recognised."""
+    if fb or fb.hints or hint is None:
+        return fb
+    return Feedback(False, fb.title, fb.messages, (hint,))
+
+
+def _low_precision(result: Any, name: str) -> bool:
+    """Whether the answer is float32 (or float16): it gets a tolerance its precision can meet."""
+    try:
+        return np.finfo(as_answer_array(result, name).dtype).bits < 64
+    except (TypeError, ValueError):
+        return False
+
+
 # --- exercise 12.1 ---------------------------------------------------------------------------
 
 
-def _merge_cases() -> list[tuple[np.ndarray, np.ndarray, str]]:
-    return [
+def _merge_cases() -> list[tuple[str, tuple[float, ...], tuple[float, float]]]:
+    """``(described, (m1, l1, m2, l2), (m, l) of the whole row)``."""
+    halves = [
         (np.array([2.0, 1.0]), np.array([5.0, 0.0]), "two halves with maxima 2 and 5"),
         (np.array([5.0, 0.0]), np.array([2.0, 1.0]), "the same halves in the other order"),
         (np.array([1e4, 0.0]), np.array([-1e4, 3.0]), "halves with scores of ±1e4"),
         (np.array([3.0]), np.array([3.0, 3.0]), "two halves with the same maximum"),
+    ]
+    return [
+        (described, (*_normaliser(a), *_normaliser(b)), _normaliser(np.concatenate([a, b])))
+        for a, b, described in halves
     ]
 
 
@@ -72,80 +100,78 @@ def check_merge(merge: Callable[..., Any]) -> Feedback:
     ``l = l1·exp(m1 - m) + l2·exp(m2 - m)``.
     """
     title = "merge"
-    early = not_a_function(title, merge, "merge")
-    if early is not None:
-        return early
-    cases = _merge_cases()
-    for a, b, described in cases:
-        (m1, l1), (m2, l2) = _normaliser(a), _normaliser(b)
-        want_m, want_l = _normaliser(np.concatenate([a, b]))
-        result = call_learner(title, merge, (m1, l1, m2, l2), described)
-        if isinstance(result, Feedback):
-            return result
-        if not isinstance(result, tuple | list) or len(result) != 2:
-            return Feedback(
-                False,
-                title,
-                (f"on {described}: expected a pair (m, l); got {type(result).__name__}",),
-                ("end with `return m, l`",),
-            )
+
+    def compare(result: Any, m1: float, l1: float, m2: float, l2: float, want: Any) -> Feedback:
+        want_m, want_l = want
+        wrong_type = not_a_pair(title, result, "m, l")
+        if wrong_type is not None:
+            return wrong_type
         try:
             got_m, got_l = (float(np.asarray(as_answer_array(r, "m or l"))) for r in result)
         except (TypeError, ValueError) as err:
-            return Feedback(False, title, (f"on {described}: {err}",))
+            return Feedback(False, title, (str(err),))
         if not math.isclose(got_m, want_m, rel_tol=1e-12, abs_tol=1e-12):
             value, target = format_pair(got_m, want_m)
             return Feedback(
                 False,
                 title,
-                (f"on {described}: m is {value}, expected {target}",),
+                (f"m is {value}, expected {target}",),
                 ("the maximum of the whole row is the larger of the two maxima",),
             )
-        if not math.isclose(got_l, want_l, rel_tol=1e-9, abs_tol=1e-12):
-            value, target = format_pair(got_l, want_l)
-            hints = []
-            if math.isclose(got_l, l1 + l2, rel_tol=1e-9):
-                hints.append(
-                    "each sum was taken under its own maximum: rescale l1 by exp(m1 - m) and "
-                    "l2 by exp(m2 - m)"
-                )
-            elif not math.isfinite(got_l):
-                hints.append("exp overflowed: the exponents m1 - m and m2 - m are never positive")
-            elif abs(m1 - m2) < 700 and math.isclose(
-                got_l, l1 * math.exp(want_m - m1) + l2 * math.exp(want_m - m2), rel_tol=1e-9
-            ):
-                hints.append(
-                    "the rescaling factor is exp(m_old - m_new), at most 1: not its inverse"
-                )
-            return Feedback(
-                False, title, (f"on {described}: l is {value}, expected {target}",), tuple(hints)
+        if math.isclose(got_l, want_l, rel_tol=1e-9, abs_tol=1e-12):
+            return Feedback(True, title)
+        value, target = format_pair(got_l, want_l)
+        hints = []
+        if math.isclose(got_l, l1 + l2, rel_tol=1e-9):
+            hints.append(
+                "each sum was taken under its own maximum: rescale l1 by exp(m1 - m) and "
+                "l2 by exp(m2 - m)"
             )
-    return Feedback(
-        True,
-        title,
-        (f"right on all {len(cases)} cases, including scores of ±1e4 and equal maxima",),
-    )
+        elif not math.isfinite(got_l):
+            hints.append("exp overflowed: the exponents m1 - m and m2 - m are never positive")
+        elif abs(m1 - m2) < 700 and math.isclose(
+            got_l, l1 * math.exp(want_m - m1) + l2 * math.exp(want_m - m2), rel_tol=1e-9
+        ):
+            hints.append("the rescaling factor is exp(m_old - m_new), at most 1: not its inverse")
+        return Feedback(False, title, (f"l is {value}, expected {target}",), tuple(hints))
+
+    passed = "right on all {n} cases, including scores of ±1e4 and equal maxima"
+    return run_cases(title, merge, "merge", _merge_cases(), compare, passed, fail=_on_case)
 
 
 # --- exercise 12.2 ---------------------------------------------------------------------------
 
+_NO_SHIFT_HINT = (
+    "while only -inf has been seen, the running maximum is -inf and "
+    "exp(-inf - (-inf)) is nan: treat a -inf maximum as 0 when shifting"
+)
 
-def _softmax_cases() -> list[tuple[np.ndarray, int, str]]:
+
+def _softmax_cases() -> list[tuple[str, tuple[np.ndarray, int], str | None]]:
+    """``(described, (x, block_size), the hint when no typical mistake is recognised)``."""
     rng = np.random.default_rng(_SEED)
     return [
-        (np.array([1.0, 2.0, 3.0, 4.0]), 2, "the row [1, 2, 3, 4] with block_size 2"),
+        ("the row [1, 2, 3, 4] with block_size 2", (np.array([1.0, 2.0, 3.0, 4.0]), 2), None),
         (
-            rng.normal(scale=3.0, size=10),
-            3,
             "a random row of 10 with block_size 3 (3 does not divide 10)",
+            (rng.normal(scale=3.0, size=10), 3),
+            None,
         ),
-        (np.array([1e4, -1e4, 0.0, 5e3], dtype=np.float32), 1, "a float32 row with scores of ±1e4"),
         (
-            np.array([-1.0, 0.0, 2.0, 9.0, 3.0]),
-            2,
-            "a row whose maximum arrives in the last block but one",
+            "a float32 row with scores of ±1e4",
+            (np.array([1e4, -1e4, 0.0, 5e3], dtype=np.float32), 1),
+            "subtract the running maximum before exp",
         ),
-        (np.array([-np.inf, -np.inf, 0.5, -np.inf, 1.5]), 2, "a row whose first block is all -inf"),
+        (
+            "a row whose maximum arrives in the last block but one",
+            (np.array([-1.0, 0.0, 2.0, 9.0, 3.0]), 2),
+            None,
+        ),
+        (
+            "a row whose first block is all -inf",
+            (np.array([-np.inf, -np.inf, 0.5, -np.inf, 1.5]), 2),
+            _NO_SHIFT_HINT,
+        ),
     ]
 
 
@@ -155,50 +181,36 @@ def check_streaming_softmax(streaming_softmax: Callable[..., Any]) -> Feedback:
     Compared with :func:`course_utils.softmax.softmax`; the row's first block can be all ``-inf``.
     """
     title = "streaming softmax"
-    early = not_a_function(title, streaming_softmax, "streaming_softmax")
-    if early is not None:
-        return early
-    cases = _softmax_cases()
-    for x, block, described in cases:
-        result = call_learner(title, streaming_softmax, (x.copy(), block), described)
-        if isinstance(result, Feedback):
-            return result
-        try:  # a float32 (or float16) answer gets a tolerance its precision can meet
-            low = np.finfo(as_answer_array(result, "weights").dtype).bits < 64
-        except (TypeError, ValueError):
-            low = False
-        rtol = 1e-4 if low or x.dtype != np.float64 else 1e-9
-        fb = check_softmax(result, x, axis=-1, rtol=rtol)
-        if not fb:
-            fb = _with_context(fb, title, described)
-            if not fb.hints and "-inf" in described:
-                hint = (
-                    "while only -inf has been seen, the running maximum is -inf and "
-                    "exp(-inf - (-inf)) is nan: treat a -inf maximum as 0 when shifting"
-                )
-                fb = Feedback(False, title, fb.messages, (hint,))
-            elif not fb.hints and "±1e4" in described:
-                fb = Feedback(
-                    False, title, fb.messages, ("subtract the running maximum before exp",)
-                )
-            return fb
-    return Feedback(
-        True,
+
+    def compare(result: Any, x: np.ndarray, block: int, hint: str | None) -> Feedback:
+        low = _low_precision(result, "weights")
+        fb = check_softmax(result, x, axis=-1, rtol=1e-4 if low or x.dtype != np.float64 else 1e-9)
+        return _or_hint(fb, hint)
+
+    passed = "right on all {n} cases, including ±1e4 in float32 and a first block that is all -inf"
+    return run_cases(
         title,
-        (
-            f"right on all {len(cases)} cases, including ±1e4 in float32 and a first block "
-            "that is all -inf",
-        ),
+        streaming_softmax,
+        "streaming_softmax",
+        _softmax_cases(),
+        compare,
+        passed,
+        fail=_on_case,
     )
 
 
 # --- exercise 12.3 ---------------------------------------------------------------------------
 
+_RESCALE_HINT = (
+    "when a block raises the maximum from m to m_new, multiply the old l and "
+    "the old o by exp(m - m_new) before adding the new block"
+)
 
-def _attention_cases() -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int, str]]:
+
+def _attention_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]]]:
     rng = np.random.default_rng(_SEED + 1)
     big = rng.normal(size=(3, 4))
-    return [
+    cases = [
         (rng.normal(size=(4, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 2)), 2,
          "Q (4, 3), K (6, 3), V (6, 2), block_k 2"),
         (rng.normal(size=(5, 4)), rng.normal(size=(7, 4)), rng.normal(size=(7, 3)), 3,
@@ -206,6 +218,7 @@ def _attention_cases() -> list[tuple[np.ndarray, np.ndarray, np.ndarray, int, st
         (big * 30, big[[2, 0, 1, 2, 0]] * 30, rng.normal(size=(5, 2)), 2,
          "large scores (about ±1e3)"),
     ]  # fmt: skip
+    return [(described, (q, k, v, block)) for q, k, v, block, described in cases]
 
 
 def check_key_block_attention(key_block_attention: Callable[..., Any]) -> Feedback:
@@ -216,16 +229,8 @@ def check_key_block_attention(key_block_attention: Callable[..., Any]) -> Feedba
     maximum grows, gets a hint.
     """
     title = "attention by key blocks"
-    early = not_a_function(title, key_block_attention, "key_block_attention")
-    if early is not None:
-        return early
-    cases = _attention_cases()
-    for q, k, v, block, described in cases:
-        result = call_learner(
-            title, key_block_attention, (q.copy(), k.copy(), v.copy(), block), described
-        )
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int) -> Feedback:
         expected, _ = scaled_dot_product_attention(q, k, v)  # (T_q, d_v)
         mistakes = [
             Mistake(
@@ -248,29 +253,21 @@ def check_key_block_attention(key_block_attention: Callable[..., Any]) -> Feedba
                 _unnormalised(q, k, v),
             ),
         ]
-        try:
-            low = np.finfo(as_answer_array(result, "output").dtype).bits < 64
-        except (TypeError, ValueError):
-            low = False
+        low = _low_precision(result, "output")
         tol = {"rtol": 1e-4, "atol": 1e-6} if low else {"rtol": 1e-6, "atol": 1e-9}
-        fb = check_array("output", result, expected, mistakes=mistakes, **tol)
-        if not fb:
-            fb = _with_context(fb, title, described)
-            if not fb.hints:
-                fb = Feedback(
-                    False,
-                    title,
-                    fb.messages,
-                    (
-                        "when a block raises the maximum from m to m_new, multiply the old l and "
-                        "the old o by exp(m - m_new) before adding the new block",
-                    ),
-                )
-            return fb
-    return Feedback(
-        True,
+        return _or_hint(
+            check_array("output", result, expected, mistakes=mistakes, **tol), _RESCALE_HINT
+        )
+
+    passed = "right on all {n} cases, including a block size that does not divide T_k"
+    return run_cases(
         title,
-        (f"right on all {len(cases)} cases, including a block size that does not divide T_k",),
+        key_block_attention,
+        "key_block_attention",
+        _attention_cases(),
+        compare,
+        passed,
+        fail=_on_case,
     )
 
 

@@ -29,16 +29,11 @@ import numpy as np
 from ..topic_focus.attribution import attention_rollout, top_k_precision
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
-from ._learner import call_learner, not_a_function
-from ._learner import fail_on as _fail  # the shared helper: "test case: ..." first
+from ._learner import run_cases
 
 __all__ = ["check_precision_at_k", "check_rollout", "check_topic_share"]
 
 _SEED = 2020
-
-
-def _to_numpy(x: Any) -> Any:
-    return x.detach().cpu().numpy() if hasattr(x, "detach") else x
 
 
 def _distributions(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -49,30 +44,30 @@ def _distributions(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarr
 # --- exercise 13.1: the share of attention on topic words ----------
 
 
+def _share_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    rng = np.random.default_rng(_SEED)
+    one = np.array([[0.1, 0.6, 0.2, 0.1]])
+    return [
+        ("one sentence of 4 tokens", (one, np.array([[False, True, True, False]]))),
+        ("3 sentences of 6 tokens", (_distributions(rng, (3, 6)), rng.random((3, 6)) < 0.4)),
+        (
+            "2 sentences, one without topic words",
+            (
+                _distributions(rng, (2, 5)),
+                np.array([[True, False, False, False, True], [False] * 5]),
+            ),
+        ),
+    ]
+
+
 def check_topic_share(topic_share: Callable[[Any, Any], Any]) -> Feedback:
     """Check ``topic_share(weights, is_topic)``: ``(B, T)`` weights and bool mask -> ``(B,)``.
 
     The expected answer is ``Σ_t weights[b, t] · is_topic[b, t]`` for every sentence ``b``.
     """
     title = "topic share"
-    early = not_a_function(title, topic_share, "topic_share")
-    if early is not None:
-        return early
-    rng = np.random.default_rng(_SEED)
-    one = np.array([[0.1, 0.6, 0.2, 0.1]])
-    cases = [
-        ("one sentence of 4 tokens", one, np.array([[False, True, True, False]])),
-        ("3 sentences of 6 tokens", _distributions(rng, (3, 6)), rng.random((3, 6)) < 0.4),
-        (
-            "2 sentences, one without topic words",
-            _distributions(rng, (2, 5)),
-            np.array([[True, False, False, False, True], [False] * 5]),
-        ),
-    ]
-    for described, w, m in cases:
-        result = call_learner(title, topic_share, (w.copy(), m.copy()), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, w: np.ndarray, m: np.ndarray) -> Feedback:
         expected = (w * m).sum(axis=-1)  # (B,)
         n = np.maximum(m.sum(axis=-1), 1)
         mistakes = [
@@ -92,13 +87,23 @@ def check_topic_share(topic_share: Callable[[Any, Any], Any]) -> Feedback:
                 "you summed over the wrong axis: sum over the tokens (axis=-1)", (w * m).sum(0)
             ),
         ]
-        fb = check_array(title, _to_numpy(result), expected, rtol=1e-6, mistakes=mistakes)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, (f"right on all {len(cases)} cases, one per sentence",))
+        return check_array(title, result, expected, rtol=1e-6, mistakes=mistakes)
+
+    passed = "right on all {n} cases, one per sentence"
+    return run_cases(title, topic_share, "topic_share", _share_cases(), compare, passed)
 
 
 # --- exercise 13.2: attention rollout ----------
+
+
+def _rollout_cases() -> list[tuple[str, tuple[np.ndarray]]]:
+    rng = np.random.default_rng(_SEED + 1)
+    hand = np.array([[[[1.0, 0.0], [0.5, 0.5]]], [[[0.0, 1.0], [0.0, 1.0]]]])  # (2, 1, 2, 2)
+    return [
+        ("the 2-layer, 1-head example of the chapter", (hand,)),
+        ("maps of shape (3, 2, 4, 4)", (_distributions(rng, (3, 2, 4, 4)),)),
+        ("maps of shape (1, 4, 5, 5)", (_distributions(rng, (1, 4, 5, 5)),)),
+    ]
 
 
 def check_rollout(rollout: Callable[[Any], Any]) -> Feedback:
@@ -109,20 +114,8 @@ def check_rollout(rollout: Callable[[Any], Any]) -> Feedback:
     True
     """
     title = "rollout"
-    early = not_a_function(title, rollout, "rollout")
-    if early is not None:
-        return early
-    rng = np.random.default_rng(_SEED + 1)
-    hand = np.array([[[[1.0, 0.0], [0.5, 0.5]]], [[[0.0, 1.0], [0.0, 1.0]]]])  # (2, 1, 2, 2)
-    cases = [
-        ("the 2-layer, 1-head example of the chapter", hand),
-        ("maps of shape (3, 2, 4, 4)", _distributions(rng, (3, 2, 4, 4))),
-        ("maps of shape (1, 4, 5, 5)", _distributions(rng, (1, 4, 5, 5))),
-    ]
-    for described, maps in cases:
-        result = call_learner(title, rollout, (maps.copy(),), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, maps: np.ndarray) -> Feedback:
         expected = attention_rollout(maps)  # (T, T)
         mean = maps.mean(axis=1)  # (L, T, T)
         eye = np.eye(maps.shape[-1])
@@ -142,15 +135,26 @@ def check_rollout(rollout: Callable[[Any], Any]) -> Feedback:
                 plain,
             ),
         ]
-        fb = check_array(title, _to_numpy(result), expected, rtol=1e-6, mistakes=mistakes)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(
-        True, title, (f"right on all {len(cases)} cases, including more than one head",)
-    )
+        return check_array(title, result, expected, rtol=1e-6, mistakes=mistakes)
+
+    passed = "right on all {n} cases, including more than one head"
+    return run_cases(title, rollout, "rollout", _rollout_cases(), compare, passed)
 
 
 # --- exercise 13.3: top-k precision ------------------------------------------------------------
+
+
+def _precision_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, int]]]:
+    rng = np.random.default_rng(_SEED + 2)
+    return [
+        (
+            "scores [0.1, 0.5, 0.3, 0.1], topic tokens 1 and 3, k = 2",
+            (np.array([0.1, 0.5, 0.3, 0.1]), np.array([False, True, False, True]), 2),
+        ),
+        ("8 random scores, k = 3", (rng.random(8), rng.random(8) < 0.4, 3)),
+        ("6 random scores, k = 1", (rng.random(6), np.array([True, False] * 3), 1)),
+        ("5 random scores, k = 4", (rng.random(5), np.array([True, True, False, False, True]), 4)),
+    ]
 
 
 def check_precision_at_k(precision_at_k: Callable[[Any, Any, int], Any]) -> Feedback:
@@ -163,25 +167,8 @@ def check_precision_at_k(precision_at_k: Callable[[Any, Any, int], Any]) -> Feed
     True
     """
     title = "precision at k"
-    early = not_a_function(title, precision_at_k, "precision_at_k")
-    if early is not None:
-        return early
-    rng = np.random.default_rng(_SEED + 2)
-    cases = [
-        (
-            "scores [0.1, 0.5, 0.3, 0.1], topic tokens 1 and 3, k = 2",
-            np.array([0.1, 0.5, 0.3, 0.1]),
-            np.array([False, True, False, True]),
-            2,
-        ),
-        ("8 random scores, k = 3", rng.random(8), rng.random(8) < 0.4, 3),
-        ("6 random scores, k = 1", rng.random(6), np.array([True, False] * 3), 1),
-        ("5 random scores, k = 4", rng.random(5), np.array([True, True, False, False, True]), 4),
-    ]
-    for described, scores, m, k in cases:
-        result = call_learner(title, precision_at_k, (scores.copy(), m.copy(), k), described)
-        if isinstance(result, Feedback):
-            return result
+
+    def compare(result: Any, scores: np.ndarray, m: np.ndarray, k: int) -> Feedback:
         expected = top_k_precision(scores, m, k)
         low = np.argsort(scores, kind="stable")[:k]
         mistakes = [
@@ -191,7 +178,9 @@ def check_precision_at_k(precision_at_k: Callable[[Any, Any, int], Any]) -> Feed
                 m[np.argsort(-scores, kind="stable")[:k]].sum() / max(1, m.sum()),
             ),
         ]
-        fb = check_array(title, _to_numpy(result), expected, rtol=1e-9, mistakes=mistakes)
-        if not fb:
-            return _fail(title, described, fb)
-    return Feedback(True, title, (f"right on all {len(cases)} cases",))
+        return check_array(title, result, expected, rtol=1e-9, mistakes=mistakes)
+
+    cases = _precision_cases()
+    return run_cases(
+        title, precision_at_k, "precision_at_k", cases, compare, "right on all {n} cases"
+    )
