@@ -38,46 +38,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import check_int, shape_str
+from ._validation import check_float_tensor, check_int, shape_str
 
 __all__ = ["MultiHeadAttention", "attention_weights"]
 
 
-def _check_tensor(x: object, name: str, expected: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor of shape {expected}; got {type(x).__name__}"
-        )
-    if not x.is_floating_point():
-        raise TypeError(
-            f"{name} must be a floating-point tensor of shape {expected}; "
-            f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
-        )
-    if x.dim() != 3:
-        raise ValueError(
-            f"{name} must have 3 dimensions {expected}; got shape {shape_str(tuple(x.shape))}"
-        )
-    return x
-
-
 def _check_qk_mask(q: object, k: object, mask: object) -> None:
     """Validate the arguments of :func:`attention_weights` like the numpy functions do."""
-    for name, x, expected in (("q", q, "(..., T_q, d_k)"), ("k", k, "(..., T_k, d_k)")):
-        if not isinstance(x, Tensor):
-            raise TypeError(
-                f"{name} must be a torch.Tensor of shape {expected}; got {type(x).__name__}"
-            )
-        if not x.is_floating_point():
-            raise TypeError(
-                f"{name} must be a floating-point tensor of shape {expected}; "
-                f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
-            )
-        if x.dim() < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dimensions {expected}; "
-                f"got shape {shape_str(tuple(x.shape))}"
-            )
-    assert isinstance(q, Tensor) and isinstance(k, Tensor)
+    q = check_float_tensor(q, "q", "(..., T_q, d_k)", min_ndim=2)
+    k = check_float_tensor(k, "k", "(..., T_k, d_k)", min_ndim=2)
     d_k = q.size(-1)
     if k.size(-1) != d_k or d_k == 0:
         raise ValueError(
@@ -241,9 +210,9 @@ class MultiHeadAttention(nn.Module):
     def _check_inputs(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
     ) -> Tensor | None:
-        _check_tensor(query, "query", "(B, T_q, d_model)")
-        _check_tensor(key, "key", "(B, T_k, d_model)")
-        _check_tensor(value, "value", "(B, T_k, d_model)")
+        check_float_tensor(query, "query", "(B, T_q, d_model)", ndim=3)
+        check_float_tensor(key, "key", "(B, T_k, d_model)", ndim=3)
+        check_float_tensor(value, "value", "(B, T_k, d_model)", ndim=3)
         for name, x, expected in (
             ("query", query, "(B, T_q, d_model)"),
             ("key", key, "(B, T_k, d_model)"),

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import shape_str
+from ._validation import check_int, shape_str
 from .multihead import MultiHeadAttention, attention_weights
 
 if TYPE_CHECKING:
@@ -45,14 +45,6 @@ __all__ = ["ACTIVATIONS", "BlockTrace", "FeedForward", "TransformerBlock", "subl
 
 #: The activations of the FFN, by name: exactly PyTorch's ``"relu"`` and ``"gelu"`` (erf form).
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1; got {value}")
-    return value
 
 
 def _check_activation(activation: object) -> str:
@@ -86,14 +78,14 @@ def _init_block_settings(
 
     The one place both block kinds validate their sizes, so their error messages agree.
     """
-    _check_int(d_model, "d_model")
-    _check_int(n_heads, "n_heads")
+    check_int(d_model, "d_model", low=1)
+    check_int(n_heads, "n_heads", low=1)
     if d_model % n_heads:  # type: ignore[operator]
         raise ValueError(
             f"d_model must be divisible by n_heads (every head gets d_model / n_heads "
             f"dimensions); got d_model = {d_model}, n_heads = {n_heads}"
         )
-    block.d_model, block.n_heads, block.d_ff = d_model, n_heads, _check_int(d_ff, "d_ff")
+    block.d_model, block.n_heads, block.d_ff = d_model, n_heads, check_int(d_ff, "d_ff", low=1)
     block.norm_first = _check_bool(norm_first, "norm_first")
     block.p_dropout = _check_dropout(dropout)
     return _check_bool(bias, "bias")
@@ -122,7 +114,9 @@ class FeedForward(nn.Module):
     ) -> None:
         super().__init__()
         self.activation = _check_activation(activation)
-        self.linear1 = nn.Linear(_check_int(d_model, "d_model"), _check_int(d_ff, "d_ff"), bias)
+        self.linear1 = nn.Linear(
+            check_int(d_model, "d_model", low=1), check_int(d_ff, "d_ff", low=1), bias
+        )
         self.dropout = nn.Dropout(_check_dropout(dropout))
         self.linear2 = nn.Linear(d_ff, d_model, bias=_check_bool(bias, "bias"))
 
