@@ -144,7 +144,49 @@ class BlockTrace:
     out: Tensor  # the block's output
 
 
-class TransformerBlock(nn.Module):
+class _Block(nn.Module):
+    """What the encoder block and the decoder block share: their settings (checked once, by
+    :func:`_init_block_settings`), the check of their inputs and their ``repr``. A subclass makes
+    its sublayers in ``_build``, given the checked settings."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = True,
+        activation: str = "relu",
+        bias: bool = True,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
+        self._build(activation, bias, layer_norm_eps)
+
+    def _build(self, activation: str, bias: bool, layer_norm_eps: float) -> None:
+        """Make the sublayers; the checked ``d_model, n_heads, d_ff, p_dropout`` are on ``self``."""
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        kind = "pre-LN" if self.norm_first else "post-LN"
+        act = self.ffn.activation
+        return f"{kind}, d_ff={self.d_ff}, activation={act!r}, dropout={self.p_dropout}"
+
+    def _check(self, x: object, name: str, expected: str) -> Tensor:
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(f"{name} must be a floating-point torch.Tensor {expected}; got {got}")
+        if x.dim() != 3 or x.size(-1) != self.d_model:
+            raise ValueError(
+                f"{name} has shape {shape_str(tuple(x.shape))}, expected {expected} with "
+                f"d_model = {self.d_model}"
+            )
+        return x
+
+
+class TransformerBlock(_Block):
     """One Transformer encoder block built on :class:`MultiHeadAttention`.
 
     Parameters
@@ -174,20 +216,8 @@ class TransformerBlock(nn.Module):
     True
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        activation: str = "relu",
-        bias: bool = True,
-        layer_norm_eps: float = 1e-5,
-    ) -> None:
-        super().__init__()
-        bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
+    def _build(self, activation: str, bias: bool, layer_norm_eps: float) -> None:
+        d_model, n_heads, d_ff, dropout = self.d_model, self.n_heads, self.d_ff, self.p_dropout
         self.attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
@@ -196,21 +226,8 @@ class TransformerBlock(nn.Module):
         self.dropout1 = nn.Dropout(dropout)  # on the attention sublayer's output
         self.dropout2 = nn.Dropout(dropout)  # on the FFN's output
 
-    def extra_repr(self) -> str:
-        kind = "pre-LN" if self.norm_first else "post-LN"
-        act = self.ffn.activation
-        return f"{kind}, d_ff={self.d_ff}, activation={act!r}, dropout={self.p_dropout}"
-
     def _check_x(self, x: object) -> Tensor:
-        if not isinstance(x, Tensor) or not x.is_floating_point():
-            got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
-            raise TypeError(f"x must be a floating-point torch.Tensor (B, T, d_model); got {got}")
-        if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(
-                f"x has shape {shape_str(tuple(x.shape))}, expected (B, T, d_model) with "
-                f"d_model = {self.d_model}"
-            )
-        return x
+        return self._check(x, "x", "(B, T, d_model)")
 
     def self_attention(
         self, h: Tensor, mask: Tensor | None = None, *, return_weights: bool = False
