@@ -85,6 +85,17 @@ def _check_qk_mask(q: object, k: object, mask: object) -> None:
         )
 
 
+def _choose_path(fast: bool | None, return_weights: bool) -> bool:
+    """Whether to take the fast path: by default when no weights are asked for (it forms none)."""
+    if fast is None:
+        return not return_weights
+    if fast and return_weights:
+        raise ValueError(
+            "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
+        )
+    return fast
+
+
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
     """Steps 1-3 for every head at once: ``softmax(q kᵀ / √d_k)`` with masked keys set to weight 0.
 
@@ -296,12 +307,7 @@ class MultiHeadAttention(nn.Module):
         four steps: a NaN query gives a NaN output row).
         """
         mask = self._check_inputs(query, key, value, mask)
-        if fast is None:
-            fast = not return_weights
-        if fast and return_weights:
-            raise ValueError(
-                "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
-            )
+        fast = _choose_path(fast, return_weights)
 
         # 1. Project, then split the d_model columns into n_heads heads of d_k.
         q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
@@ -325,12 +331,7 @@ class MultiHeadAttention(nn.Module):
         :meth:`forward` projects and then calls this; a KV cache (chapter 7) calls it with the
         cached keys and values. Returns what :meth:`forward` returns.
         """
-        if fast is None:
-            fast = not return_weights
-        if fast and return_weights:
-            raise ValueError(
-                "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
-            )
+        fast = _choose_path(fast, return_weights)
         # 2. Scaled dot-product attention in every head at once. The fast kernel may handle NaN or
         # inf differently from the four steps (it can return a finite row where they give NaN), so
         # non-finite projections take the readable path: both paths agree on every input.
