@@ -283,6 +283,22 @@ def test_config_rejects_a_kv_count_that_does_not_divide():
         ModelConfig("x", 1, 9, 9, 2, 1, 1, "k", "s")
 
 
+def test_config_table_file_is_loaded_in_order_and_checked(tmp_path):
+    import json
+
+    from course_utils.model_configs import CONFIGS_PATH, load_model_configs
+
+    records = json.loads(CONFIGS_PATH.read_text(encoding="utf-8"))
+    assert [r["name"] for r in records] == list(MODEL_CONFIGS)  # the chapter's order
+    path = tmp_path / "configs.json"
+    path.write_text(json.dumps([records[0], records[0]]), encoding="utf-8")
+    with pytest.raises(ValueError, match="'Llama 2 7B' is listed twice"):
+        load_model_configs(path)
+    path.write_text(json.dumps([records[0] | {"n_kv_head": 8}]), encoding="utf-8")
+    with pytest.raises(TypeError, match="n_kv_head"):
+        load_model_configs(path)
+
+
 def test_kv_cache_table_numbers():
     rows = {r["name"]: r for r in kv_cache_table()}
     assert rows["Llama 2 7B"]["gib"][4096] == 2.0  # 2·32·32·128·4096·2 bytes = 2 GiB

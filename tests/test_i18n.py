@@ -263,9 +263,11 @@ def _source_keys() -> set[str]:
                 code = "\n".join(x for x in code.splitlines() if x.lstrip()[:1] not in "%!")
                 add(ast.parse(code))
     from course_utils.heads.patterns import PATTERNS
+    from course_utils.model_configs import MODEL_CONFIGS
     from course_utils.topic_focus.dataset import TOPICS
 
-    return keys | set(TOPICS) | set(PATTERNS)
+    notes = {cfg.note for cfg in MODEL_CONFIGS.values() if cfg.note}  # model_configs.json
+    return keys | set(TOPICS) | set(PATTERNS) | notes
 
 
 #: Fields a message shows after the code changed them ("top_left".replace("_", "-")).

@@ -8,6 +8,8 @@ import pytest
 from course_utils._validation import (
     as_bool_array,
     as_float_array,
+    check_count,
+    check_float_tensor,
     check_positive_finite,
     shape_str,
 )
@@ -124,3 +126,76 @@ def test_check_positive_finite_accepts(value):
 def test_check_positive_finite_rejects(value, error, match):
     with pytest.raises(error, match=match):
         check_positive_finite(value, "temperature")
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (True, TypeError, "n_heads must be an int; got bool True"),
+        (2.0, TypeError, "n_heads must be an int; got float 2.0"),
+        (0, ValueError, "n_heads must be an int >= 1; got 0"),
+    ],
+)
+def test_check_count_rejects(value, error, message):
+    with pytest.raises(error, match=f"^{message}$"):
+        check_count(value, "n_heads")
+
+
+def test_check_count_accepts_its_lower_bound():
+    assert check_count(0, "seq_len", low=0) == 0
+    assert check_count(7, "seq_len") == 7
+
+
+def test_check_float_tensor_accepts_and_converts():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(2, 3, 4)
+    assert check_float_tensor(x, "query", "(B, T_q, d_model)", ndim=3) is x
+    arr = np.ones((2, 3), dtype=np.float32)
+    t = check_float_tensor(arr, "q", "(..., T_q, d)", min_ndim=2, numpy_ok=True)
+    assert isinstance(t, torch.Tensor) and np.shares_memory(t.numpy(), arr)
+
+
+@pytest.mark.parametrize(
+    ("make", "kwargs", "error", "message"),
+    [
+        (lambda t: [1.0], {}, TypeError, "q must be a torch.Tensor of shape (T, d); got list"),
+        (
+            lambda t: np.ones(2),
+            {},
+            TypeError,
+            "q must be a torch.Tensor of shape (T, d); got ndarray",  # numpy only with numpy_ok
+        ),
+        (
+            lambda t: t.zeros(2, dtype=t.int64),
+            {},
+            TypeError,
+            "q must be a floating-point tensor of shape (T, d); got dtype torch.int64 "
+            "with shape (2,)",
+        ),
+        (
+            lambda t: t.zeros(2, dtype=t.float64),
+            {"dtypes": ("float32",)},
+            TypeError,
+            "q must be a floating-point tensor of shape (T, d); got dtype torch.float64",
+        ),
+        (
+            lambda t: t.zeros(2),
+            {"ndim": 3},
+            ValueError,
+            "q must have 3 dimensions (T, d); got shape (2,)",
+        ),
+        (
+            lambda t: t.zeros(2),
+            {"min_ndim": 2},
+            ValueError,
+            "q must have at least 2 dimensions (T, d); got shape (2,)",
+        ),
+    ],
+)
+def test_check_float_tensor_rejects(make, kwargs, error, message):
+    torch = pytest.importorskip("torch")
+    if kwargs.get("dtypes") == ("float32",):
+        kwargs = {"dtypes": (torch.float32,)}
+    with pytest.raises(error) as info:
+        check_float_tensor(make(torch), "q", "(T, d)", **kwargs)
+    assert str(info.value).startswith(message)

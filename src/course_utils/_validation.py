@@ -7,13 +7,24 @@ instead of a numpy broadcasting error three calls deeper (or, worse, a silently 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["as_bool_array", "as_float_array", "check_int", "check_positive_finite", "shape_str"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "as_bool_array",
+    "as_float_array",
+    "check_count",
+    "check_float_tensor",
+    "check_int",
+    "check_positive_finite",
+    "shape_str",
+]
 
 
 def shape_str(shape: Sequence[int | str]) -> str:
@@ -136,3 +147,76 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     if high is not None and value > high:
         raise ValueError(f"{name} must be <= {high}; got {value}")
     return int(value)
+
+
+def check_count(value: Any, name: str, *, low: int = 1) -> int:
+    """Validate a size or count given as a Python ``int`` (never a ``bool``), at least ``low``.
+
+    The check of the cache-size and MLA dimension arguments: the message names the value received.
+
+    >>> check_count(4, "n_heads")
+    4
+    >>> check_count(0, "n_heads")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_heads must be an int >= 1; got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an int >= {low}; got {value}")
+    return value
+
+
+def check_float_tensor(
+    x: Any,
+    name: str,
+    expected: str,
+    *,
+    ndim: int | None = None,
+    min_ndim: int | None = None,
+    numpy_ok: bool = False,
+    dtypes: Collection[torch.dtype] | None = None,
+) -> torch.Tensor:
+    """Return ``x`` if it is a floating-point torch tensor (of ``ndim``, or at least ``min_ndim``
+    dimensions), or raise a clear error naming ``name``, what was received and ``expected``.
+
+    The one check behind the torch modules' tensor arguments. With ``numpy_ok`` a numpy array is
+    accepted and returned as a tensor sharing its memory (``torch.from_numpy``); ``dtypes``
+    narrows the accepted floating-point dtypes (default: any for which ``is_floating_point()``).
+    torch is imported only when this is called (the numpy modules never need it).
+
+    >>> import torch
+    >>> check_float_tensor(torch.zeros(2, 3), "q", "(..., T_q, d_k)", min_ndim=2).shape
+    torch.Size([2, 3])
+    >>> check_float_tensor([[1.0]], "q", "(T, d)", numpy_ok=True)
+    Traceback (most recent call last):
+    ...
+    TypeError: q must be a torch.Tensor (or numpy array) of shape (T, d); got list
+    >>> check_float_tensor(torch.zeros(2, 3), "query", "(B, T_q, d_model)", ndim=3)
+    Traceback (most recent call last):
+    ...
+    ValueError: query must have 3 dimensions (B, T_q, d_model); got shape (2, 3)
+    """
+    import torch
+
+    if numpy_ok and isinstance(x, np.ndarray):
+        x = torch.from_numpy(x)
+    if not isinstance(x, torch.Tensor):
+        accepted = "torch.Tensor (or numpy array)" if numpy_ok else "torch.Tensor"
+        raise TypeError(f"{name} must be a {accepted} of shape {expected}; got {type(x).__name__}")
+    if not x.is_floating_point() or (dtypes is not None and x.dtype not in dtypes):
+        raise TypeError(
+            f"{name} must be a floating-point tensor of shape {expected}; "
+            f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
+        )
+    if ndim is not None and x.dim() != ndim:
+        raise ValueError(
+            f"{name} must have {ndim} dimensions {expected}; got shape {shape_str(tuple(x.shape))}"
+        )
+    if min_ndim is not None and x.dim() < min_ndim:
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dimensions {expected}; "
+            f"got shape {shape_str(tuple(x.shape))}"
+        )
+    return x

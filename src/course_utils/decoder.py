@@ -34,10 +34,7 @@ from torch import Tensor, nn
 
 from ._validation import shape_str
 from .multihead import MultiHeadAttention, attention_weights
-from .transformer import (
-    FeedForward,
-    _init_block_settings,
-)
+from .transformer import FeedForward, _Block
 
 __all__ = ["DecoderBlock", "DecoderWeights"]
 
@@ -76,7 +73,7 @@ class DecoderWeights:
     cross: Tensor  # (B, n_heads, T_q, T_k): from each output step to each source position
 
 
-class DecoderBlock(nn.Module):
+class DecoderBlock(_Block):
     """One Transformer decoder block: masked self-attention, cross-attention, FFN.
 
     Parameters are those of :class:`~course_utils.transformer.TransformerBlock`; the block has a
@@ -91,20 +88,8 @@ class DecoderBlock(nn.Module):
     ((2, 3, 8), (2, 2, 3, 5))
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        activation: str = "relu",
-        bias: bool = True,
-        layer_norm_eps: float = 1e-5,
-    ) -> None:
-        super().__init__()
-        bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
+    def _build(self, activation: str, bias: bool, layer_norm_eps: float) -> None:
+        d_model, n_heads, d_ff, dropout = self.d_model, self.n_heads, self.d_ff, self.p_dropout
         self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.ffn = FeedForward(d_model, d_ff, activation=activation, dropout=dropout, bias=bias)
@@ -116,22 +101,6 @@ class DecoderBlock(nn.Module):
         self.dropout1 = nn.Dropout(dropout)  # on each sublayer's output
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
-
-    def extra_repr(self) -> str:
-        kind = "pre-LN" if self.norm_first else "post-LN"
-        act = self.ffn.activation
-        return f"{kind}, d_ff={self.d_ff}, activation={act!r}, dropout={self.p_dropout}"
-
-    def _check(self, x: object, name: str, expected: str) -> Tensor:
-        if not isinstance(x, Tensor) or not x.is_floating_point():
-            got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
-            raise TypeError(f"{name} must be a floating-point torch.Tensor {expected}; got {got}")
-        if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(
-                f"{name} has shape {shape_str(tuple(x.shape))}, expected {expected} with "
-                f"d_model = {self.d_model}"
-            )
-        return x
 
     def forward(
         self,

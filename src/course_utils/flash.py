@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ._validation import as_float_array, shape_str
+from ._validation import as_float_array, check_float_tensor, shape_str
 
 __all__ = [
     "TileStep",
@@ -179,24 +179,7 @@ _FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def _as_tensor(x: Any, name: str, expected: str) -> torch.Tensor:
-    if isinstance(x, np.ndarray):
-        x = torch.from_numpy(x)
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor (or numpy array) of shape {expected}; "
-            f"got {type(x).__name__}"
-        )
-    if x.dtype not in _FLOAT_DTYPES:
-        raise TypeError(
-            f"{name} must be a floating-point tensor of shape {expected}; "
-            f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
-        )
-    if x.dim() < 2:
-        raise ValueError(
-            f"{name} must have at least 2 dimensions {expected}; "
-            f"got shape {shape_str(tuple(x.shape))}"
-        )
-    return x
+    return check_float_tensor(x, name, expected, min_ndim=2, numpy_ok=True, dtypes=_FLOAT_DTYPES)
 
 
 def _check_qkv(

@@ -23,7 +23,7 @@ MLA     ``d_c + d_h^R``
 
 from __future__ import annotations
 
-from typing import Any
+from ._validation import check_count
 
 __all__ = [
     "DEEPSEEK_V2",
@@ -50,12 +50,17 @@ DEEPSEEK_V2: dict[str, int] = {
 }
 
 
-def _count(value: Any, name: str, *, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}; got {value}")
-    return value
+def _cache_bytes(
+    n_layers: int, per_token: int, seq_len: int, batch: int, bytes_per_value: int
+) -> int:
+    """``layers · per_token · T · batch · bytes``: any cache of ``per_token`` values per layer."""
+    return (
+        check_count(n_layers, "n_layers")
+        * per_token
+        * check_count(seq_len, "seq_len", low=0)
+        * check_count(batch, "batch")
+        * check_count(bytes_per_value, "bytes_per_value")
+    )
 
 
 def values_per_token_mha(n_heads: int, d_head: int) -> int:
@@ -64,7 +69,7 @@ def values_per_token_mha(n_heads: int, d_head: int) -> int:
     >>> values_per_token_mha(12, 64)    # BERT-base / GPT-2 small
     1536
     """
-    return 2 * _count(n_heads, "n_heads") * _count(d_head, "d_head")
+    return 2 * check_count(n_heads, "n_heads") * check_count(d_head, "d_head")
 
 
 def values_per_token_gqa(n_groups: int, d_head: int) -> int:
@@ -73,7 +78,7 @@ def values_per_token_gqa(n_groups: int, d_head: int) -> int:
     >>> values_per_token_gqa(8, 128)    # Llama 3 8B: 8 k/v heads
     2048
     """
-    return 2 * _count(n_groups, "n_groups") * _count(d_head, "d_head")
+    return 2 * check_count(n_groups, "n_groups") * check_count(d_head, "d_head")
 
 
 def values_per_token_mqa(d_head: int) -> int:
@@ -82,7 +87,7 @@ def values_per_token_mqa(d_head: int) -> int:
     >>> values_per_token_mqa(64)
     128
     """
-    return 2 * _count(d_head, "d_head")
+    return 2 * check_count(d_head, "d_head")
 
 
 def values_per_token_mla(d_latent_kv: int, d_head_rope: int) -> int:
@@ -93,7 +98,7 @@ def values_per_token_mla(d_latent_kv: int, d_head_rope: int) -> int:
     >>> values_per_token_mla(512, 64)   # DeepSeek-V2
     576
     """
-    return _count(d_latent_kv, "d_latent_kv") + _count(d_head_rope, "d_head_rope", low=0)
+    return check_count(d_latent_kv, "d_latent_kv") + check_count(d_head_rope, "d_head_rope", low=0)
 
 
 def kv_cache_bytes(
@@ -115,14 +120,8 @@ def kv_cache_bytes(
     >>> kv_cache_bytes(30, 3, 64, 8192, batch=4, bytes_per_value=4)
     1509949440
     """
-    per_token = values_per_token_gqa(_count(n_kv_heads, "n_kv_heads"), d_head)
-    return (
-        _count(n_layers, "n_layers")
-        * per_token
-        * _count(seq_len, "seq_len", low=0)
-        * _count(batch, "batch")
-        * _count(bytes_per_value, "bytes_per_value")
-    )
+    per_token = values_per_token_gqa(check_count(n_kv_heads, "n_kv_heads"), d_head)
+    return _cache_bytes(n_layers, per_token, seq_len, batch, bytes_per_value)
 
 
 def max_batch(
@@ -145,9 +144,13 @@ def max_batch(
     >>> max_batch(80 * 2**30, 32, 8, 128, 4096)      # the same shape with 8 k/v heads (GQA)
     160
     """
-    memory = _count(memory_bytes, "memory_bytes", low=0)
+    memory = check_count(memory_bytes, "memory_bytes", low=0)
     per_sequence = kv_cache_bytes(
-        n_layers, n_kv_heads, d_head, _count(seq_len, "seq_len"), bytes_per_value=bytes_per_value
+        n_layers,
+        n_kv_heads,
+        d_head,
+        check_count(seq_len, "seq_len"),
+        bytes_per_value=bytes_per_value,
     )
     return memory // per_sequence
 
@@ -166,10 +169,5 @@ def mla_cache_bytes(
     >>> mla_cache_bytes(60, 512, 64, 128 * 1024) / 2**30    # DeepSeek-V2 at 128k tokens, bf16
     8.4375
     """
-    return (
-        _count(n_layers, "n_layers")
-        * values_per_token_mla(d_latent_kv, d_head_rope)
-        * _count(seq_len, "seq_len", low=0)
-        * _count(batch, "batch")
-        * _count(bytes_per_value, "bytes_per_value")
-    )
+    per_token = values_per_token_mla(d_latent_kv, d_head_rope)
+    return _cache_bytes(n_layers, per_token, seq_len, batch, bytes_per_value)

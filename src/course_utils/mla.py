@@ -44,7 +44,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ._validation import shape_str
+from ._validation import check_count, shape_str
 from .norms import RMSNorm
 from .positions import apply_rope
 
@@ -53,14 +53,6 @@ __all__ = [
     "MultiHeadLatentAttention",
     "decode_cost",
 ]
-
-
-def _dim(value: Any, name: str, *, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}; got {value}")
-    return value
 
 
 @dataclass
@@ -149,15 +141,15 @@ class MultiHeadLatentAttention(nn.Module):
         norm_eps: float = 1e-6,
     ) -> None:
         super().__init__()
-        self.d_model = _dim(d_model, "d_model")
-        self.n_heads = _dim(n_heads, "n_heads")
-        self.d_latent_kv = _dim(d_latent_kv, "d_latent_kv")
-        self.d_latent_q = None if d_latent_q is None else _dim(d_latent_q, "d_latent_q")
-        self.d_head_nope = _dim(d_head_nope, "d_head_nope")
-        self.d_head_rope = _dim(d_head_rope, "d_head_rope", low=2)
+        self.d_model = check_count(d_model, "d_model")
+        self.n_heads = check_count(n_heads, "n_heads")
+        self.d_latent_kv = check_count(d_latent_kv, "d_latent_kv")
+        self.d_latent_q = None if d_latent_q is None else check_count(d_latent_q, "d_latent_q")
+        self.d_head_nope = check_count(d_head_nope, "d_head_nope")
+        self.d_head_rope = check_count(d_head_rope, "d_head_rope", low=2)
         if self.d_head_rope % 2:
             raise ValueError(f"d_head_rope must be even (RoPE rotates pairs); got {d_head_rope}")
-        self.d_head_v = _dim(d_head_v, "d_head_v")
+        self.d_head_v = check_count(d_head_v, "d_head_v")
         if isinstance(rope_base, bool) or not isinstance(rope_base, int | float) or rope_base <= 1:
             raise ValueError(f"rope_base must be a number > 1; got {rope_base!r}")
         if not isinstance(rope_interleaved, bool):
@@ -383,9 +375,9 @@ def decode_cost(
     >>> n["macs"] // a["macs"], n["work_values"] // a["work_values"]
     (113, 250)
     """
-    S, h = _dim(context, "context"), _dim(n_heads, "n_heads")
-    dc, dn = _dim(d_latent_kv, "d_latent_kv"), _dim(d_head_nope, "d_head_nope")
-    dr, dv = _dim(d_head_rope, "d_head_rope"), _dim(d_head_v, "d_head_v")
+    S, h = check_count(context, "context"), check_count(n_heads, "n_heads")
+    dc, dn = check_count(d_latent_kv, "d_latent_kv"), check_count(d_head_nope, "d_head_nope")
+    dr, dv = check_count(d_head_rope, "d_head_rope"), check_count(d_head_v, "d_head_v")
     attend = h * S * (dn + dr) + h * S * dv  # scores against per-head keys + weighted sum of values
     if mode == "full_kv":
         return {"macs": attend, "cache_values": S * (h * (dn + dr) + h * dv), "work_values": 0}

@@ -1,8 +1,9 @@
 """Attention configurations of real models, each row sourced, and their KV-cache sizes (chapter 10).
 
-Every number below is the model's published configuration: its paper's architecture table and the
-``config.json`` of its model card (the ``citation`` key of each row is in ``references.bib``;
-``source`` says where in it). SmolLM2-135M's row is also read from its GGUF file by
+Every number of the table (``model_configs.json``, beside this file) is the model's published
+configuration: its paper's architecture table and the ``config.json`` of its model card (the
+``citation`` key of each row is in ``references.bib``; ``source`` says where in it).
+SmolLM2-135M's row is also read from its GGUF file by
 :func:`course_utils.pretrained.load_smollm2`, and a test checks the two agree.
 
 ``n_kv_heads == n_heads`` is multi-head attention (MHA), ``n_kv_heads == 1`` multi-query attention
@@ -19,12 +20,14 @@ Byte counts come from :func:`course_utils.kv_cache.kv_cache_bytes`, the single h
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from .kv_cache import kv_cache_bytes, max_batch
 
-__all__ = ["MODEL_CONFIGS", "ModelConfig", "kv_cache_table"]
+__all__ = ["CONFIGS_PATH", "MODEL_CONFIGS", "ModelConfig", "kv_cache_table", "load_model_configs"]
 
 
 @dataclass(frozen=True)
@@ -92,84 +95,32 @@ class ModelConfig:
         return asdict(self) | {"kind": self.kind, "group_size": self.group_size}
 
 
-_ROWS = [
-    ModelConfig(
-        "Llama 2 7B",
-        n_layers=32,
-        d_model=4096,
-        n_heads=32,
-        n_kv_heads=32,
-        d_head=128,
-        context_length=4096,
-        citation="touvron2023llama2",
-        source="Table 1 (context 4k; GQA only for 34B and 70B); config.json: "
-        "num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads",
-    ),
-    ModelConfig(
-        "Llama 2 70B",
-        n_layers=80,
-        d_model=8192,
-        n_heads=64,
-        n_kv_heads=8,
-        d_head=128,
-        context_length=4096,
-        citation="touvron2023llama2",
-        source="Table 1 and §2.2 (GQA for 34B and 70B, details in Appendix A.2.1); config.json: "
-        "num_key_value_heads 8",
-    ),
-    ModelConfig(
-        "Mistral 7B",
-        n_layers=32,
-        d_model=4096,
-        n_heads=32,
-        n_kv_heads=8,
-        d_head=128,
-        context_length=8192,
-        citation="jiang2023mistral",
-        source="Table 1 (dim, n_layers, head_dim, n_heads, n_kv_heads, window_size, context_len)",
-        note="sliding-window attention (window 4096) with a rolling buffer: its real cache stops "
-        "growing at 4096 tokens (§2)",
-    ),
-    ModelConfig(
-        "Llama 3 8B",
-        n_layers=32,
-        d_model=4096,
-        n_heads=32,
-        n_kv_heads=8,
-        d_head=128,
-        context_length=8192,
-        citation="llamateam2024llama3",
-        source="Table 3 (layers, model dimension, attention heads, key/value heads); Llama 3.1 "
-        "8B has the same shape with a 128k context",
-    ),
-    ModelConfig(
-        "Falcon 7B",
-        n_layers=32,
-        d_model=4544,
-        n_heads=71,
-        n_kv_heads=1,
-        d_head=64,
-        context_length=2048,
-        citation="almazrouei2023falcon",
-        source="model card config.json: n_layer 32, hidden_size 4544, n_head 71, "
-        "multi_query true (the paper describes Falcon's multi-query attention)",
-    ),
-    ModelConfig(
-        "SmolLM2-135M",
-        n_layers=30,
-        d_model=576,
-        n_heads=9,
-        n_kv_heads=3,
-        d_head=64,
-        context_length=8192,
-        citation="allal2025smollm2",
-        source="config.json of the model card; the same numbers are in the GGUF file's llama.* "
-        "metadata that load_smollm2 reads",
-    ),
-]
+#: The sourced table: one record a model, in the chapter's order (each with its ``citation`` and
+#: ``source``), shipped with the package.
+CONFIGS_PATH = Path(__file__).with_name("model_configs.json")
+
+
+def load_model_configs(path: str | Path = CONFIGS_PATH) -> dict[str, ModelConfig]:
+    """The models of a table of records (a JSON list of :class:`ModelConfig` fields), by name.
+
+    A record with a missing or unknown field is a ``TypeError`` naming it; two records of one
+    name are a ``ValueError``.
+
+    >>> list(load_model_configs())[:2]
+    ['Llama 2 7B', 'Llama 2 70B']
+    """
+    records = json.loads(Path(path).read_text(encoding="utf-8"))
+    configs: dict[str, ModelConfig] = {}
+    for record in records:
+        cfg = ModelConfig(**record)
+        if cfg.name in configs:
+            raise ValueError(f"{path}: model {cfg.name!r} is listed twice")
+        configs[cfg.name] = cfg
+    return configs
+
 
 #: The sourced table, by model name (in the chapter's order).
-MODEL_CONFIGS: dict[str, ModelConfig] = {row.name: row for row in _ROWS}
+MODEL_CONFIGS: dict[str, ModelConfig] = load_model_configs()
 
 
 def kv_cache_table(

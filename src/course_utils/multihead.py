@@ -38,46 +38,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import check_int, shape_str
+from ._validation import check_float_tensor, check_int, shape_str
 
 __all__ = ["MultiHeadAttention", "attention_weights"]
 
 
-def _check_tensor(x: object, name: str, expected: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor of shape {expected}; got {type(x).__name__}"
-        )
-    if not x.is_floating_point():
-        raise TypeError(
-            f"{name} must be a floating-point tensor of shape {expected}; "
-            f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
-        )
-    if x.dim() != 3:
-        raise ValueError(
-            f"{name} must have 3 dimensions {expected}; got shape {shape_str(tuple(x.shape))}"
-        )
-    return x
-
-
 def _check_qk_mask(q: object, k: object, mask: object) -> None:
     """Validate the arguments of :func:`attention_weights` like the numpy functions do."""
-    for name, x, expected in (("q", q, "(..., T_q, d_k)"), ("k", k, "(..., T_k, d_k)")):
-        if not isinstance(x, Tensor):
-            raise TypeError(
-                f"{name} must be a torch.Tensor of shape {expected}; got {type(x).__name__}"
-            )
-        if not x.is_floating_point():
-            raise TypeError(
-                f"{name} must be a floating-point tensor of shape {expected}; "
-                f"got dtype {x.dtype} with shape {shape_str(tuple(x.shape))}"
-            )
-        if x.dim() < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dimensions {expected}; "
-                f"got shape {shape_str(tuple(x.shape))}"
-            )
-    assert isinstance(q, Tensor) and isinstance(k, Tensor)
+    q = check_float_tensor(q, "q", "(..., T_q, d_k)", min_ndim=2)
+    k = check_float_tensor(k, "k", "(..., T_k, d_k)", min_ndim=2)
     d_k = q.size(-1)
     if k.size(-1) != d_k or d_k == 0:
         raise ValueError(
@@ -114,6 +83,17 @@ def _check_qk_mask(q: object, k: object, mask: object) -> None:
             f"mask has shape {shape_str(tuple(mask.shape))}, expected a shape that broadcasts to "
             f"{shape_str(expected_shape)} (..., T_q, T_k) without enlarging it"
         )
+
+
+def _choose_path(fast: bool | None, return_weights: bool) -> bool:
+    """Whether to take the fast path: by default when no weights are asked for (it forms none)."""
+    if fast is None:
+        return not return_weights
+    if fast and return_weights:
+        raise ValueError(
+            "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
+        )
+    return fast
 
 
 def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -241,9 +221,9 @@ class MultiHeadAttention(nn.Module):
     def _check_inputs(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
     ) -> Tensor | None:
-        _check_tensor(query, "query", "(B, T_q, d_model)")
-        _check_tensor(key, "key", "(B, T_k, d_model)")
-        _check_tensor(value, "value", "(B, T_k, d_model)")
+        check_float_tensor(query, "query", "(B, T_q, d_model)", ndim=3)
+        check_float_tensor(key, "key", "(B, T_k, d_model)", ndim=3)
+        check_float_tensor(value, "value", "(B, T_k, d_model)", ndim=3)
         for name, x, expected in (
             ("query", query, "(B, T_q, d_model)"),
             ("key", key, "(B, T_k, d_model)"),
@@ -327,12 +307,7 @@ class MultiHeadAttention(nn.Module):
         four steps: a NaN query gives a NaN output row).
         """
         mask = self._check_inputs(query, key, value, mask)
-        if fast is None:
-            fast = not return_weights
-        if fast and return_weights:
-            raise ValueError(
-                "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
-            )
+        fast = _choose_path(fast, return_weights)
 
         # 1. Project, then split the d_model columns into n_heads heads of d_k.
         q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
@@ -356,12 +331,7 @@ class MultiHeadAttention(nn.Module):
         :meth:`forward` projects and then calls this; a KV cache (chapter 7) calls it with the
         cached keys and values. Returns what :meth:`forward` returns.
         """
-        if fast is None:
-            fast = not return_weights
-        if fast and return_weights:
-            raise ValueError(
-                "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
-            )
+        fast = _choose_path(fast, return_weights)
         # 2. Scaled dot-product attention in every head at once. The fast kernel may handle NaN or
         # inf differently from the four steps (it can return a finite row where they give NaN), so
         # non-finite projections take the readable path: both paths agree on every input.

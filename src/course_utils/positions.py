@@ -36,7 +36,7 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor
 
-from ._validation import check_positive_finite, shape_str
+from ._validation import check_float_tensor, check_positive_finite, shape_str
 from .masks import diagonal_offset
 
 __all__ = [
@@ -176,20 +176,7 @@ def _as_x(x: Any) -> Tensor:
                 f"{x.dtype} with shape {shape_str(x.shape)}"
             )
         x = torch.from_numpy(np.ascontiguousarray(x))  # numpy in -> torch out (documented)
-    if not isinstance(x, Tensor):
-        raise TypeError(
-            f"x must be a torch.Tensor (or numpy array) of shape (..., T, d); "
-            f"got {type(x).__name__}"
-        )
-    if not x.is_floating_point():
-        raise TypeError(
-            f"x must be a floating-point tensor of shape (..., T, d); got dtype {x.dtype} "
-            f"with shape {shape_str(tuple(x.shape))}"
-        )
-    if x.dim() < 2:
-        raise ValueError(
-            f"x must have at least 2 dimensions (..., T, d); got shape {shape_str(tuple(x.shape))}"
-        )
+    x = check_float_tensor(x, "x", "(..., T, d)", min_ndim=2, numpy_ok=True)
     if x.shape[-1] % 2:
         raise ValueError(
             f"x must have an even last dimension d (RoPE rotates pairs of dimensions); "

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import shape_str
+from ._validation import check_int, shape_str
 from .multihead import MultiHeadAttention, attention_weights
 
 if TYPE_CHECKING:
@@ -45,14 +45,6 @@ __all__ = ["ACTIVATIONS", "BlockTrace", "FeedForward", "TransformerBlock", "subl
 
 #: The activations of the FFN, by name: exactly PyTorch's ``"relu"`` and ``"gelu"`` (erf form).
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _check_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1; got {value}")
-    return value
 
 
 def _check_activation(activation: object) -> str:
@@ -86,14 +78,14 @@ def _init_block_settings(
 
     The one place both block kinds validate their sizes, so their error messages agree.
     """
-    _check_int(d_model, "d_model")
-    _check_int(n_heads, "n_heads")
+    check_int(d_model, "d_model", low=1)
+    check_int(n_heads, "n_heads", low=1)
     if d_model % n_heads:  # type: ignore[operator]
         raise ValueError(
             f"d_model must be divisible by n_heads (every head gets d_model / n_heads "
             f"dimensions); got d_model = {d_model}, n_heads = {n_heads}"
         )
-    block.d_model, block.n_heads, block.d_ff = d_model, n_heads, _check_int(d_ff, "d_ff")
+    block.d_model, block.n_heads, block.d_ff = d_model, n_heads, check_int(d_ff, "d_ff", low=1)
     block.norm_first = _check_bool(norm_first, "norm_first")
     block.p_dropout = _check_dropout(dropout)
     return _check_bool(bias, "bias")
@@ -122,7 +114,9 @@ class FeedForward(nn.Module):
     ) -> None:
         super().__init__()
         self.activation = _check_activation(activation)
-        self.linear1 = nn.Linear(_check_int(d_model, "d_model"), _check_int(d_ff, "d_ff"), bias)
+        self.linear1 = nn.Linear(
+            check_int(d_model, "d_model", low=1), check_int(d_ff, "d_ff", low=1), bias
+        )
         self.dropout = nn.Dropout(_check_dropout(dropout))
         self.linear2 = nn.Linear(d_ff, d_model, bias=_check_bool(bias, "bias"))
 
@@ -150,7 +144,49 @@ class BlockTrace:
     out: Tensor  # the block's output
 
 
-class TransformerBlock(nn.Module):
+class _Block(nn.Module):
+    """What the encoder block and the decoder block share: their settings (checked once, by
+    :func:`_init_block_settings`), the check of their inputs and their ``repr``. A subclass makes
+    its sublayers in ``_build``, given the checked settings."""
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = True,
+        activation: str = "relu",
+        bias: bool = True,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
+        self._build(activation, bias, layer_norm_eps)
+
+    def _build(self, activation: str, bias: bool, layer_norm_eps: float) -> None:
+        """Make the sublayers; the checked ``d_model, n_heads, d_ff, p_dropout`` are on ``self``."""
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        kind = "pre-LN" if self.norm_first else "post-LN"
+        act = self.ffn.activation
+        return f"{kind}, d_ff={self.d_ff}, activation={act!r}, dropout={self.p_dropout}"
+
+    def _check(self, x: object, name: str, expected: str) -> Tensor:
+        if not isinstance(x, Tensor) or not x.is_floating_point():
+            got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
+            raise TypeError(f"{name} must be a floating-point torch.Tensor {expected}; got {got}")
+        if x.dim() != 3 or x.size(-1) != self.d_model:
+            raise ValueError(
+                f"{name} has shape {shape_str(tuple(x.shape))}, expected {expected} with "
+                f"d_model = {self.d_model}"
+            )
+        return x
+
+
+class TransformerBlock(_Block):
     """One Transformer encoder block built on :class:`MultiHeadAttention`.
 
     Parameters
@@ -180,20 +216,8 @@ class TransformerBlock(nn.Module):
     True
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        *,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        activation: str = "relu",
-        bias: bool = True,
-        layer_norm_eps: float = 1e-5,
-    ) -> None:
-        super().__init__()
-        bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
+    def _build(self, activation: str, bias: bool, layer_norm_eps: float) -> None:
+        d_model, n_heads, d_ff, dropout = self.d_model, self.n_heads, self.d_ff, self.p_dropout
         self.attn = MultiHeadAttention(d_model, n_heads, bias=bias)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
@@ -202,21 +226,8 @@ class TransformerBlock(nn.Module):
         self.dropout1 = nn.Dropout(dropout)  # on the attention sublayer's output
         self.dropout2 = nn.Dropout(dropout)  # on the FFN's output
 
-    def extra_repr(self) -> str:
-        kind = "pre-LN" if self.norm_first else "post-LN"
-        act = self.ffn.activation
-        return f"{kind}, d_ff={self.d_ff}, activation={act!r}, dropout={self.p_dropout}"
-
     def _check_x(self, x: object) -> Tensor:
-        if not isinstance(x, Tensor) or not x.is_floating_point():
-            got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
-            raise TypeError(f"x must be a floating-point torch.Tensor (B, T, d_model); got {got}")
-        if x.dim() != 3 or x.size(-1) != self.d_model:
-            raise ValueError(
-                f"x has shape {shape_str(tuple(x.shape))}, expected (B, T, d_model) with "
-                f"d_model = {self.d_model}"
-            )
-        return x
+        return self._check(x, "x", "(B, T, d_model)")
 
     def self_attention(
         self, h: Tensor, mask: Tensor | None = None, *, return_weights: bool = False

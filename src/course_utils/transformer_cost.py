@@ -20,15 +20,9 @@ appear anywhere: heads share out the same columns.
 
 from __future__ import annotations
 
+from ._validation import check_int
+
 __all__ = ["block_flops_per_token", "block_parameter_count"]
-
-
-def _positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1; got {value}")
-    return value
 
 
 def block_parameter_count(
@@ -43,7 +37,8 @@ def block_parameter_count(
     {'attention': 1050624, 'ffn': 2099712, 'norms': 2048, 'total': 3152384}
     """
     d, h, f = (
-        _positive_int(v, n) for v, n in ((d_model, "d_model"), (n_heads, "n_heads"), (d_ff, "d_ff"))
+        check_int(v, n, low=1)
+        for v, n in ((d_model, "d_model"), (n_heads, "n_heads"), (d_ff, "d_ff"))
     )
     if d % h:
         raise ValueError(f"d_model must be divisible by n_heads; got d_model = {d}, n_heads = {h}")
@@ -66,7 +61,7 @@ def block_flops_per_token(d_model: int, d_ff: int, T: int) -> dict[str, int]:
     >>> c["attention_scores"] == c["ffn"]              # the crossover: T = d_ff
     True
     """
-    d, f, t = (_positive_int(v, n) for v, n in ((d_model, "d_model"), (d_ff, "d_ff"), (T, "T")))
+    d, f, t = (check_int(v, n, low=1) for v, n in ((d_model, "d_model"), (d_ff, "d_ff"), (T, "T")))
     projections = 8 * d * d  # 4 products (1 × d) @ (d × d), 2 FLOPs per multiply-add
     scores = 4 * t * d  # q·k_j for T keys (2 T d) and sum_j w_j v_j (2 T d)
     ffn = 4 * d * f  # (1 × d) @ (d × d_ff), then (1 × d_ff) @ (d_ff × d)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._training import batch_loss, held_out_loss, train_adam
 from ..transformer import BlockTrace, TransformerBlock
 
 __all__ = ["CountingModel", "CountingRun", "decode", "encode", "make_batch", "train_counting"]
@@ -98,8 +99,7 @@ def _test_loss(model: CountingModel, x: Tensor, y: Tensor) -> float:
     """Mean cross-entropy (nats) of ``model`` on tokens ``x`` and counts ``y``, both ``(B, T)``."""
     model.eval()
     with torch.no_grad():
-        logits = model(x)  # (B, T, T + 1)
-        return float(F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+        return held_out_loss(model, x, y)  # logits (B, T, T + 1)
 
 
 @dataclass(frozen=True)
@@ -145,19 +145,18 @@ def train_counting(
                 V, T, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers,
                 dropout=dropout, norm_first=norm_first,
             )  # fmt: skip
-            opt = torch.optim.Adam(model.parameters(), lr=lr)
             data = torch.Generator().manual_seed(1000 + seed)
-            at, losses = [0], [_test_loss(model, test_x, test_y)]  # step 0: about ln(T + 1)
-            for step in range(1, steps + 1):
-                model.train()
-                x, y = make_batch(batch, T, V, data)  # (B, T), (B, T)
-                loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if step % eval_every == 0 or step == steps:
-                    at.append(step)
-                    losses.append(_test_loss(model, test_x, test_y))
+            at, losses = train_adam(  # at step 0 the test loss is about ln(T + 1)
+                model,
+                partial(batch_loss, model, partial(make_batch, batch, T, V, data)),  # (B, T) x 2
+                steps=steps,
+                lr=lr,
+                eval_every=eval_every,
+                evaluate=partial(_test_loss, model, test_x, test_y),
+                at_start=True,
+                at_end=True,
+                train_mode=True,
+            )
             model.eval()
             accuracy = float((model.predict(test_x) == test_y).float().mean())
             runs.append(CountingRun(seed, at, losses, accuracy, model))

@@ -24,12 +24,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._training import batch_loss, held_out_loss, train_adam
 from ..positions import apply_rope, sinusoidal_encoding
 
 __all__ = [
@@ -156,22 +157,16 @@ def run_positions_experiment(
             for seed in seeds:
                 torch.manual_seed(seed)
                 model = PreviousTokenModel(kind, V, T, d_model)
-                opt = torch.optim.Adam(model.parameters(), lr=lr)
                 data = torch.Generator().manual_seed(1000 + seed)  # same batches for every kind
-                losses = []
-                for step in range(1, steps + 1):
-                    x, y = make_previous_token_batch(batch, T, V, data)
-                    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=IGNORE)
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-                    if step % eval_every == 0:
-                        with torch.no_grad():
-                            logits = model(test_x)  # (1024, T, V)
-                            test_loss = F.cross_entropy(
-                                logits.flatten(0, 1), test_y.flatten(), ignore_index=IGNORE
-                            )
-                        losses.append(float(test_loss))
+                next_batch = partial(make_previous_token_batch, batch, T, V, data)  # (B, T) x 2
+                _, losses = train_adam(
+                    model,
+                    partial(batch_loss, model, next_batch, IGNORE),
+                    steps=steps,
+                    lr=lr,
+                    eval_every=eval_every,
+                    evaluate=partial(held_out_loss, model, test_x, test_y, IGNORE),
+                )
                 with torch.no_grad():
                     accuracy = _accuracy(model, test_x, test_y)
                     long = None if kind == "learned" else _accuracy(model, long_x, long_y)

@@ -18,8 +18,9 @@ Runs are seeded and deterministic (one thread, deterministic algorithms).
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._training import train_adam
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
 from ..positions import sinusoidal_encoding
@@ -205,6 +207,10 @@ def _loss(model: ReversalModel, src: Tensor, lengths: Tensor, tgt: Tensor) -> Te
     return F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=PAD)
 
 
+def _batch_loss(model: ReversalModel, next_batch: Callable[[], tuple[Tensor, ...]]) -> Tensor:
+    return _loss(model, *next_batch())  # the next (src, lengths, tgt) of training words
+
+
 def _held_out_loss(model: ReversalModel, src: Tensor, lengths: Tensor, tgt: Tensor) -> float:
     model.eval()
     with torch.no_grad():
@@ -244,22 +250,21 @@ def train_reversal(
             model = ReversalModel(
                 max_len=max_len, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers
             )
-            opt = torch.optim.Adam(model.parameters(), lr=lr)
-            # linear decay to 0: the late steps settle instead of jumping out of the minimum
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps)
             data = torch.Generator().manual_seed(1000 + seed)
-
-            at, losses = [0], [_held_out_loss(model, test_src, test_len, test_tgt)]
-            for step in range(1, steps + 1):
-                model.train()
-                loss = _loss(model, *make_batch(batch, min_len, max_len, data))
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-                if step % eval_every == 0 or step == steps:
-                    at.append(step)
-                    losses.append(_held_out_loss(model, test_src, test_len, test_tgt))
+            next_batch = partial(make_batch, batch, min_len, max_len, data)
+            at, losses = train_adam(
+                model,
+                partial(_batch_loss, model, next_batch),
+                steps=steps,
+                lr=lr,
+                eval_every=eval_every,
+                evaluate=partial(_held_out_loss, model, test_src, test_len, test_tgt),
+                at_start=True,
+                at_end=True,
+                train_mode=True,
+                # linear decay to 0: the late steps settle instead of jumping out of the minimum
+                linear_decay=True,
+            )
             model.eval()
             out, cross = model.generate(test_src, test_len)
             exact = float(

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._training import batch_loss, held_out_loss, train_adam
 from ..multihead import MultiHeadAttention
 
 __all__ = ["HeadsResult", "NeighboursModel", "make_batch", "run_heads_experiment"]
@@ -113,21 +114,16 @@ def run_heads_experiment(
             for seed in seeds:
                 torch.manual_seed(seed)
                 model = NeighboursModel(V, T, d_model, n_heads)
-                opt = torch.optim.Adam(model.parameters(), lr=lr)
                 data = torch.Generator().manual_seed(1000 + seed)  # same batches for every n_heads
-                losses = []
-                for step in range(1, steps + 1):
-                    x, y = make_batch(batch, T, V, data)
-                    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-                    if step % eval_every == 0:
-                        with torch.no_grad():
-                            logits = model(test_x)  # (2048, T, V*V)
-                            losses.append(
-                                float(F.cross_entropy(logits.flatten(0, 1), test_y.flatten()))
-                            )
+                next_batch = partial(make_batch, batch, T, V, data)  # (B, T), (B, T)
+                _, losses = train_adam(
+                    model,
+                    partial(batch_loss, model, next_batch),
+                    steps=steps,
+                    lr=lr,
+                    eval_every=eval_every,
+                    evaluate=partial(held_out_loss, model, test_x, test_y),  # logits (2048, T, V*V)
+                )
                 with torch.no_grad():
                     accuracy = float((model(test_x).argmax(-1) == test_y).float().mean())
                     offsets = _offset_weights(model, test_x)  # (n_heads, T)

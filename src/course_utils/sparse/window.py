@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validation import shape_str
+from .._validation import check_float_tensor, shape_str
 from .patterns import _check_int
 
 __all__ = ["BLOCK", "CHUNK_SCORES", "sliding_window_attention"]
@@ -41,15 +41,7 @@ BLOCK = 64
 def _check_qkv(q: object, k: object, v: object) -> tuple[Tensor, Tensor, Tensor]:
     expected = {"q": "(..., T, d_k)", "k": "(..., T, d_k)", "v": "(..., T, d_v)"}
     for name, x in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(x, Tensor):
-            raise TypeError(
-                f"{name} must be a torch.Tensor of shape {expected[name]}; got {type(x).__name__}"
-            )
-        if not x.is_floating_point():
-            raise TypeError(
-                f"{name} must be a floating-point tensor of shape {expected[name]}; got dtype "
-                f"{x.dtype} with shape {shape_str(tuple(x.shape))}"
-            )
+        x = check_float_tensor(x, name, expected[name])
         if x.dim() < 2 or x.shape[-2] < 1 or x.shape[-1] < 1:
             raise ValueError(
                 f"{name} must have shape {expected[name]} with T >= 1 and d >= 1; got shape "

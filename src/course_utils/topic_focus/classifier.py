@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
 from .._determinism import one_thread
+from .._training import train_adam
 from ..multihead import attention_weights
 from .dataset import TOPICS, TopicSentence, template_sentences, topic_mask, word_tokens
 
@@ -210,6 +212,11 @@ class TrainResult:
         return probs, [weights[i, :n].numpy() for i, n in enumerate(lengths)]
 
 
+def _loss(model: AttentionPoolingClassifier, batch: Batch) -> Tensor:
+    logits, _ = model(batch.ids, batch.mask)  # (B, C)
+    return nn.functional.cross_entropy(logits, batch.labels)
+
+
 @torch.no_grad()
 def _measure(model: AttentionPoolingClassifier, batch: Batch) -> tuple[float, float]:
     logits, weights = model(batch.ids, batch.mask)  # (B, C), (B, T)
@@ -246,21 +253,16 @@ def _train(
     model = AttentionPoolingClassifier(len(data.vocab), len(TOPICS), d_model=d_model, d_k=d_k)
     train = make_batch(data.train, data.vocab)
     test = make_batch(data.test, data.vocab)
-    optimiser = torch.optim.Adam(model.parameters(), lr=lr)
-    result = TrainResult(model, data.vocab, seed, 0.0)
-    for step in range(steps + 1):
-        if step % eval_every == 0 or step == steps:
-            accuracy, share = _measure(model, test)
-            result.steps.append(step)
-            result.test_accuracy_curve.append(accuracy)
-            result.topic_share_curve.append(share)
-        if step == steps:
-            break
-        logits, _ = model(train.ids, train.mask)  # (B, C)
-        loss = nn.functional.cross_entropy(logits, train.labels)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+    at, measured = train_adam(  # full batch: every step sees the whole training set
+        model,
+        partial(_loss, model, train),
+        steps=steps,
+        lr=lr,
+        eval_every=eval_every,
+        evaluate=partial(_measure, model, test),
+        at_start=True,
+        at_end=True,
+    )
     model.eval()
-    result.test_accuracy = result.test_accuracy_curve[-1]
-    return result
+    accuracy_curve, share_curve = (list(curve) for curve in zip(*measured, strict=True))
+    return TrainResult(model, data.vocab, seed, accuracy_curve[-1], at, accuracy_curve, share_curve)

@@ -1,0 +1,105 @@
+"""The training loop of the chapters' seeded experiments: Adam, one batch a step, a test every k.
+
+One home for what every small experiment of the course repeats (the previous-token and
+neighbours tasks, counting, word reversal, the topic classifier): build Adam, take ``steps``
+steps of ``zero_grad, backward, step``, and measure the model on held-out data every
+``eval_every`` steps. What differs between them is passed in: the loss of one training batch and
+the measurement. The caller seeds the model, the batches and :func:`course_utils._determinism.
+deterministic` around it, so the numbers are the same on every run.
+
+>>> import torch
+>>> _ = torch.manual_seed(0)
+>>> model = torch.nn.Linear(1, 1, bias=False)
+>>> x = torch.ones(4, 1)
+>>> loss = lambda: ((model(x) - 2.0) ** 2).mean()
+>>> steps, losses = train_adam(
+...     model, loss, steps=4, lr=0.1, eval_every=2, evaluate=lambda: float(loss()), at_start=True
+... )
+>>> steps, losses[0] > losses[-1]
+([0, 2, 4], True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = ["batch_loss", "held_out_loss", "token_cross_entropy", "train_adam"]
+
+M = TypeVar("M")
+
+
+def train_adam(
+    model: nn.Module,
+    batch_loss: Callable[[], Tensor],
+    *,
+    steps: int,
+    lr: float,
+    eval_every: int,
+    evaluate: Callable[[], M],
+    at_start: bool = False,
+    at_end: bool = False,
+    train_mode: bool = False,
+    linear_decay: bool = False,
+) -> tuple[list[int], list[M]]:
+    """Train ``model`` with Adam; return the steps at which it was measured, and the measurements.
+
+    Each step calls ``batch_loss()`` (the loss of the next training batch, a scalar tensor), then
+    ``zero_grad``, ``backward`` and ``step``. ``evaluate()`` runs under ``torch.no_grad()`` after
+    every step that is a multiple of ``eval_every``; with ``at_start`` also before the first step
+    (step 0), with ``at_end`` also after the last one when ``steps`` is not a multiple.
+    ``train_mode`` puts the model in ``train()`` mode before every step (for a measurement that
+    switches it to ``eval()``); ``linear_decay`` lowers the learning rate linearly to 0 over the
+    steps (``LambdaLR`` with ``1 - s / steps``).
+    """
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    schedule = (
+        torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps) if linear_decay else None
+    )
+    at: list[int] = []
+    measured: list[M] = []
+
+    def measure(step: int) -> None:
+        with torch.no_grad():
+            measured.append(evaluate())
+        at.append(step)
+
+    if at_start:
+        measure(0)
+    for step in range(1, steps + 1):
+        if train_mode:
+            model.train()
+        loss = batch_loss()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if schedule is not None:
+            schedule.step()
+        if step % eval_every == 0 or (at_end and step == steps):
+            measure(step)
+    return at, measured
+
+
+def token_cross_entropy(model: nn.Module, x: Tensor, y: Tensor, ignore_index: int = -100) -> Tensor:
+    """Mean cross-entropy of ``model(x)`` ``(B, T, n_classes)`` against targets ``y`` ``(B, T)``.
+
+    Targets equal to ``ignore_index`` count for nothing (-100 is PyTorch's default).
+    """
+    logits = model(x)  # (B, T, n_classes)
+    return F.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=ignore_index)
+
+
+def batch_loss(
+    model: nn.Module, next_batch: Callable[[], tuple[Tensor, Tensor]], ignore_index: int = -100
+) -> Tensor:
+    """:func:`token_cross_entropy` on the next training batch ``(x, y)`` of ``next_batch()``."""
+    return token_cross_entropy(model, *next_batch(), ignore_index=ignore_index)
+
+
+def held_out_loss(model: nn.Module, x: Tensor, y: Tensor, ignore_index: int = -100) -> float:
+    """:func:`token_cross_entropy` of held-out data as a float (call it under ``no_grad``)."""
+    return float(token_cross_entropy(model, x, y, ignore_index))
