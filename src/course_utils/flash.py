@@ -39,6 +39,7 @@ import torch
 from numpy.typing import NDArray
 
 from ._validation import as_float_array, check_float_tensor, shape_str
+from .attention import default_scale
 
 __all__ = [
     "TileStep",
@@ -219,7 +220,7 @@ def _check_qkv(
             f"k {shapes['k']} has T_k = {t_k}"
         )
     if scale is None:
-        scale = 1.0 / math.sqrt(d)
+        scale = default_scale(d)
     elif isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
         raise TypeError(f"scale must be a number or None; got {type(scale).__name__}")
     elif not math.isfinite(scale):

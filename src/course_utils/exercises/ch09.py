@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..attention import default_scale
 from ..sparse import sliding_window_attention, sliding_window_mask, window_layers_needed
 from ._checks import Mistake, as_answer_array, check_array
 from ._feedback import Feedback
@@ -178,7 +179,7 @@ def check_window_attention(window_attention: Callable[..., Any]) -> Feedback:
         expected = sliding_window_attention(tq, tk, tv, window=w).numpy()  # (T, d_v)
 
         t, d_k = q.shape
-        scale = 1 / math.sqrt(d_k)
+        scale = default_scale(d_k)
         masked = functools.partial(_masked_attention, q, k, v)
         mistakes = [
             Mistake(

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._validation import check_float_tensor, shape_str
+from ..attention import default_scale
 from .patterns import _check_int
 
 __all__ = ["BLOCK", "CHUNK_SCORES", "sliding_window_attention"]
@@ -113,7 +114,7 @@ def _sliding_window_attention(
     n = math.prod(batch)
     # Padded copies: q scaled by 1/√d_k (the same scores as scaling them afterwards, on T·d_k
     # numbers instead of T·n_keys), zero keys and values before 0 and after T - 1.
-    q_pad = F.pad(q.reshape(n, t, d_k) * (1.0 / math.sqrt(d_k)), (0, 0, 0, n_blocks * s - t))
+    q_pad = F.pad(q.reshape(n, t, d_k) * default_scale(d_k), (0, 0, 0, n_blocks * s - t))
     k_pad = F.pad(k.reshape(n, t, d_k), (0, 0, front, back))  # (N, front + T + back, d_k)
     v_pad = F.pad(v.reshape(n, t, d_v), (0, 0, front, back))  # (N, front + T + back, d_v)
     # With autograd the output is assembled with cat; without, written in place (no extra copy).
