@@ -432,3 +432,61 @@ def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path) -> Non
     (png,) = [o["data"]["image/png"] for o in nb.cells[1].outputs if "image/png" in o["data"]]
     image = Image.open(io.BytesIO(base64.b64decode(png)))
     assert image.text[TEXT_SIZE_KEY] == "10.00"  # 7.2 pt at 100 dpi
+
+
+def _heatmap_png() -> bytes:
+    from course_utils.plotting import figure_png
+
+    x = np.linspace(0, 6, 128)
+    fig, ax = plt.subplots(figsize=(4.8, 4))
+    image = ax.imshow(np.cos(x[:, None] - x[None, :]), cmap="cividis", vmin=-1, vmax=1)
+    fig.colorbar(image, ax=ax)
+    ax.set_title("a heatmap")
+    try:
+        return figure_png(fig)
+    finally:
+        plt.close(fig)
+
+
+def test_a_heatmap_is_stored_with_a_palette_that_looks_the_same() -> None:
+    """The PNG shrinks, keeps its size, its recorded text size and every pixel within the bound."""
+    from PIL import Image, ImageChops
+
+    from course_utils.plotting import PALETTE_MAX_ERROR, TEXT_SIZE_KEY
+
+    png = _heatmap_png()
+    image = Image.open(io.BytesIO(png))
+    assert image.mode == "P", "a cividis heatmap has few colours: it gets a palette"
+    assert image.text[TEXT_SIZE_KEY] == "13.89"  # 10 pt ticks at 100 dpi, recorded as before
+    # The full-colour rendering, re-made, differs from the stored one by at most the bound.
+    full = Image.open(io.BytesIO(_heatmap_png_full()))
+    assert full.size == image.size
+    diff = ImageChops.difference(full.convert("RGB"), image.convert("RGB"))
+    assert max(hi for _, hi in diff.getextrema()) <= PALETTE_MAX_ERROR
+    assert len(png) < 0.7 * len(_heatmap_png_full())
+
+
+def _heatmap_png_full() -> bytes:
+    """The same heatmap without the palette step (what IPython's formatter would store)."""
+    from unittest import mock
+
+    import course_utils.plotting as plotting
+
+    with mock.patch.object(plotting, "palette_png", lambda png: png):
+        return _heatmap_png()
+
+
+def test_an_image_that_would_change_keeps_full_colour() -> None:
+    """Noise has far more than 256 colours; a transparent image keeps its alpha: both unchanged."""
+    from PIL import Image
+
+    from course_utils.plotting import palette_png
+
+    rng = np.random.default_rng(0)
+    for pixels, mode in (
+        (rng.integers(0, 256, (64, 64, 3), dtype=np.uint8), "RGB"),
+        (np.full((64, 64, 4), (255, 0, 0, 128), dtype=np.uint8), "RGBA"),
+    ):
+        buffer = io.BytesIO()
+        Image.fromarray(pixels, mode).save(buffer, "PNG")
+        assert palette_png(buffer.getvalue()) == buffer.getvalue()

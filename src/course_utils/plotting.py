@@ -64,12 +64,14 @@ __all__ = [
     "FIGURE_DPI",
     "MIN_TEXT_PX",
     "OKABE_ITO",
+    "PALETTE_MAX_ERROR",
     "SMALL_FONT_PT",
     "TEXT_SIZE_KEY",
     "column_figsize",
     "describe_attention",
     "figure_png",
     "install_figure_format",
+    "palette_png",
     "plot_attention",
     "plot_query_and_keys",
     "plot_vectors",
@@ -109,6 +111,10 @@ COLUMN_WIDTH_IN = 6.5
 SMALL_FONT_PT = 8.0
 #: The PNG text chunk in which :func:`figure_png` records the figure's smallest text (PNG px).
 TEXT_SIZE_KEY = "course_utils smallest text px"
+#: :func:`figure_png` stores a figure with a palette of 256 colours (a PNG often less than half the
+#: size, which the book's pages load) only if no pixel changes by more than this, out of 255, in
+#: any channel: a change the eye cannot see. Otherwise it keeps the full-colour PNG.
+PALETTE_MAX_ERROR = 4
 
 
 def column_figsize(height: float, width: float = COLUMN_WIDTH_IN) -> tuple[float, float]:
@@ -189,7 +195,48 @@ def figure_png(fig: Any) -> bytes | None:
         return None
     smallest = smallest_text_px(fig)
     metadata = {TEXT_SIZE_KEY: "none" if smallest is None else f"{smallest:.2f}"}
-    return print_figure(fig, fmt="png", bbox_inches="tight", metadata=metadata)
+    return palette_png(print_figure(fig, fmt="png", bbox_inches="tight", metadata=metadata))
+
+
+def palette_png(png: bytes, max_error: int = PALETTE_MAX_ERROR) -> bytes:
+    """``png`` with a palette of at most 256 colours if that is smaller and looks the same.
+
+    Same pixels to within ``max_error`` (out of 255, per channel), the same size and the same text
+    chunks (the smallest text recorded by :func:`figure_png`). An image with transparent pixels, or
+    one whose 256-colour version would differ by more, is returned unchanged.
+
+    >>> import io
+    >>> from PIL import Image
+    >>> buffer = io.BytesIO()
+    >>> greys = np.random.default_rng(0).integers(0, 256, (64, 64), dtype=np.uint8)
+    >>> Image.fromarray(greys).convert("RGBA").save(buffer, "PNG")  # 256 greys, opaque
+    >>> smaller = palette_png(buffer.getvalue())
+    >>> Image.open(io.BytesIO(smaller)).mode, len(smaller) < len(buffer.getvalue())
+    ('P', True)
+    """
+    import io
+
+    from PIL import Image, ImageChops, PngImagePlugin
+
+    image = Image.open(io.BytesIO(png))
+    if image.mode == "RGBA":
+        if image.getchannel("A").getextrema() != (255, 255):
+            return png  # transparency: keep it
+        image = image.convert("RGB")
+    if image.mode != "RGB":
+        return png
+    # MAXCOVERAGE keeps rare colours (a colour bar's ends), so a heatmap keeps every shade.
+    paletted = image.quantize(256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
+    error = max(hi for _, hi in ImageChops.difference(image, paletted.convert("RGB")).getextrema())
+    if error > max_error:
+        return png
+    info = PngImagePlugin.PngInfo()
+    for key, value in getattr(Image.open(io.BytesIO(png)), "text", {}).items():
+        info.add_text(key, value)
+    out = io.BytesIO()
+    extra = {"dpi": image.info["dpi"]} if "dpi" in image.info else {}
+    paletted.save(out, "PNG", optimize=True, pnginfo=info, **extra)
+    return out.getvalue() if out.tell() < len(png) else png
 
 
 def _figure_png_base64(fig: Any) -> str | None:

@@ -14,6 +14,9 @@ grows), then, on that page:
 * on a 1280 px desktop at 100% zoom no figure has text under 11 px as shown: the smallest text of
   each figure, in PNG pixels, is recorded in its PNG by ``course_utils.plotting`` (font size x
   dpi / 72), and the browser shows the PNG scaled by (shown width / natural width);
+* a chapter page weighs at most ``PAGE_GZIP_BUDGET`` (1.5 MB): every same-origin response the page
+  loads, each gzip-compressed (level 6, what a server with gzip on sends; the measure of
+  ``benchmarks/widget_latency.py``), summed; no chapter is exempt, in either edition;
 * from the top of the article, Tab reaches each widget's first control in at most as many presses
   as there are links, buttons and scrollable code blocks (the theme makes those tab stops so that
   a keyboard can scroll them) before it, plus a handful (``TAB_SLACK``); formulas are no tab
@@ -27,6 +30,8 @@ The numbers behind these goals (before/after a change): ``python benchmarks/site
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import re
 from pathlib import Path
 from typing import Any
@@ -64,6 +69,8 @@ BLOCKING = ("critical", "serious")
 DESKTOP = 1280
 #: Tab presses a widget may take beyond the links and buttons before it ("a handful").
 TAB_SLACK = 5
+#: Most bytes a chapter page may load, gzip-compressed (issue 9's goal), every chapter alike.
+PAGE_GZIP_BUDGET = 1_500_000
 
 
 def toc_pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
@@ -146,11 +153,31 @@ def test_page_audit(
     block_outside(context, (site_url,), [])
     context.add_init_script(mode_init_script("light"))
     page = context.new_page()
+    gzipped: dict[str, int] = {}  # URL -> gzip-compressed bytes of every same-origin response
+
+    def on_response(resp: Any) -> None:
+        if resp.url.startswith(site_url) and resp.status < 300:
+            with contextlib.suppress(Exception):  # redirects and aborted loads have no body
+                gzipped[resp.url] = len(gzip.compress(resp.body(), 6))
+
+    page.on("response", on_response)
     problems: list[str] = []
     try:
         page.goto(site_url + rel, wait_until="load")
         page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
         page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        if split_edition(rel)[1].startswith("chapters/"):
+            # Late requests (fonts, a widget's worker) count too: let them finish first.
+            with contextlib.suppress(Exception):  # a settle hint only: some pages never go idle
+                page.wait_for_load_state("networkidle", timeout=5_000)
+            total = sum(gzipped.values())
+            if total > PAGE_GZIP_BUDGET:
+                heaviest = sorted(gzipped.items(), key=lambda kv: -kv[1])[:3]
+                problems.append(
+                    f"page weight {total / 1e6:.2f} MB gzipped ({len(gzipped)} responses), "
+                    f"over the budget of {PAGE_GZIP_BUDGET / 1e6:.1f} MB; heaviest: "
+                    + ", ".join(f"{url.rsplit('/', 1)[-1]} {n / 1e3:.0f} KB" for url, n in heaviest)
+                )
         assert page.evaluate("() => document.documentElement.dataset.theme") == "light"
         # Both editions are audited alike (0 critical/serious); the 中文 pages say their language.
         lang = page.evaluate("() => document.documentElement.lang")

@@ -123,6 +123,7 @@ def run_heads_experiment(
                     lr=lr,
                     eval_every=eval_every,
                     evaluate=partial(held_out_loss, model, test_x, test_y),  # logits (2048, T, V*V)
+                    fused=True,
                 )
                 with torch.no_grad():
                     accuracy = float((model(test_x).argmax(-1) == test_y).float().mean())
