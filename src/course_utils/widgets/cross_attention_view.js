@@ -11,10 +11,8 @@ function render({ model, el }) {
     options: model.get("labels"),
     value: model.get("example_index"),
     onChange: (i) => {
-      model.set("example_index", i);
       const n = model.get("outputs")[i].length;
-      if (model.get("step_index") >= n) model.set("step_index", n - 1);
-      model.save_changes();
+      CU.save(model, { example_index: i, step_index: Math.min(model.get("step_index"), n - 1) });
       rebuild();
     },
   });
@@ -22,13 +20,10 @@ function render({ model, el }) {
   const stepSlider = CU.slider({
     label: CU.t("Output step"),
     n: model.get("outputs")[model.get("example_index")].length,
-    value: model.get("step_index"),
+    model,
+    trait: "step_index",
     format: (i) => `${i + 1}: ${outTok(i)}`,
-    onInput: (i) => {
-      model.set("step_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   if (model.get("labels").length > 1) controls.append(exampleSelect.root);
   controls.append(stepSlider.root);
@@ -50,8 +45,7 @@ function render({ model, el }) {
       CU.token(btn, tok);
       btn.setAttribute("aria-label", CU.t(`Show output step ${i + 1}, "${tok}"`));
       btn.addEventListener("click", () => {
-        model.set("step_index", i);
-        model.save_changes();
+        CU.save(model, { step_index: i });
         update();
       });
       CU.suppressShortcuts(btn);
@@ -96,13 +90,10 @@ function render({ model, el }) {
       `${best + 1} ("${src[best]}", weight ${CU.fmt(w[best], 2)}); weight on padding: ${CU.fmt(pad, 2)}.`);
   }
 
-  const cleanup = CU.listen(model, [
-    ["change:example_index", rebuild],
+  return CU.live(model, [
+    ["change:example_index change:frames", rebuild],
     ["change:step_index", update],
-    ["change:frames", rebuild],
-  ]);
-  rebuild();
-  return cleanup;
+  ], rebuild);
 }
 
 export default { render };

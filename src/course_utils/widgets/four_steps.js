@@ -23,13 +23,10 @@ function render({ model, el }) {
   const slider = CU.slider({
     label: CU.t("Step"),
     n: 4,
-    value: model.get("step_index"),
+    model,
+    trait: "step_index",
     format: (i) => `${i + 1}: ${model.get("step_names")[i]}`,
-    onInput: (i) => {
-      model.set("step_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   controls.appendChild(slider.root);
   const explain = CU.html("p", { class: "cu-steps-explain", "aria-live": "polite" }, stage);
@@ -139,12 +136,10 @@ function render({ model, el }) {
     build();
     update();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:step_index", update],
     ["change:frames change:query_tokens change:key_tokens change:value_labels", rebuild],
-  ]);
-  rebuild();
-  return cleanup;
+  ], rebuild);
 }
 
 export default { render };

@@ -10,10 +10,8 @@ function render({ model, el }) {
     options: model.get("names"),
     value: model.get("example"),
     onChange: (i) => {
-      model.set("example", i);
       const T = model.get("tokens")[i].length;
-      if (model.get("step") > T - 1) model.set("step", T - 1);
-      model.save_changes();
+      CU.save(model, { example: i, step: Math.min(model.get("step"), T - 1) });
       rebuild();
     },
   });
@@ -26,11 +24,9 @@ function render({ model, el }) {
     n: currentTokens().length,
     value: Math.min(model.get("step"), currentTokens().length - 1),
     format: (i) => `${i} (${currentTokens()[Math.min(i, currentTokens().length - 1)]})`,
-    onInput: (i) => {
-      model.set("step", i);
-      model.save_changes();
-      update();
-    },
+    model,
+    trait: "step",
+    onInput: update,
   });
   controls.appendChild(slider.root);
   const layout = CU.html("div", { class: "cu-gstep-layout" }, stage);
@@ -114,13 +110,10 @@ function render({ model, el }) {
     setRange();
     update();
   }
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:step", update],
-    ["change:example", rebuild],
-    ["change:frames", rebuild],
-  ]);
-  rebuild();
-  return cleanup;
+    ["change:example change:frames", rebuild],
+  ], rebuild);
 }
 
 export default { render };

@@ -16,13 +16,10 @@ function render({ model, el }) {
     const s = CU.slider({
       label,
       n: model.get(grid).length,
-      value: model.get(key),
+      model,
+      trait: key,
       format: (i) => format(model.get(grid)[i]),
-      onInput: (i) => {
-        model.set(key, i);
-        model.save_changes();
-        update();
-      },
+      onInput: update,
     });
     controls.appendChild(s.root);
     return s;
@@ -108,11 +105,9 @@ function render({ model, el }) {
     sCtx.set(c);
   }
 
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:latent_index change:rope_index change:context_index change:frames", update],
-  ]);
-  update();
-  return cleanup;
+  ], update);
 }
 
 export default { render };

@@ -16,13 +16,10 @@ function render({ model, el }) {
   const slider = CU.slider({
     label: CU.t("Dimension d_k"),
     n: model.get("d_ks").length,
-    value: model.get("d_k_index"),
+    model,
+    trait: "d_k_index",
     format: (i) => String(model.get("d_ks")[i]),
-    onInput: (i) => {
-      model.set("d_k_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   controls.appendChild(slider.root);
 
@@ -105,9 +102,7 @@ function render({ model, el }) {
     slider.set(i);
   }
 
-  const cleanup = CU.listen(model, [["change:d_k_index change:frames", update]]);
-  update();
-  return cleanup;
+  return CU.live(model, [["change:d_k_index change:frames", update]], update);
 }
 
 export default { render };

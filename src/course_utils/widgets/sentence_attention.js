@@ -11,10 +11,8 @@ function render({ model, el }) {
     options: model.get("labels"),
     value: model.get("sentence_index"),
     onChange: (i) => {
-      model.set("sentence_index", i);
       const n = model.get("tokens")[i].length;
-      if (model.get("query_index") >= n) model.set("query_index", n - 1);
-      model.save_changes();
+      CU.save(model, { sentence_index: i, query_index: Math.min(model.get("query_index"), n - 1) });
       rebuild();
     },
   });
@@ -22,13 +20,10 @@ function render({ model, el }) {
   const querySlider = CU.slider({
     label: CU.t("Query token"),
     n: model.get("tokens")[model.get("sentence_index")].length,
-    value: model.get("query_index"),
+    model,
+    trait: "query_index",
     format: (i) => `${i + 1}: ${tokenOf(i)}`,
-    onInput: (i) => {
-      model.set("query_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   if (model.get("labels").length > 1) controls.append(sentenceSelect.root);
   controls.append(querySlider.root);
@@ -50,8 +45,7 @@ function render({ model, el }) {
       CU.token(btn, tok);
       btn.setAttribute("aria-label", CU.t(`Make "${tok}" the query`));
       btn.addEventListener("click", () => {
-        model.set("query_index", j);
-        model.save_changes();
+        CU.save(model, { query_index: j });
         update();
       });
       CU.suppressShortcuts(btn);
@@ -89,13 +83,11 @@ function render({ model, el }) {
     sentenceSelect.setOptions(model.get("labels"), model.get("sentence_index"));
     rebuild();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:sentence_index", onSentence],
     ["change:query_index", update],
     ["change:frames", onFrames],
-  ]);
-  rebuild();
-  return cleanup;
+  ], rebuild);
 }
 
 export default { render };

@@ -19,33 +19,26 @@ function render({ model, el }) {
     onChange: (i) => {
       model.set("causal", i === 1);
       const n = tiles().length;
-      if (model.get("step_index") > n - 1) model.set("step_index", n - 1);
-      model.save_changes();
+      CU.save(model, { step_index: Math.min(model.get("step_index"), n - 1) });
       draw();
     },
   });
   const stepSlider = CU.slider({
     label: CU.t("Tile"),
     n: Math.max(1, tiles().length),
-    value: model.get("step_index"),
+    model,
+    trait: "step_index",
     format: (i) => tileText(i),
-    onInput: (i) => {
-      model.set("step_index", i);
-      model.save_changes();
-      draw();
-    },
+    onInput: draw,
   });
   const memT = model.get("frames").memory.T;
   const memSlider = CU.slider({
     label: CU.t("Memory view: sequence length T"),
     n: memT.length,
-    value: model.get("memory_index"),
+    model,
+    trait: "memory_index",
     format: (i) => `T = ${model.get("frames").memory.T[i]}`,
-    onInput: (i) => {
-      model.set("memory_index", i);
-      model.save_changes();
-      drawMemory();
-    },
+    onInput: drawMemory,
   });
   controls.appendChild(maskSelect.root);
   controls.appendChild(stepSlider.root);
@@ -233,13 +226,11 @@ function render({ model, el }) {
     draw();
     drawMemory();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:step_index change:causal", draw],
     ["change:memory_index", drawMemory],
     ["change:frames change:tokens", redrawAll],
-  ]);
-  redrawAll();
-  return cleanup;
+  ], redrawAll);
 }
 
 export default { render };
