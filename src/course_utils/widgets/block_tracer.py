@@ -156,11 +156,10 @@ class BlockTracer(CourseWidget):
                 h = t.out  # (1, T, d_model)
         return np.stack(vectors), np.stack(weights)  # (L, T, S, d), (L, T, H, T)
 
-    @traitlets.validate("token", "layer")
-    def _valid_index(self, proposal: Any) -> int:
-        name = proposal["trait"].name
-        n = len(self.tokens) if name == "token" else self.n_layers
-        return check_index(proposal["value"], name, n)
+    _v_index = traitlets.validate("token", "layer")(CourseWidget._valid_index)
+
+    def _index_size(self, name: str) -> int:
+        return {"token": len(self.tokens), "layer": self.n_layers}[name]
 
     def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
         return (

@@ -23,7 +23,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, unpack_array
+from ._base import CourseWidget, check_tokens, check_vectors, pack_array, unpack_array
 from ._text import Text
 
 __all__ = ["CrossAttentionView"]
@@ -89,20 +89,9 @@ class CrossAttentionView(CourseWidget):
         self.example_index = example_index
         self._check_budget()
 
-    @traitlets.validate("example_index")
-    def _valid_example(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "example_index", len(self.labels))
-
-    @traitlets.validate("step_index")
-    def _valid_step(self, proposal: Any) -> int:
-        n = len(self.outputs[self.example_index]) if self.outputs else 1
-        return check_index(proposal["value"], "step_index", n)
-
-    @traitlets.observe("example_index")
-    def _on_example(self, change: Any) -> None:
-        n = len(self.outputs[change["new"]])
-        if self.step_index >= n:
-            self.step_index = n - 1
+    _sequence_index = ("example_index", "step_index", "outputs")
+    _v_index = traitlets.validate("example_index", "step_index")(CourseWidget._valid_index)
+    _on_example = traitlets.observe("example_index")(CourseWidget._keep_position_within)
 
     @property
     def weights(self) -> NDArray:

@@ -201,13 +201,13 @@ class HeadExplorer(CourseWidget):
                 raise
             self.sentence_index = len(self.labels) - 1
 
-    @traitlets.validate("sentence_index", "layer", "head", "view")
-    def _valid_index(self, proposal: Any) -> int:
-        name, value = proposal["trait"].name, proposal["value"]
-        n = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}.get(
-            name, len(VIEWS)
-        )
-        return check_index(value, name, n)
+    _v_index = traitlets.validate("sentence_index", "layer", "head", "view")(
+        CourseWidget._valid_index
+    )
+
+    def _index_size(self, name: str) -> int:
+        sizes = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}
+        return sizes.get(name, len(VIEWS))
 
     def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
         return (

@@ -148,13 +148,10 @@ class QueryKeyPlane(CourseWidget):
             raise ValueError(f"lengths must be positive and finite; got {arr.tolist()}")
         return [float(x) for x in arr]
 
-    @traitlets.validate("angle_index")
-    def _valid_angle(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "angle_index", max(1, len(self.angles)))
+    _v_index = traitlets.validate("angle_index", "length_index")(CourseWidget._valid_index)
 
-    @traitlets.validate("length_index")
-    def _valid_length(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "length_index", max(1, len(self.lengths)))
+    def _index_size(self, name: str) -> int:
+        return len(self.angles if name == "angle_index" else self.lengths)
 
     # ---- inputs that recompute --------------------------------------------------------------
     def set_inputs(

@@ -39,7 +39,7 @@ from ..sparse import (
     sliding_window_mask,
     strided_mask,
 )
-from ._base import CourseWidget, check_index, pack_uint8, unpack_array
+from ._base import CourseWidget, pack_uint8, unpack_array
 from ._text import Text
 
 __all__ = ["PATTERNS", "SparsePatterns", "build_mask"]
@@ -58,6 +58,13 @@ PATTERNS: dict[str, tuple[str, bool]] = {
     "window + global": ("window w (two-sided)", True),
     "BigBird": ("window w (two-sided)", True),
     "block-sparse window": ("block = window", False),
+}
+#: How many positions each control has.
+INDEX_SIZES = {
+    "pattern_index": len(PATTERNS),
+    "t_index": len(T_VALUES),
+    "param_index": len(PARAM_VALUES),
+    "extra_index": len(EXTRA_VALUES),
 }
 
 
@@ -179,16 +186,10 @@ class SparsePatterns(CourseWidget):
         self.frames = frames
         self._check_budget("use fewer grid values")
 
-    @traitlets.validate("pattern_index", "t_index", "param_index", "extra_index")
-    def _valid_index(self, proposal: Any) -> int:
-        name, value = proposal["trait"].name, proposal["value"]
-        n = {
-            "pattern_index": len(PATTERNS),
-            "t_index": len(T_VALUES),
-            "param_index": len(PARAM_VALUES),
-            "extra_index": len(EXTRA_VALUES),
-        }[name]
-        return check_index(value, name, n)
+    _v_index = traitlets.validate(*INDEX_SIZES)(CourseWidget._valid_index)
+
+    def _index_size(self, name: str) -> int:
+        return INDEX_SIZES[name]
 
     def __repr__(self) -> str:  # deterministic, so nbval can compare it
         return (

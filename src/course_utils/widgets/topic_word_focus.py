@@ -32,7 +32,7 @@ from ..topic_focus.attribution import ablate, classifier_gradient_x_input
 from ..topic_focus.classifier import TrainResult
 from ..topic_focus.dataset import TOPICS, TopicSentence, topic_mask, word_tokens
 from ..topic_focus.minilm import minilm_measures, to_words
-from ._base import CourseWidget, check_index, check_tokens, pack_array, pack_uint8, unpack_array
+from ._base import CourseWidget, check_tokens, pack_array, pack_uint8, unpack_array
 from ._text import Text
 
 __all__ = ["TopicWordFocus"]
@@ -148,17 +148,13 @@ class TopicWordFocus(CourseWidget):
             self.k_index = 0
         self._check_budget("use fewer or shorter sentences, or a smaller k_max")
 
-    @traitlets.validate("sentence_index")
-    def _valid_sentence(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "sentence_index", max(1, len(self.tokens)))
+    _v_index = traitlets.validate("sentence_index", "option_index", "k_index")(
+        CourseWidget._valid_index
+    )
 
-    @traitlets.validate("option_index")
-    def _valid_option(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "option_index", len(OPTION_NAMES))
-
-    @traitlets.validate("k_index")
-    def _valid_k(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "k_index", self.k_max)
+    def _index_size(self, name: str) -> int:
+        sizes = {"sentence_index": len(self.tokens), "option_index": len(OPTION_NAMES)}
+        return sizes.get(name, self.k_max)
 
     @property
     def values(self) -> NDArray:
