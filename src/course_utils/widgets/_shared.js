@@ -147,6 +147,42 @@ const CU = (() => {
     return control;
   }
 
+  /**
+   * The two controls of a widget that shows one of several sequences and a position in it (Python:
+   * CourseWidget._sequence_index): a select of the sequences (model trait `outer`) and a slider over
+   * the positions of the chosen one (trait `inner`). Picking sequence i saves it, moves the position
+   * back into that sequence if it is past its end, and calls onSequence(); moving the slider saves the
+   * position and calls onPosition(). format(i, sequence) is the slider's text at position i.
+   * opts: {model, outer, inner, sequences, options, selectLabel, sliderLabel, format, onSequence,
+   * onPosition}. Returns {select, slider, current() -> the chosen sequence, resize()}: call resize()
+   * when the chosen sequence changes, to fit the slider to it.
+   */
+  function sequenceControls(opts) {
+    const { model, outer, inner, sequences } = opts;
+    const current = () => model.get(sequences)[model.get(outer)];
+    const choice = select({
+      label: opts.selectLabel,
+      options: opts.options,
+      value: model.get(outer),
+      onChange: (i) => {
+        const last = model.get(sequences)[i].length - 1;
+        save(model, { [outer]: i, [inner]: Math.min(model.get(inner), last) });
+        opts.onSequence();
+      },
+    });
+    const position = slider({
+      label: opts.sliderLabel,
+      n: current().length,
+      value: Math.min(model.get(inner), current().length - 1),
+      format: (i) => opts.format(i, current()),
+      model,
+      trait: inner,
+      onInput: opts.onPosition,
+    });
+    const resize = () => position.input.setAttribute("max", String(Math.max(0, current().length - 1)));
+    return { select: choice, slider: position, current, resize };
+  }
+
   // Colour-blind-safe sequential maps: 9 stops sampled from matplotlib, linearly interpolated.
   const MAPS = {
     viridis: ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"],
@@ -332,7 +368,7 @@ const CU = (() => {
   }
 
   return {
-    svg, html, setText, uid, slider, select, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
+    svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
     suppressShortcuts, listen, live, save, sync, t, addMessages,
   };
 })();

@@ -6,25 +6,19 @@ function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-cross-attention-view");
   const BAR = 80; // px for weight 1
 
-  const exampleSelect = CU.select({
-    label: CU.t("Example"),
-    options: model.get("labels"),
-    value: model.get("example_index"),
-    onChange: (i) => {
-      const n = model.get("outputs")[i].length;
-      CU.save(model, { example_index: i, step_index: Math.min(model.get("step_index"), n - 1) });
-      rebuild();
-    },
-  });
-  const outTok = (i) => model.get("outputs")[model.get("example_index")][i];
-  const stepSlider = CU.slider({
-    label: CU.t("Output step"),
-    n: model.get("outputs")[model.get("example_index")].length,
+  const picker = CU.sequenceControls({
     model,
-    trait: "step_index",
-    format: (i) => `${i + 1}: ${outTok(i)}`,
-    onInput: update,
+    outer: "example_index",
+    inner: "step_index",
+    sequences: "outputs",
+    options: model.get("labels"),
+    selectLabel: CU.t("Example"),
+    sliderLabel: CU.t("Output step"),
+    format: (i, outputs) => `${i + 1}: ${outputs[i]}`,
+    onSequence: rebuild,
+    onPosition: update,
   });
+  const { select: exampleSelect, slider: stepSlider } = picker;
   if (model.get("labels").length > 1) controls.append(exampleSelect.root);
   controls.append(stepSlider.root);
 
@@ -61,7 +55,7 @@ function render({ model, el }) {
       if (tok === "<pad>") col.classList.add("cu-cav-pad");
       return { num, bar };
     });
-    stepSlider.input.max = String(outs.length - 1);
+    picker.resize();
     exampleSelect.set(e);
     update();
   }

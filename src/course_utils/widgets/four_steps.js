@@ -40,12 +40,12 @@ function render({ model, el }) {
   function makeGrid(rowLabels, colLabels) {
     const g = CU.svg("g", { display: "none" }, body);
     colLabels.forEach((lab, j) => {
-      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-steps-label" }, g);
+      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-label" }, g);
       CU.setText(t, lab);
     });
     const cells = [];
     rowLabels.forEach((lab, i) => {
-      const t = CU.svg("text", { x: LEFT - 6, y: TOP + i * ROW + 19, "text-anchor": "end", class: "cu-steps-label" }, g);
+      const t = CU.svg("text", { x: LEFT - 6, y: TOP + i * ROW + 19, "text-anchor": "end", class: "cu-label" }, g);
       CU.setText(t, lab);
       for (let j = 0; j < colLabels.length; j++) {
         const rect = CU.svg("rect", { x: LEFT + j * CELL + 1, y: TOP + i * ROW + 1, width: CELL - 2, height: ROW - 2 }, g);

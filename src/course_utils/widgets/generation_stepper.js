@@ -5,39 +5,27 @@
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-gstep");
-  const exampleSelect = CU.select({
-    label: CU.t("Sequence"),
-    options: model.get("names"),
-    value: model.get("example"),
-    onChange: (i) => {
-      const T = model.get("tokens")[i].length;
-      CU.save(model, { example: i, step: Math.min(model.get("step"), T - 1) });
-      rebuild();
-    },
-  });
-  controls.appendChild(exampleSelect.root);
-  const currentTokens = () => model.get("tokens")[model.get("example")];
   // One slider for every example (its range is updated when the example changes), so the control
   // keeps its id and focus.
-  const slider = CU.slider({
-    label: CU.t("Generation step t"),
-    n: currentTokens().length,
-    value: Math.min(model.get("step"), currentTokens().length - 1),
-    format: (i) => `${i} (${currentTokens()[Math.min(i, currentTokens().length - 1)]})`,
+  const picker = CU.sequenceControls({
     model,
-    trait: "step",
-    onInput: update,
+    outer: "example",
+    inner: "step",
+    sequences: "tokens",
+    options: model.get("names"),
+    selectLabel: CU.t("Sequence"),
+    sliderLabel: CU.t("Generation step t"),
+    format: (i, tokens) => `${i} (${tokens[Math.min(i, tokens.length - 1)]})`,
+    onSequence: rebuild,
+    onPosition: update,
   });
-  controls.appendChild(slider.root);
+  const { select: exampleSelect, slider } = picker;
+  controls.append(exampleSelect.root, slider.root);
   const layout = CU.html("div", { class: "cu-gstep-layout" }, stage);
   const svg = CU.svg("svg", { role: "img" }, layout);
   const title = CU.svg("title", {}, svg);
   const g = CU.svg("g", {}, svg);
   const out = CU.html("p", { class: "cu-gstep-out", "aria-live": "polite" }, stage);
-
-  function setRange() {
-    slider.input.setAttribute("max", String(Math.max(0, currentTokens().length - 1)));
-  }
 
   function update() {
     const ex = model.get("example");
@@ -107,7 +95,7 @@ function render({ model, el }) {
   }
 
   function rebuild() {
-    setRange();
+    picker.resize();
     update();
   }
   return CU.live(model, [

@@ -86,7 +86,7 @@ function render({ model, el }) {
   const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" }, svgBox);
   const svgTitle = CU.svg("title", {}, svg);
   const plot = CU.svg("g", {}, svg);
-  const table = CU.html("table", { class: "cu-kvcalc-table" }, row2);
+  const table = CU.html("table", { class: "cu-table cu-kvcalc-table" }, row2);
   const tbody = CU.html("tbody", {}, table);
   const row = (label) => {
     const tr = CU.html("tr", {}, tbody);

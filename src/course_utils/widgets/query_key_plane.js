@@ -74,7 +74,7 @@ function render({ model, el }) {
       : null;
 
     // Table: one row per key with score, weight bar and value.
-    const table = CU.html("table", { class: "cu-qk-table" }, layout);
+    const table = CU.html("table", { class: "cu-table cu-qk-table" }, layout);
     const head = CU.html("tr", {}, CU.html("thead", {}, table));
     for (const h of [CU.t("key"), CU.t("score"), CU.t("weight")]) CU.html("th", { scope: "col" }, head, h);
     // The bar column's header is for screen readers only (an empty header cell has no name).

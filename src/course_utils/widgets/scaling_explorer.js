@@ -40,7 +40,7 @@ function render({ model, el }) {
     return { svg, title, hist, ticks, bars };
   });
 
-  const table = CU.html("table", { class: "cu-scaling-table" }, stage);
+  const table = CU.html("table", { class: "cu-table cu-scaling-table" }, stage);
   const headRow = CU.html("tr", {}, CU.html("thead", {}, table));
   for (const h of [CU.t("mean over rows"), CU.t("without scaling"), CU.t("with scaling")]) {
     CU.html("th", { scope: "col" }, headRow, h);

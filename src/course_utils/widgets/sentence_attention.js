@@ -6,25 +6,19 @@ function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-sentence-attention");
   const BAR = 90; // px for weight 1
 
-  const sentenceSelect = CU.select({
-    label: CU.t("Sentence"),
-    options: model.get("labels"),
-    value: model.get("sentence_index"),
-    onChange: (i) => {
-      const n = model.get("tokens")[i].length;
-      CU.save(model, { sentence_index: i, query_index: Math.min(model.get("query_index"), n - 1) });
-      rebuild();
-    },
-  });
-  const tokenOf = (i) => model.get("tokens")[model.get("sentence_index")][i];
-  const querySlider = CU.slider({
-    label: CU.t("Query token"),
-    n: model.get("tokens")[model.get("sentence_index")].length,
+  const picker = CU.sequenceControls({
     model,
-    trait: "query_index",
-    format: (i) => `${i + 1}: ${tokenOf(i)}`,
-    onInput: update,
+    outer: "sentence_index",
+    inner: "query_index",
+    sequences: "tokens",
+    options: model.get("labels"),
+    selectLabel: CU.t("Sentence"),
+    sliderLabel: CU.t("Query token"),
+    format: (i, tokens) => `${i + 1}: ${tokens[i]}`,
+    onSequence: rebuild,
+    onPosition: update,
   });
+  const { select: sentenceSelect, slider: querySlider } = picker;
   if (model.get("labels").length > 1) controls.append(sentenceSelect.root);
   controls.append(querySlider.root);
 
@@ -51,8 +45,7 @@ function render({ model, el }) {
       CU.suppressShortcuts(btn);
       return { num, bar, btn };
     });
-    const input = querySlider.input;
-    input.max = String(toks.length - 1);
+    picker.resize();
     sentenceSelect.set(s);
     update();
   }
