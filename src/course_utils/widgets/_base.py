@@ -264,6 +264,8 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """
 
     _widget_file: ClassVar[str] = ""
+    #: The screen-reader description a widget gets when none is given (``description=...``).
+    _default_description: ClassVar[str] = ""
     #: ``(outer, inner, sequences)`` for a widget that picks one of several sequences (index trait
     #: ``outer``) and a position in it (index trait ``inner``); ``sequences`` names the list trait
     #: that holds the sequences. :meth:`_index_size` then knows both sizes.
@@ -281,6 +283,8 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if lang != "en" and self._widget_file:
             kwargs.setdefault("_esm", widget_esm(self._widget_file, lang))
         super().__init__(*args, **kwargs)
+        if not self.description and self._default_description:
+            self.description = self._default_description
 
     def __repr__(self) -> str:
         # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory

@@ -76,6 +76,11 @@ class BlockTracer(CourseWidget):
     """
 
     _widget_file = "block_tracer"
+    _default_description = (
+        "For the chosen token and layer: bar charts of the token's vector at each step of "
+        "the block, its length (norm), and how much attention weight it gives each token "
+        "in each head. Choose the token and the layer with the sliders."
+    )
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     answers = traitlets.List(Text()).tag(sync=True)
@@ -134,12 +139,6 @@ class BlockTracer(CourseWidget):
             self.attention = pack_uint8(np.rint(100 * weights), "attention")
             self.token = check_index(token, "token", len(tokens))
             self.layer = check_index(layer, "layer", len(blocks))
-        if not self.description:
-            self.description = (
-                "For the chosen token and layer: bar charts of the token's vector at each step of "
-                "the block, its length (norm), and how much attention weight it gives each token "
-                "in each head. Choose the token and the layer with the sliders."
-            )
         self._check_budget("use fewer tokens or layers")
 
     @staticmethod

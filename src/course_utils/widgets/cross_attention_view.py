@@ -62,6 +62,10 @@ class CrossAttentionView(CourseWidget):
     """
 
     _widget_file = "cross_attention_view"
+    _default_description = (
+        "Choose an example and an output step. Bars under the source tokens show how much "
+        "cross-attention weight that output step gives each source token; they sum to 1."
+    )
 
     labels = traitlets.List(Text()).tag(sync=True)
     sources = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
@@ -72,11 +76,6 @@ class CrossAttentionView(CourseWidget):
 
     def __init__(self, examples: Sequence[Any], *, example_index: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if not self.description:
-            self.description = (
-                "Choose an example and an output step. Bars under the source tokens show how much "
-                "cross-attention weight that output step gives each source token; they sum to 1."
-            )
         if isinstance(examples, str | bytes) or not isinstance(examples, Sequence) or not examples:
             raise TypeError("examples must be a non-empty list of (label, source, output, weights)")
         parsed = [_parse(e, i) for i, e in enumerate(examples)]

@@ -86,6 +86,10 @@ class HeadExplorer(CourseWidget):
     """
 
     _widget_file = "head_explorer"
+    _default_description = (
+        "Heatmap of one attention head: rows are query tokens, columns are key tokens, "
+        "brighter cells get more weight. Choose a sentence, a layer and a head."
+    )
 
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
@@ -134,11 +138,6 @@ class HeadExplorer(CourseWidget):
         self.head_notes = {
             f"{L}-{H}": translate_parts(str(t)) for (L, H), t in (notes or {}).items()
         }
-        if not self.description:
-            self.description = (
-                "Heatmap of one attention head: rows are query tokens, columns are key tokens, "
-                "brighter cells get more weight. Choose a sentence, a layer and a head."
-            )
         self._check_budget(BUDGET_HINT)
 
     def _append(self, text: str) -> None:

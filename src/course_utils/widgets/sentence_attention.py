@@ -74,6 +74,10 @@ class SentenceAttention(CourseWidget):
     """
 
     _widget_file = "sentence_attention"
+    _default_description = (
+        "Choose a sentence and a query token; a bar above every token shows how much "
+        "attention weight the query gives it. The weights of one query sum to 1."
+    )
 
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)  # per sentence
@@ -93,11 +97,6 @@ class SentenceAttention(CourseWidget):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not self.description:
-            self.description = (
-                "Choose a sentence and a query token; a bar above every token shows how much "
-                "attention weight the query gives it. The weights of one query sum to 1."
-            )
         self._scale = scale
         self._w_q = w_q
         self._w_k = w_k

@@ -113,6 +113,12 @@ class SparsePatterns(CourseWidget):
     """
 
     _widget_file = "sparse_patterns"
+    _default_description = (
+        "Left: a sparse attention mask, rows are queries and columns keys, a filled cell "
+        "means the query may attend to that key. Right: after 1 to 8 layers, which tokens "
+        "the last token has received information from. Choose a pattern, the sequence "
+        "length T, the pattern's parameter and the number of extra tokens."
+    )
 
     pattern_names = traitlets.List(Text()).tag(sync=True)
     param_labels = traitlets.List(Text()).tag(sync=True)
@@ -160,13 +166,6 @@ class SparsePatterns(CourseWidget):
         self.pattern_index = names.index(pattern)
         self.t_index, self.param_index = T_VALUES.index(t), PARAM_VALUES.index(param)
         self.extra_index = EXTRA_VALUES.index(extra)
-        if not self.description:
-            self.description = (
-                "Left: a sparse attention mask, rows are queries and columns keys, a filled cell "
-                "means the query may attend to that key. Right: after 1 to 8 layers, which tokens "
-                "the last token has received information from. Choose a pattern, the sequence "
-                "length T, the pattern's parameter and the number of extra tokens."
-            )
 
     def _recompute(self) -> None:
         frames: dict[str, Any] = {}

@@ -63,6 +63,12 @@ class TopicWordFocus(CourseWidget):
     """
 
     _widget_file = "topic_word_focus"
+    _default_description = (
+        "Choose a sentence. Its words are shown three times, shaded by three measures of "
+        "importance (darker = less, brighter = more); true topic words are underlined. "
+        "Choose what to remove and how many words: removed words are struck through and "
+        "the bars show the classifier's topic probabilities before and after."
+    )
 
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)  # words
@@ -96,13 +102,6 @@ class TopicWordFocus(CourseWidget):
             raise TypeError("sentences must be a non-empty list of TopicSentence")
         if isinstance(k_max, bool) or not isinstance(k_max, int) or not 1 <= k_max <= 5:
             raise ValueError(f"k_max must be an int in [1, 5]; got {k_max!r}")
-        if not self.description:
-            self.description = (
-                "Choose a sentence. Its words are shown three times, shaded by three measures of "
-                "importance (darker = less, brighter = more); true topic words are underlined. "
-                "Choose what to remove and how many words: removed words are struck through and "
-                "the bars show the classifier's topic probabilities before and after."
-            )
         rng = np.random.default_rng(seed)
         labels, tokens, is_topic, topic, measures, removed, probs = [], [], [], [], [], [], []
         self._values: list[NDArray] = []
