@@ -136,6 +136,36 @@ def test_shared_js_listen_unsubscribes_exactly_what_it_subscribed() -> None:
     assert out["log"] == [["on", *p] for p in pairs] + [["off", *p] for p in pairs]
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_live_draws_once_after_subscribing_and_save_sets_then_saves() -> None:
+    """CU.live = CU.listen + one first draw; CU.save sets every trait, in order, then saves once."""
+    script = (WIDGET_DIR / "_shared.js").read_text() + (
+        "\nconst log = [];\n"
+        "const model = { on: (e) => log.push(['on', e]), off: (e) => log.push(['off', e]),"
+        " set: (k, v) => log.push(['set', k, v]), save_changes: () => log.push(['save']) };\n"
+        "function draw() { log.push(['draw']); }\n"
+        "const cleanup = CU.live(model, [['change:a change:b', draw]], draw);\n"
+        "cleanup();\n"
+        "CU.save(model, { example_index: 2, step_index: 0 });\n"
+        "CU.sync({ sync: () => log.push(['sync', 1]) }, { sync: () => log.push(['sync', 2]) });\n"
+        "console.log(JSON.stringify(log));\n"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [
+        ["on", "change:a"],
+        ["on", "change:b"],
+        ["draw"],
+        ["off", "change:a"],
+        ["off", "change:b"],
+        ["set", "example_index", 2],
+        ["set", "step_index", 0],
+        ["save"],
+        ["sync", 1],
+        ["sync", 2],
+    ]
+
+
 @pytest.mark.parametrize(
     ("tokens", "error", "match"),
     [
@@ -284,8 +314,10 @@ def test_js_does_no_maths_and_no_html_sinks(stem: str) -> None:
     assert "Math.exp" not in js and "Math.log(" not in js
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", js)
     assert "export default { render }" in js
-    # render returns the cleanup that CU.listen built from the same subscriptions (or a function
-    # that calls it first, then stops what else the widget started, e.g. a Web Worker)
-    assert re.search(r"const cleanup = CU\.listen\(model,", js)
-    assert "return cleanup;" in js or re.search(r"return \(\) => \{\s*cleanup\(\);", js)
+    # render returns the cleanup that CU.live (CU.listen, then the first draw) built from the same
+    # subscriptions, or a function that calls CU.listen's cleanup first, then stops what else the
+    # widget started (e.g. a Web Worker)
+    if not re.search(r"return CU\.live\(model,", js):
+        assert re.search(r"const cleanup = CU\.listen\(model,", js)
+        assert re.search(r"return \(\) => \{\s*cleanup\(\);", js)
     assert "model.on(" not in js  # every subscription goes through CU.listen

@@ -264,6 +264,12 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """
 
     _widget_file: ClassVar[str] = ""
+    #: The screen-reader description a widget gets when none is given (``description=...``).
+    _default_description: ClassVar[str] = ""
+    #: ``(outer, inner, sequences)`` for a widget that picks one of several sequences (index trait
+    #: ``outer``) and a position in it (index trait ``inner``); ``sequences`` names the list trait
+    #: that holds the sequences. :meth:`_index_size` then knows both sizes.
+    _sequence_index: ClassVar[tuple[str, str, str] | None] = None
 
     #: Shown above the drawing (as text). Empty: no caption.
     title = Text("").tag(sync=True)
@@ -277,6 +283,8 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if lang != "en" and self._widget_file:
             kwargs.setdefault("_esm", widget_esm(self._widget_file, lang))
         super().__init__(*args, **kwargs)
+        if not self.description and self._default_description:
+            self.description = self._default_description
 
     def __repr__(self) -> str:
         # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory
@@ -292,6 +300,49 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _recompute(self) -> None:  # pragma: no cover - subclasses implement it
         raise NotImplementedError
+
+    def _index_size(self, name: str) -> int:
+        """How many positions the index trait ``name`` has (the options of its slider or select).
+
+        A widget whose index traits :meth:`_valid_index` checks implements it, unless they are the
+        two of :attr:`_sequence_index`.
+        """
+        if self._sequence_index is not None:
+            outer, inner, sequences_trait = self._sequence_index
+            sequences = getattr(self, sequences_trait)
+            if name == outer:
+                return len(sequences)
+            if name == inner:
+                return len(sequences[getattr(self, outer)]) if sequences else 1
+        raise NotImplementedError(f"{type(self).__name__} has no size for index trait {name}")
+
+    def _valid_index(self, proposal: Any) -> int:
+        """Validate an index trait: :func:`check_index` with ``n`` from :meth:`_index_size`.
+
+        ``n`` is at least 1, so that 0 is accepted while a widget's inputs are still being set. A
+        widget names its index traits once, in its class body:
+        ``_v_index = traitlets.validate("angle_index", "length_index")(CourseWidget._valid_index)``.
+        """
+        name = proposal["trait"].name
+        return check_index(proposal["value"], name, max(1, self._index_size(name)))
+
+    def _keep_position_within(self, _change: Any) -> None:
+        """Observer of the outer index of :attr:`_sequence_index`: keep the inner one in range.
+
+        ``_on_outer = traitlets.observe("sentence_index")(CourseWidget._keep_position_within)``
+        """
+        if self._sequence_index is not None:
+            self._keep_index_within(self._sequence_index[1])
+
+    def _keep_index_within(self, name: str) -> None:
+        """Move index trait ``name`` back to its last position if it is past it.
+
+        For an index into a list that just changed, e.g. the query token when another, shorter
+        sentence is chosen.
+        """
+        last = self._index_size(name) - 1
+        if getattr(self, name) > last:
+            setattr(self, name, last)
 
     def data_bytes(self) -> int:
         """JSON size in bytes of the synced state without the code (``_esm``, ``_css``) and ids."""

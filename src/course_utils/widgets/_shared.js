@@ -46,9 +46,34 @@ const CU = (() => {
   }
 
   /**
+   * Set model traits from the page and save them, so that Python sees the change in JupyterLab
+   * (harmless on the kernel-free site): `CU.save(model, { step_index: i })`.
+   */
+  function save(model, values) {
+    for (const [name, value] of Object.entries(values)) model.set(name, value);
+    model.save_changes();
+  }
+
+  /**
+   * What a control does when the reader moves it to i: if it shows a model trait (opts.model and
+   * opts.trait), save i to that trait first; then call the widget's handler (a redraw).
+   */
+  function moved(opts, i, handler) {
+    if (opts.trait) save(opts.model, { [opts.trait]: i });
+    if (handler) handler(i);
+  }
+
+  /** The start value of a control: opts.value, else the value of the model trait it shows. */
+  function startValue(opts) {
+    return opts.value !== undefined ? opts.value : opts.model.get(opts.trait);
+  }
+
+  /**
    * A labelled range slider over integer indices 0..n-1 (a grid of precomputed frames).
-   * opts: {label, n, value, format(i) -> text shown and announced, onInput(i)}.
-   * Returns {root, input, set(i)}.
+   * opts: {label, n, value, format(i) -> text shown and announced, onInput(i)}; with {model, trait}
+   * it shows that model trait: it starts at its value (unless value is given), a move saves it
+   * (CU.save) before onInput, and sync() moves the slider to the trait's current value.
+   * Returns {root, input, set(i), sync()}.
    */
   function slider(opts) {
     const id = uid("slider");
@@ -61,7 +86,8 @@ const CU = (() => {
       max: Math.max(0, opts.n - 1),
       step: 1,
     }, root);
-    input.value = String(opts.value);
+    const start = startValue(opts);
+    input.value = String(start);
     suppressShortcuts(input);
     const out = html("output", { for: id, "aria-hidden": "true" }, root);
     const show = (i) => {
@@ -69,25 +95,30 @@ const CU = (() => {
       out.textContent = text;
       input.setAttribute("aria-valuetext", text);
     };
-    show(opts.value);
+    show(start);
     input.addEventListener("input", () => {
       const i = Number(input.value);
       show(i);
-      opts.onInput(i);
+      moved(opts, i, opts.onInput);
     });
-    return {
+    const control = {
       root,
       input,
       set(i) {
         if (Number(input.value) !== i) input.value = String(i);
         show(i);
       },
+      sync() {
+        control.set(opts.model.get(opts.trait));
+      },
     };
+    return control;
   }
 
   /**
    * A labelled native <select> (keyboard-operable by default).
-   * opts: {label, options: [text...], value: index, onChange(i)}. Option text is set with textContent.
+   * opts: {label, options: [text...], value: index, onChange(i)}; {model, trait} as for CU.slider.
+   * Option text is set with textContent. Returns {root, input, set(i), sync(), setOptions(options, i)}.
    */
   function select(opts) {
     const id = uid("select");
@@ -95,14 +126,17 @@ const CU = (() => {
     html("label", { for: id }, root, opts.label);
     const sel = html("select", { id }, root);
     opts.options.forEach((text, i) => html("option", { value: i }, sel, text));
-    sel.value = String(opts.value);
+    sel.value = String(startValue(opts));
     suppressShortcuts(sel);
-    sel.addEventListener("change", () => opts.onChange(Number(sel.value)));
-    return {
+    sel.addEventListener("change", () => moved(opts, Number(sel.value), opts.onChange));
+    const control = {
       root,
       input: sel,
       set(i) {
         if (Number(sel.value) !== i) sel.value = String(i);
+      },
+      sync() {
+        control.set(opts.model.get(opts.trait));
       },
       setOptions(options, value) {
         sel.replaceChildren();
@@ -110,6 +144,43 @@ const CU = (() => {
         sel.value = String(value);
       },
     };
+    return control;
+  }
+
+  /**
+   * The two controls of a widget that shows one of several sequences and a position in it (Python:
+   * CourseWidget._sequence_index): a select of the sequences (model trait `outer`) and a slider over
+   * the positions of the chosen one (trait `inner`). Picking sequence i saves it, moves the position
+   * back into that sequence if it is past its end, and calls onSequence(); moving the slider saves the
+   * position and calls onPosition(). format(i, sequence) is the slider's text at position i.
+   * opts: {model, outer, inner, sequences, options, selectLabel, sliderLabel, format, onSequence,
+   * onPosition}. Returns {select, slider, current() -> the chosen sequence, resize()}: call resize()
+   * when the chosen sequence changes, to fit the slider to it.
+   */
+  function sequenceControls(opts) {
+    const { model, outer, inner, sequences } = opts;
+    const current = () => model.get(sequences)[model.get(outer)];
+    const choice = select({
+      label: opts.selectLabel,
+      options: opts.options,
+      value: model.get(outer),
+      onChange: (i) => {
+        const last = model.get(sequences)[i].length - 1;
+        save(model, { [outer]: i, [inner]: Math.min(model.get(inner), last) });
+        opts.onSequence();
+      },
+    });
+    const position = slider({
+      label: opts.sliderLabel,
+      n: current().length,
+      value: Math.min(model.get(inner), current().length - 1),
+      format: (i) => opts.format(i, current()),
+      model,
+      trait: inner,
+      onInput: opts.onPosition,
+    });
+    const resize = () => position.input.setAttribute("max", String(Math.max(0, current().length - 1)));
+    return { select: choice, slider: position, current, resize };
   }
 
   // Colour-blind-safe sequential maps: 9 stops sampled from matplotlib, linearly interpolated.
@@ -223,6 +294,21 @@ const CU = (() => {
     };
   }
 
+  /**
+   * The end of a widget's render(): subscribe the handlers (as CU.listen), draw the widget once with
+   * first(), and return the cleanup: `return CU.live(model, [["change:x", update]], update);`
+   */
+  function live(model, entries, first) {
+    const cleanup = listen(model, entries);
+    first();
+    return cleanup;
+  }
+
+  /** Move each control that shows a model trait (made with {model, trait}) to the trait's value. */
+  function sync(...controls) {
+    for (const control of controls) control.sync();
+  }
+
   // ---- translations (course_utils.i18n) ----
   // Every visible English string of a widget goes through CU.t, written as it is shown (a string or a
   // template literal, already formatted). In English nothing is looked up. A widget created in Python
@@ -282,7 +368,7 @@ const CU = (() => {
   }
 
   return {
-    svg, html, setText, uid, slider, select, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
-    suppressShortcuts, listen, t, addMessages,
+    svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
+    suppressShortcuts, listen, live, save, sync, t, addMessages,
   };
 })();

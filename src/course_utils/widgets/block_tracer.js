@@ -14,16 +14,18 @@ function render({ model, el }) {
   const tokenSlider = CU.slider({
     label: CU.t("Token"),
     n: T,
-    value: model.get("token"),
+    model,
+    trait: "token",
     format: (i) => `${i}: ${tokens[i]}`,
-    onInput: (i) => { model.set("token", i); model.save_changes(); draw(); },
+    onInput: draw,
   });
   const layerSlider = CU.slider({
     label: CU.t("Layer"),
     n: L,
-    value: model.get("layer"),
+    model,
+    trait: "layer",
     format: (i) => CU.t(`block ${i}`),
-    onInput: (i) => { model.set("layer", i); model.save_changes(); draw(); },
+    onInput: draw,
   });
   controls.append(tokenSlider.root, layerSlider.root);
 
@@ -122,12 +124,9 @@ function render({ model, el }) {
   }
 
   const onChange = () => {
-    tokenSlider.set(model.get("token"));
-    layerSlider.set(model.get("layer"));
+    CU.sync(tokenSlider, layerSlider);
     draw();
   };
-  const cleanup = CU.listen(model, [["change:token change:layer", onChange], ["change:vectors", draw]]);
-  draw();
-  return cleanup;
+  return CU.live(model, [["change:token change:layer", onChange], ["change:vectors", draw]], draw);
 }
 export default { render };

@@ -76,6 +76,11 @@ class BlockTracer(CourseWidget):
     """
 
     _widget_file = "block_tracer"
+    _default_description = (
+        "For the chosen token and layer: bar charts of the token's vector at each step of "
+        "the block, its length (norm), and how much attention weight it gives each token "
+        "in each head. Choose the token and the layer with the sliders."
+    )
 
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     answers = traitlets.List(Text()).tag(sync=True)
@@ -134,12 +139,6 @@ class BlockTracer(CourseWidget):
             self.attention = pack_uint8(np.rint(100 * weights), "attention")
             self.token = check_index(token, "token", len(tokens))
             self.layer = check_index(layer, "layer", len(blocks))
-        if not self.description:
-            self.description = (
-                "For the chosen token and layer: bar charts of the token's vector at each step of "
-                "the block, its length (norm), and how much attention weight it gives each token "
-                "in each head. Choose the token and the layer with the sliders."
-            )
         self._check_budget("use fewer tokens or layers")
 
     @staticmethod
@@ -156,11 +155,10 @@ class BlockTracer(CourseWidget):
                 h = t.out  # (1, T, d_model)
         return np.stack(vectors), np.stack(weights)  # (L, T, S, d), (L, T, H, T)
 
-    @traitlets.validate("token", "layer")
-    def _valid_index(self, proposal: Any) -> int:
-        name = proposal["trait"].name
-        n = len(self.tokens) if name == "token" else self.n_layers
-        return check_index(proposal["value"], name, n)
+    _v_index = traitlets.validate("token", "layer")(CourseWidget._valid_index)
+
+    def _index_size(self, name: str) -> int:
+        return {"token": len(self.tokens), "layer": self.n_layers}[name]
 
     def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
         return (

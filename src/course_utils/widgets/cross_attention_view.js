@@ -6,30 +6,19 @@ function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-cross-attention-view");
   const BAR = 80; // px for weight 1
 
-  const exampleSelect = CU.select({
-    label: CU.t("Example"),
+  const picker = CU.sequenceControls({
+    model,
+    outer: "example_index",
+    inner: "step_index",
+    sequences: "outputs",
     options: model.get("labels"),
-    value: model.get("example_index"),
-    onChange: (i) => {
-      model.set("example_index", i);
-      const n = model.get("outputs")[i].length;
-      if (model.get("step_index") >= n) model.set("step_index", n - 1);
-      model.save_changes();
-      rebuild();
-    },
+    selectLabel: CU.t("Example"),
+    sliderLabel: CU.t("Output step"),
+    format: (i, outputs) => `${i + 1}: ${outputs[i]}`,
+    onSequence: rebuild,
+    onPosition: update,
   });
-  const outTok = (i) => model.get("outputs")[model.get("example_index")][i];
-  const stepSlider = CU.slider({
-    label: CU.t("Output step"),
-    n: model.get("outputs")[model.get("example_index")].length,
-    value: model.get("step_index"),
-    format: (i) => `${i + 1}: ${outTok(i)}`,
-    onInput: (i) => {
-      model.set("step_index", i);
-      model.save_changes();
-      update();
-    },
-  });
+  const { select: exampleSelect, slider: stepSlider } = picker;
   if (model.get("labels").length > 1) controls.append(exampleSelect.root);
   controls.append(stepSlider.root);
 
@@ -50,8 +39,7 @@ function render({ model, el }) {
       CU.token(btn, tok);
       btn.setAttribute("aria-label", CU.t(`Show output step ${i + 1}, "${tok}"`));
       btn.addEventListener("click", () => {
-        model.set("step_index", i);
-        model.save_changes();
+        CU.save(model, { step_index: i });
         update();
       });
       CU.suppressShortcuts(btn);
@@ -67,7 +55,7 @@ function render({ model, el }) {
       if (tok === "<pad>") col.classList.add("cu-cav-pad");
       return { num, bar };
     });
-    stepSlider.input.max = String(outs.length - 1);
+    picker.resize();
     exampleSelect.set(e);
     update();
   }
@@ -96,13 +84,10 @@ function render({ model, el }) {
       `${best + 1} ("${src[best]}", weight ${CU.fmt(w[best], 2)}); weight on padding: ${CU.fmt(pad, 2)}.`);
   }
 
-  const cleanup = CU.listen(model, [
-    ["change:example_index", rebuild],
+  return CU.live(model, [
+    ["change:example_index change:frames", rebuild],
     ["change:step_index", update],
-    ["change:frames", rebuild],
-  ]);
-  rebuild();
-  return cleanup;
+  ], rebuild);
 }
 
 export default { render };

@@ -23,7 +23,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, unpack_array
+from ._base import CourseWidget, check_tokens, check_vectors, pack_array, unpack_array
 from ._text import Text
 
 __all__ = ["CrossAttentionView"]
@@ -62,6 +62,10 @@ class CrossAttentionView(CourseWidget):
     """
 
     _widget_file = "cross_attention_view"
+    _default_description = (
+        "Choose an example and an output step. Bars under the source tokens show how much "
+        "cross-attention weight that output step gives each source token; they sum to 1."
+    )
 
     labels = traitlets.List(Text()).tag(sync=True)
     sources = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
@@ -72,11 +76,6 @@ class CrossAttentionView(CourseWidget):
 
     def __init__(self, examples: Sequence[Any], *, example_index: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if not self.description:
-            self.description = (
-                "Choose an example and an output step. Bars under the source tokens show how much "
-                "cross-attention weight that output step gives each source token; they sum to 1."
-            )
         if isinstance(examples, str | bytes) or not isinstance(examples, Sequence) or not examples:
             raise TypeError("examples must be a non-empty list of (label, source, output, weights)")
         parsed = [_parse(e, i) for i, e in enumerate(examples)]
@@ -89,20 +88,9 @@ class CrossAttentionView(CourseWidget):
         self.example_index = example_index
         self._check_budget()
 
-    @traitlets.validate("example_index")
-    def _valid_example(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "example_index", len(self.labels))
-
-    @traitlets.validate("step_index")
-    def _valid_step(self, proposal: Any) -> int:
-        n = len(self.outputs[self.example_index]) if self.outputs else 1
-        return check_index(proposal["value"], "step_index", n)
-
-    @traitlets.observe("example_index")
-    def _on_example(self, change: Any) -> None:
-        n = len(self.outputs[change["new"]])
-        if self.step_index >= n:
-            self.step_index = n - 1
+    _sequence_index = ("example_index", "step_index", "outputs")
+    _v_index = traitlets.validate("example_index", "step_index")(CourseWidget._valid_index)
+    _on_example = traitlets.observe("example_index")(CourseWidget._keep_position_within)
 
     @property
     def weights(self) -> NDArray:

@@ -23,13 +23,10 @@ function render({ model, el }) {
   const slider = CU.slider({
     label: CU.t("Step"),
     n: 4,
-    value: model.get("step_index"),
+    model,
+    trait: "step_index",
     format: (i) => `${i + 1}: ${model.get("step_names")[i]}`,
-    onInput: (i) => {
-      model.set("step_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   controls.appendChild(slider.root);
   const explain = CU.html("p", { class: "cu-steps-explain", "aria-live": "polite" }, stage);
@@ -43,12 +40,12 @@ function render({ model, el }) {
   function makeGrid(rowLabels, colLabels) {
     const g = CU.svg("g", { display: "none" }, body);
     colLabels.forEach((lab, j) => {
-      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-steps-label" }, g);
+      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-label" }, g);
       CU.setText(t, lab);
     });
     const cells = [];
     rowLabels.forEach((lab, i) => {
-      const t = CU.svg("text", { x: LEFT - 6, y: TOP + i * ROW + 19, "text-anchor": "end", class: "cu-steps-label" }, g);
+      const t = CU.svg("text", { x: LEFT - 6, y: TOP + i * ROW + 19, "text-anchor": "end", class: "cu-label" }, g);
       CU.setText(t, lab);
       for (let j = 0; j < colLabels.length; j++) {
         const rect = CU.svg("rect", { x: LEFT + j * CELL + 1, y: TOP + i * ROW + 1, width: CELL - 2, height: ROW - 2 }, g);
@@ -139,12 +136,10 @@ function render({ model, el }) {
     build();
     update();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:step_index", update],
     ["change:frames change:query_tokens change:key_tokens change:value_labels", rebuild],
-  ]);
-  rebuild();
-  return cleanup;
+  ], rebuild);
 }
 
 export default { render };

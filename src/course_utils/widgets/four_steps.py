@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from .._validation import as_bool_array, shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..softmax import softmax
-from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_tokens, check_vectors, pack_array
 from ._text import Text
 
 __all__ = ["STEP_NAMES", "FourSteps"]
@@ -131,9 +131,10 @@ class FourSteps(CourseWidget):
         self._recompute()
         self.step_index = step_index
 
-    @traitlets.validate("step_index")
-    def _valid_step(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "step_index", 4)
+    _v_index = traitlets.validate("step_index")(CourseWidget._valid_index)
+
+    def _index_size(self, name: str) -> int:
+        return 4  # the four steps: scores, scaled, softmax, weighted sum
 
     def steps(self) -> tuple[NDArray, NDArray, NDArray, NDArray]:
         """``(scores, scaled, weights, output)``; masked entries of ``scaled`` are ``-inf``."""

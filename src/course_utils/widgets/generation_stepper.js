@@ -5,43 +5,27 @@
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-gstep");
-  const exampleSelect = CU.select({
-    label: CU.t("Sequence"),
-    options: model.get("names"),
-    value: model.get("example"),
-    onChange: (i) => {
-      model.set("example", i);
-      const T = model.get("tokens")[i].length;
-      if (model.get("step") > T - 1) model.set("step", T - 1);
-      model.save_changes();
-      rebuild();
-    },
-  });
-  controls.appendChild(exampleSelect.root);
-  const currentTokens = () => model.get("tokens")[model.get("example")];
   // One slider for every example (its range is updated when the example changes), so the control
   // keeps its id and focus.
-  const slider = CU.slider({
-    label: CU.t("Generation step t"),
-    n: currentTokens().length,
-    value: Math.min(model.get("step"), currentTokens().length - 1),
-    format: (i) => `${i} (${currentTokens()[Math.min(i, currentTokens().length - 1)]})`,
-    onInput: (i) => {
-      model.set("step", i);
-      model.save_changes();
-      update();
-    },
+  const picker = CU.sequenceControls({
+    model,
+    outer: "example",
+    inner: "step",
+    sequences: "tokens",
+    options: model.get("names"),
+    selectLabel: CU.t("Sequence"),
+    sliderLabel: CU.t("Generation step t"),
+    format: (i, tokens) => `${i} (${tokens[Math.min(i, tokens.length - 1)]})`,
+    onSequence: rebuild,
+    onPosition: update,
   });
-  controls.appendChild(slider.root);
+  const { select: exampleSelect, slider } = picker;
+  controls.append(exampleSelect.root, slider.root);
   const layout = CU.html("div", { class: "cu-gstep-layout" }, stage);
   const svg = CU.svg("svg", { role: "img" }, layout);
   const title = CU.svg("title", {}, svg);
   const g = CU.svg("g", {}, svg);
   const out = CU.html("p", { class: "cu-gstep-out", "aria-live": "polite" }, stage);
-
-  function setRange() {
-    slider.input.setAttribute("max", String(Math.max(0, currentTokens().length - 1)));
-  }
 
   function update() {
     const ex = model.get("example");
@@ -111,16 +95,13 @@ function render({ model, el }) {
   }
 
   function rebuild() {
-    setRange();
+    picker.resize();
     update();
   }
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:step", update],
-    ["change:example", rebuild],
-    ["change:frames", rebuild],
-  ]);
-  rebuild();
-  return cleanup;
+    ["change:example change:frames", rebuild],
+  ], rebuild);
 }
 
 export default { render };

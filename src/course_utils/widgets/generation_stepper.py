@@ -24,7 +24,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget, check_index, check_tokens, pack_array
+from ._base import CourseWidget, check_tokens, pack_array
 from ._text import Text
 
 __all__ = ["GenerationStepper"]
@@ -104,18 +104,9 @@ class GenerationStepper(CourseWidget):
         self.example = example
         self.step = step
 
-    @traitlets.validate("example")
-    def _valid_example(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "example", max(1, len(self.names)))
-
-    @traitlets.validate("step")
-    def _valid_step(self, proposal: Any) -> int:
-        n = len(self.tokens[self.example]) if self.tokens else 1
-        return check_index(proposal["value"], "step", n)
-
-    @traitlets.observe("example")
-    def _clamp_step(self, change: Any) -> None:
-        self.step = min(self.step, len(self.tokens[self.example]) - 1)
+    _sequence_index = ("example", "step", "tokens")
+    _v_index = traitlets.validate("example", "step")(CourseWidget._valid_index)
+    _clamp_step = traitlets.observe("example")(CourseWidget._keep_position_within)
 
     def __repr__(self) -> str:
         return f"GenerationStepper({self.names[self.example]!r}, step={self.step})"

@@ -69,7 +69,7 @@ function render({ model, el }) {
     value: model.get("sentence_index"),
     onChange: (i) => {
       showCustom = custom !== null && i === model.get("labels").length;
-      if (!showCustom) { model.set("sentence_index", i); model.save_changes(); }
+      if (!showCustom) CU.save(model, { sentence_index: i });
       draw();
     },
   });
@@ -77,21 +77,24 @@ function render({ model, el }) {
   const layer = CU.select({
     label: TEXT.layer,
     options: layers,
-    value: model.get("layer"),
-    onChange: (i) => { model.set("layer", i); model.save_changes(); draw(); },
+    model,
+    trait: "layer",
+    onChange: draw,
   });
   const head = CU.slider({
     label: TEXT.head,
     n: model.get("n_heads"),
-    value: model.get("head"),
+    model,
+    trait: "head",
     format: TEXT.headName,
-    onInput: (i) => { model.set("head", i); model.save_changes(); draw(); },
+    onInput: draw,
   });
   const shows = CU.select({
     label: TEXT.show,
     options: TEXT.views,
-    value: model.get("view"),
-    onChange: (i) => { model.set("view", i); model.save_changes(); draw(); },
+    model,
+    trait: "view",
+    onChange: draw,
   });
   controls.append(sentence.root, layer.root, head.root, shows.root);
 
@@ -372,9 +375,7 @@ function render({ model, el }) {
   };
   const onState = () => {
     if (!showCustom) sentence.set(model.get("sentence_index"));
-    layer.set(model.get("layer"));
-    head.set(model.get("head"));
-    shows.set(model.get("view"));
+    CU.sync(layer, head, shows);
     draw();
   };
   const cleanup = CU.listen(model, [

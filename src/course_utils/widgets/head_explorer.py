@@ -86,6 +86,10 @@ class HeadExplorer(CourseWidget):
     """
 
     _widget_file = "head_explorer"
+    _default_description = (
+        "Heatmap of one attention head: rows are query tokens, columns are key tokens, "
+        "brighter cells get more weight. Choose a sentence, a layer and a head."
+    )
 
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)
@@ -134,11 +138,6 @@ class HeadExplorer(CourseWidget):
         self.head_notes = {
             f"{L}-{H}": translate_parts(str(t)) for (L, H), t in (notes or {}).items()
         }
-        if not self.description:
-            self.description = (
-                "Heatmap of one attention head: rows are query tokens, columns are key tokens, "
-                "brighter cells get more weight. Choose a sentence, a layer and a head."
-            )
         self._check_budget(BUDGET_HINT)
 
     def _append(self, text: str) -> None:
@@ -201,13 +200,13 @@ class HeadExplorer(CourseWidget):
                 raise
             self.sentence_index = len(self.labels) - 1
 
-    @traitlets.validate("sentence_index", "layer", "head", "view")
-    def _valid_index(self, proposal: Any) -> int:
-        name, value = proposal["trait"].name, proposal["value"]
-        n = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}.get(
-            name, len(VIEWS)
-        )
-        return check_index(value, name, n)
+    _v_index = traitlets.validate("sentence_index", "layer", "head", "view")(
+        CourseWidget._valid_index
+    )
+
+    def _index_size(self, name: str) -> int:
+        sizes = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}
+        return sizes.get(name, len(VIEWS))
 
     def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
         return (

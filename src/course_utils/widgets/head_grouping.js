@@ -18,24 +18,18 @@ function render({ model, el }) {
   const kvSlider = CU.slider({
     label: CU.t("K/V heads"),
     n: options.length,
-    value: model.get("kv_index"),
+    model,
+    trait: "kv_index",
     format: (i) => `${options[i]} (${kindOf(options[i])})`,
-    onInput: (i) => {
-      model.set("kv_index", i);
-      model.save_changes();
-      draw();
-    },
+    onInput: draw,
   });
   const qSlider = CU.slider({
     label: CU.t("Follow query head"),
     n,
-    value: model.get("query_index"),
+    model,
+    trait: "query_index",
     format: (i) => String(i),
-    onInput: (i) => {
-      model.set("query_index", i);
-      model.save_changes();
-      draw();
-    },
+    onInput: draw,
   });
   controls.appendChild(kvSlider.root);
   controls.appendChild(qSlider.root);
@@ -98,9 +92,7 @@ function render({ model, el }) {
     qSlider.set(q);
   }
 
-  const cleanup = CU.listen(model, [["change:kv_index change:query_index change:kv_of change:measured", draw]]);
-  draw();
-  return cleanup;
+  return CU.live(model, [["change:kv_index change:query_index change:kv_of change:measured", draw]], draw);
 }
 
 export default { render };

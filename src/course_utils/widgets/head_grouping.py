@@ -24,7 +24,7 @@ import traitlets
 
 from .._validation import check_int
 from ..gqa import head_groups
-from ._base import CourseWidget, check_index
+from ._base import CourseWidget
 from ._text import Text
 
 __all__ = ["HeadGrouping"]
@@ -89,13 +89,10 @@ class HeadGrouping(CourseWidget):
                 raise ValueError(f"n_kv_heads must be one of {options}; got {n_kv_heads!r}")
             self.kv_index = options.index(n_kv_heads)
 
-    @traitlets.validate("kv_index")
-    def _v_kv(self, p: Any) -> int:
-        return check_index(p["value"], "kv_index", max(1, len(self.kv_options)))
+    _v_index = traitlets.validate("kv_index", "query_index")(CourseWidget._valid_index)
 
-    @traitlets.validate("query_index")
-    def _v_query(self, p: Any) -> int:
-        return check_index(p["value"], "query_index", self.n_heads)
+    def _index_size(self, name: str) -> int:
+        return {"kv_index": len(self.kv_options), "query_index": self.n_heads}[name]
 
     def _recompute(self) -> None:
         kv_of = []

@@ -34,11 +34,8 @@ function render({ model, el }) {
     options: [...models.map((m) => `${m.name} (${m.kind})`), CU.t("custom")],
     value: model.get("model_index"),
     onChange: (i) => {
-      model.set("model_index", i);
-      if (i < CUSTOM) {
-        for (const [key] of knobs) model.set(key, models[i][key]);
-      }
-      model.save_changes();
+      const published = i < CUSTOM ? knobs.map(([key]) => [key, models[i][key]]) : [];
+      CU.save(model, { model_index: i, ...Object.fromEntries(published) });
       update();
     },
   });
@@ -51,9 +48,8 @@ function render({ model, el }) {
       value: model.get(key),
       format,
       onInput: (i) => {
-        model.set(key, i);
-        model.set("model_index", CUSTOM); // a moved knob is no longer the published model
-        model.save_changes();
+        // a moved knob is no longer the published model
+        CU.save(model, { [key]: i, model_index: CUSTOM });
         update();
       },
     });
@@ -62,35 +58,26 @@ function render({ model, el }) {
   const dtypeSel = CU.select({
     label: CU.t("Number type"),
     options: model.get("dtype_names").map((n, i) => `${n} (${grids.dtype_bytes[i]} B)`),
-    value: model.get("dtype_index"),
-    onChange: (i) => {
-      model.set("dtype_index", i);
-      model.save_changes();
-      update();
-    },
+    model,
+    trait: "dtype_index",
+    onChange: update,
   });
   controls.appendChild(dtypeSel.root);
   const ctxSlider = CU.slider({
     label: CU.t("Context length"),
     n: grids.contexts.length,
-    value: model.get("context_index"),
+    model,
+    trait: "context_index",
     format: (i) => CU.t(`${fmtCtx(grids.contexts[i])} tokens`),
-    onInput: (i) => {
-      model.set("context_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   controls.appendChild(ctxSlider.root);
   const memSel = CU.select({
     label: CU.t("Memory for the cache"),
     options: grids.memories_gib.map((g) => `${g} GiB`),
-    value: model.get("memory_index"),
-    onChange: (i) => {
-      model.set("memory_index", i);
-      model.save_changes();
-      update();
-    },
+    model,
+    trait: "memory_index",
+    onChange: update,
   });
   controls.appendChild(memSel.root);
 
@@ -99,7 +86,7 @@ function render({ model, el }) {
   const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" }, svgBox);
   const svgTitle = CU.svg("title", {}, svg);
   const plot = CU.svg("g", {}, svg);
-  const table = CU.html("table", { class: "cu-kvcalc-table" }, row2);
+  const table = CU.html("table", { class: "cu-table cu-kvcalc-table" }, row2);
   const tbody = CU.html("tbody", {}, table);
   const row = (label) => {
     const tr = CU.html("tr", {}, tbody);
@@ -181,15 +168,13 @@ function render({ model, el }) {
     memSel.set(iM);
   }
 
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     [
       "change:model_index change:layers_index change:heads_index change:kv_index " +
         "change:dhead_index change:dtype_index change:context_index change:memory_index change:frames",
       update,
     ],
-  ]);
-  update();
-  return cleanup;
+  ], update);
 }
 
 export default { render };

@@ -26,7 +26,7 @@ from ..gqa import head_groups
 from ..i18n import translate
 from ..kv_cache import kv_cache_bytes, max_batch
 from ..model_configs import MODEL_CONFIGS
-from ._base import CourseWidget, check_index, pack_array
+from ._base import CourseWidget, pack_array
 
 __all__ = ["KVCacheCalculator"]
 
@@ -37,6 +37,17 @@ D_HEADS = [32, 64, 80, 96, 128, 256]
 DTYPES = [("float32", 4), ("bfloat16 / float16", 2), ("8-bit", 1)]
 CONTEXTS = [2**k for k in range(10, 18)]  # 1k .. 128k tokens
 MEMORIES_GIB = [8, 16, 24, 40, 80, 160]
+#: How many positions each control has (the models' select has one more: "custom").
+INDEX_SIZES = {
+    "model_index": len(MODEL_CONFIGS) + 1,
+    "layers_index": len(LAYERS),
+    "heads_index": len(HEADS),
+    "kv_index": len(KV_HEADS),
+    "dhead_index": len(D_HEADS),
+    "dtype_index": len(DTYPES),
+    "context_index": len(CONTEXTS),
+    "memory_index": len(MEMORIES_GIB),
+}
 
 
 class KVCacheCalculator(CourseWidget):
@@ -114,37 +125,10 @@ class KVCacheCalculator(CourseWidget):
         self.memory_index = MEMORIES_GIB.index(memory_gib)
 
     # -- validation of every index trait ---------------------------------------------------
-    @traitlets.validate("model_index")
-    def _v_model(self, p: Any) -> int:
-        return check_index(p["value"], "model_index", len(MODEL_CONFIGS) + 1)
+    _v_index = traitlets.validate(*INDEX_SIZES)(CourseWidget._valid_index)
 
-    @traitlets.validate("layers_index")
-    def _v_layers(self, p: Any) -> int:
-        return check_index(p["value"], "layers_index", len(LAYERS))
-
-    @traitlets.validate("heads_index")
-    def _v_heads(self, p: Any) -> int:
-        return check_index(p["value"], "heads_index", len(HEADS))
-
-    @traitlets.validate("kv_index")
-    def _v_kv(self, p: Any) -> int:
-        return check_index(p["value"], "kv_index", len(KV_HEADS))
-
-    @traitlets.validate("dhead_index")
-    def _v_dhead(self, p: Any) -> int:
-        return check_index(p["value"], "dhead_index", len(D_HEADS))
-
-    @traitlets.validate("dtype_index")
-    def _v_dtype(self, p: Any) -> int:
-        return check_index(p["value"], "dtype_index", len(DTYPES))
-
-    @traitlets.validate("context_index")
-    def _v_context(self, p: Any) -> int:
-        return check_index(p["value"], "context_index", len(CONTEXTS))
-
-    @traitlets.validate("memory_index")
-    def _v_memory(self, p: Any) -> int:
-        return check_index(p["value"], "memory_index", len(MEMORIES_GIB))
+    def _index_size(self, name: str) -> int:
+        return INDEX_SIZES[name]
 
     @traitlets.observe("model_index")
     def _on_model(self, _change: Any) -> None:

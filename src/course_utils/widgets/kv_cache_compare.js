@@ -16,13 +16,10 @@ function render({ model, el }) {
     const s = CU.slider({
       label,
       n: model.get(grid).length,
-      value: model.get(key),
+      model,
+      trait: key,
       format: (i) => format(model.get(grid)[i]),
-      onInput: (i) => {
-        model.set(key, i);
-        model.save_changes();
-        update();
-      },
+      onInput: update,
     });
     controls.appendChild(s.root);
     return s;
@@ -36,10 +33,10 @@ function render({ model, el }) {
   const row = CU.html("div", { class: "cu-row" }, stage);
   const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-kvcache-bars" }, row);
   const svgTitle = CU.svg("title", {}, svg);
-  const axisNote = CU.svg("text", { x: 60, y: 12, class: "cu-kvcache-label" }, svg);
+  const axisNote = CU.svg("text", { x: 60, y: 12, class: "cu-label" }, svg);
   CU.setText(axisNote, CU.t("numbers cached per token per layer (log scale)"));
   const bars = CU.svg("g", {}, svg);
-  const table = CU.html("table", { class: "cu-kvcache-table" }, row);
+  const table = CU.html("table", { class: "cu-table cu-kvcache-table" }, row);
   const head = CU.html("tr", {}, CU.html("thead", {}, table));
   const heads = [CU.t("design"), CU.t("numbers / token / layer"), CU.t("bytes / token (all layers)"),
     CU.t("total cache (GiB)")];
@@ -56,7 +53,7 @@ function render({ model, el }) {
       CU.html("td", { class: "cu-num" }, tr),
     ];
   });
-  const notes = CU.html("table", { class: "cu-kvcache-table cu-kvcache-notes" }, stage);
+  const notes = CU.html("table", { class: "cu-table cu-kvcache-table cu-kvcache-notes" }, stage);
   CU.html("caption", { class: "cu-sr-only" }, notes, CU.t("quality note"));
   const notesBody = CU.html("tbody", {}, notes);
   KINDS.forEach((k, m) => {
@@ -80,11 +77,11 @@ function render({ model, el }) {
     KINDS.forEach((k, m) => {
       const y = 22 + m * ROW;
       const w = ((W - x0 - 90) * Math.log10(Math.max(vals[m], 1))) / logMax;
-      const label = CU.svg("text", { x: 4, y: y + 16, class: "cu-kvcache-label" }, bars);
+      const label = CU.svg("text", { x: 4, y: y + 16, class: "cu-label" }, bars);
       CU.setText(label, k);
       CU.svg("rect", { x: x0, y, width: Math.max(w, 1), height: ROW - 10, fill: COLOURS[m],
         "data-values": vals[m] }, bars);
-      const t = CU.svg("text", { x: x0 + w + 6, y: y + 16, class: "cu-kvcache-label" }, bars);
+      const t = CU.svg("text", { x: x0 + w + 6, y: y + 16, class: "cu-label" }, bars);
       CU.setText(t, vals[m].toLocaleString("en"));
       cells[m][0].textContent = vals[m].toLocaleString("en");
       cells[m][1].textContent = bytes[m].toLocaleString("en");
@@ -108,11 +105,9 @@ function render({ model, el }) {
     sCtx.set(c);
   }
 
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:latent_index change:rope_index change:context_index change:frames", update],
-  ]);
-  update();
-  return cleanup;
+  ], update);
 }
 
 export default { render };

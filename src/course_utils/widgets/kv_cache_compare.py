@@ -31,7 +31,7 @@ from ..kv_cache import (
     values_per_token_mla,
     values_per_token_mqa,
 )
-from ._base import CourseWidget, check_index, pack_array
+from ._base import CourseWidget, pack_array
 from ._text import Text
 
 __all__ = ["QUALITY_NOTES", "KVCacheCompare"]
@@ -125,17 +125,13 @@ class KVCacheCompare(CourseWidget):
     def _nearest(grid: list[int], value: int) -> int:
         return int(np.argmin([abs(g - value) for g in grid]))
 
-    @traitlets.validate("latent_index")
-    def _valid_latent(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "latent_index", max(1, len(self.latents)))
+    _v_index = traitlets.validate("latent_index", "rope_index", "context_index")(
+        CourseWidget._valid_index
+    )
 
-    @traitlets.validate("rope_index")
-    def _valid_rope(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "rope_index", max(1, len(self.ropes)))
-
-    @traitlets.validate("context_index")
-    def _valid_context(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "context_index", max(1, len(self.contexts)))
+    def _index_size(self, name: str) -> int:
+        grids = {"latent_index": self.latents, "rope_index": self.ropes}
+        return len(grids.get(name, self.contexts))
 
     def _values(self, d_c: int, d_r: int) -> dict[str, int]:
         s = self._shape

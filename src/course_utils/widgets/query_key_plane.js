@@ -11,24 +11,18 @@ function render({ model, el }) {
   const angleSlider = CU.slider({
     label: CU.t("Query angle"),
     n: model.get("angles").length,
-    value: model.get("angle_index"),
+    model,
+    trait: "angle_index",
     format: (i) => `${CU.fmt(model.get("angles")[i], 0)}°`,
-    onInput: (i) => {
-      model.set("angle_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   const lengthSlider = CU.slider({
     label: CU.t("Query length"),
     n: model.get("lengths").length,
-    value: model.get("length_index"),
+    model,
+    trait: "length_index",
     format: (i) => CU.fmt(model.get("lengths")[i], 2),
-    onInput: (i) => {
-      model.set("length_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   controls.append(angleSlider.root, lengthSlider.root);
 
@@ -80,7 +74,7 @@ function render({ model, el }) {
       : null;
 
     // Table: one row per key with score, weight bar and value.
-    const table = CU.html("table", { class: "cu-qk-table" }, layout);
+    const table = CU.html("table", { class: "cu-table cu-qk-table" }, layout);
     const head = CU.html("tr", {}, CU.html("thead", {}, table));
     for (const h of [CU.t("key"), CU.t("score"), CU.t("weight")]) CU.html("th", { scope: "col" }, head, h);
     // The bar column's header is for screen readers only (an empty header cell has no name).
@@ -134,9 +128,7 @@ function render({ model, el }) {
       const a = nearest(model.get("angles"), deg, 360);
       const l = nearest(model.get("lengths"), Math.hypot(x, y), 0);
       if (a !== model.get("angle_index") || l !== model.get("length_index")) {
-        model.set("angle_index", a);
-        model.set("length_index", l);
-        model.save_changes();
+        CU.save(model, { angle_index: a, length_index: l });
         update();
       }
     };
@@ -191,12 +183,10 @@ function render({ model, el }) {
     built = null;
     update();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:angle_index change:length_index", update],
     ["change:frames change:key_labels", rebuild],
-  ]);
-  update();
-  return cleanup;
+  ], update);
 }
 
 export default { render };

@@ -67,6 +67,11 @@ class QueryKeyPlane(CourseWidget):
     """
 
     _widget_file = "query_key_plane"
+    _default_description = (
+        "Keys are labelled points in a plane and the query is an arrow. Move the query "
+        "with the angle and length sliders; the table lists each key's score and softmax "
+        "weight, and the output is the weighted mix of the values."
+    )
 
     # Inputs (synced so the drawing can show them).
     # `keys` is taken by ipywidgets (Widget.keys lists the synced traits), hence key_vectors.
@@ -96,12 +101,6 @@ class QueryKeyPlane(CourseWidget):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not self.description:
-            self.description = (
-                "Keys are labelled points in a plane and the query is an arrow. Move the query "
-                "with the angle and length sliders; the table lists each key's score and softmax "
-                "weight, and the output is the weighted mix of the values."
-            )
         self._scale = scale
         k, v, labels = self._check_inputs(keys, values, key_labels)
         n_angles = check_grid_size(n_angles, "n_angles")
@@ -148,13 +147,10 @@ class QueryKeyPlane(CourseWidget):
             raise ValueError(f"lengths must be positive and finite; got {arr.tolist()}")
         return [float(x) for x in arr]
 
-    @traitlets.validate("angle_index")
-    def _valid_angle(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "angle_index", max(1, len(self.angles)))
+    _v_index = traitlets.validate("angle_index", "length_index")(CourseWidget._valid_index)
 
-    @traitlets.validate("length_index")
-    def _valid_length(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "length_index", max(1, len(self.lengths)))
+    def _index_size(self, name: str) -> int:
+        return len(self.angles if name == "angle_index" else self.lengths)
 
     # ---- inputs that recompute --------------------------------------------------------------
     def set_inputs(

@@ -15,34 +15,25 @@ function render({ model, el }) {
   const baseSelect = CU.select({
     label: CU.t("Base θ"),
     options: model.get("bases").map((b) => b.toLocaleString("en-US")),
-    value: model.get("base_index"),
-    onChange: (i) => {
-      model.set("base_index", i);
-      model.save_changes();
-      update();
-    },
+    model,
+    trait: "base_index",
+    onChange: update,
   });
   const posSlider = CU.slider({
     label: CU.t("Position p of the key"),
     n: model.get("n_positions"),
-    value: model.get("position_index"),
+    model,
+    trait: "position_index",
     format: (i) => `p = ${i}`,
-    onInput: (i) => {
-      model.set("position_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   const distSlider = CU.slider({
     label: CU.t("Distance Δ (query at p + Δ)"),
     n: model.get("n_distances"),
-    value: model.get("distance_index"),
+    model,
+    trait: "distance_index",
     format: (i) => `Δ = ${i}`,
-    onInput: (i) => {
-      model.set("distance_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   if (model.get("bases").length > 1) controls.append(baseSelect.root);
   controls.append(posSlider.root, distSlider.root);
@@ -148,11 +139,9 @@ function render({ model, el }) {
     baseSelect.set(b);
   }
 
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:base_index change:position_index change:distance_index change:frames", update],
-  ]);
-  update();
-  return cleanup;
+  ], update);
 }
 
 export default { render };

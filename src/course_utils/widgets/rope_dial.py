@@ -127,17 +127,14 @@ class RopeDial(CourseWidget):
         self.position_index = check_index(position_index, "position_index", self.n_positions)
         self.distance_index = check_index(distance_index, "distance_index", self.n_distances)
 
-    @traitlets.validate("base_index")
-    def _valid_base(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "base_index", max(1, len(self.bases)))
+    _v_index = traitlets.validate("base_index", "position_index", "distance_index")(
+        CourseWidget._valid_index
+    )
 
-    @traitlets.validate("position_index")
-    def _valid_position(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "position_index", self.n_positions)
-
-    @traitlets.validate("distance_index")
-    def _valid_distance(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "distance_index", self.n_distances)
+    def _index_size(self, name: str) -> int:
+        if name == "base_index":
+            return len(self.bases)
+        return self.n_positions if name == "position_index" else self.n_distances
 
     # ---- the maths (course_utils.positions) --------------------------------------------------
 

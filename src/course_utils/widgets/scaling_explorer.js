@@ -16,13 +16,10 @@ function render({ model, el }) {
   const slider = CU.slider({
     label: CU.t("Dimension d_k"),
     n: model.get("d_ks").length,
-    value: model.get("d_k_index"),
+    model,
+    trait: "d_k_index",
     format: (i) => String(model.get("d_ks")[i]),
-    onInput: (i) => {
-      model.set("d_k_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   controls.appendChild(slider.root);
 
@@ -43,7 +40,7 @@ function render({ model, el }) {
     return { svg, title, hist, ticks, bars };
   });
 
-  const table = CU.html("table", { class: "cu-scaling-table" }, stage);
+  const table = CU.html("table", { class: "cu-table cu-scaling-table" }, stage);
   const headRow = CU.html("tr", {}, CU.html("thead", {}, table));
   for (const h of [CU.t("mean over rows"), CU.t("without scaling"), CU.t("with scaling")]) {
     CU.html("th", { scope: "col" }, headRow, h);
@@ -105,9 +102,7 @@ function render({ model, el }) {
     slider.set(i);
   }
 
-  const cleanup = CU.listen(model, [["change:d_k_index change:frames", update]]);
-  update();
-  return cleanup;
+  return CU.live(model, [["change:d_k_index change:frames", update]], update);
 }
 
 export default { render };

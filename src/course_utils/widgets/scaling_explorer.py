@@ -108,9 +108,10 @@ class ScalingExplorer(CourseWidget):
             raise ValueError(f"d_ks must be strictly increasing; got {values}")
         return [int(d) for d in values]
 
-    @traitlets.validate("d_k_index")
-    def _valid_index(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "d_k_index", max(1, len(self.d_ks)))
+    _v_index = traitlets.validate("d_k_index")(CourseWidget._valid_index)
+
+    def _index_size(self, name: str) -> int:
+        return len(self.d_ks)
 
     def raw_scores(self, d_k: int) -> NDArray:
         """The random raw scores behind the frame of ``d_k``, shape ``(n_rows, t_k)``.

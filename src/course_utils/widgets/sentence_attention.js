@@ -6,30 +6,19 @@ function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-sentence-attention");
   const BAR = 90; // px for weight 1
 
-  const sentenceSelect = CU.select({
-    label: CU.t("Sentence"),
+  const picker = CU.sequenceControls({
+    model,
+    outer: "sentence_index",
+    inner: "query_index",
+    sequences: "tokens",
     options: model.get("labels"),
-    value: model.get("sentence_index"),
-    onChange: (i) => {
-      model.set("sentence_index", i);
-      const n = model.get("tokens")[i].length;
-      if (model.get("query_index") >= n) model.set("query_index", n - 1);
-      model.save_changes();
-      rebuild();
-    },
+    selectLabel: CU.t("Sentence"),
+    sliderLabel: CU.t("Query token"),
+    format: (i, tokens) => `${i + 1}: ${tokens[i]}`,
+    onSequence: rebuild,
+    onPosition: update,
   });
-  const tokenOf = (i) => model.get("tokens")[model.get("sentence_index")][i];
-  const querySlider = CU.slider({
-    label: CU.t("Query token"),
-    n: model.get("tokens")[model.get("sentence_index")].length,
-    value: model.get("query_index"),
-    format: (i) => `${i + 1}: ${tokenOf(i)}`,
-    onInput: (i) => {
-      model.set("query_index", i);
-      model.save_changes();
-      update();
-    },
-  });
+  const { select: sentenceSelect, slider: querySlider } = picker;
   if (model.get("labels").length > 1) controls.append(sentenceSelect.root);
   controls.append(querySlider.root);
 
@@ -50,15 +39,13 @@ function render({ model, el }) {
       CU.token(btn, tok);
       btn.setAttribute("aria-label", CU.t(`Make "${tok}" the query`));
       btn.addEventListener("click", () => {
-        model.set("query_index", j);
-        model.save_changes();
+        CU.save(model, { query_index: j });
         update();
       });
       CU.suppressShortcuts(btn);
       return { num, bar, btn };
     });
-    const input = querySlider.input;
-    input.max = String(toks.length - 1);
+    picker.resize();
     sentenceSelect.set(s);
     update();
   }
@@ -89,13 +76,11 @@ function render({ model, el }) {
     sentenceSelect.setOptions(model.get("labels"), model.get("sentence_index"));
     rebuild();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:sentence_index", onSentence],
     ["change:query_index", update],
     ["change:frames", onFrames],
-  ]);
-  rebuild();
-  return cleanup;
+  ], rebuild);
 }
 
 export default { render };

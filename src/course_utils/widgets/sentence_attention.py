@@ -22,7 +22,7 @@ import traitlets
 from numpy.typing import NDArray
 
 from ..attention import scaled_dot_product_attention
-from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array, unpack_array
+from ._base import CourseWidget, check_tokens, check_vectors, pack_array, unpack_array
 
 __all__ = ["SentenceAttention"]
 
@@ -74,6 +74,10 @@ class SentenceAttention(CourseWidget):
     """
 
     _widget_file = "sentence_attention"
+    _default_description = (
+        "Choose a sentence and a query token; a bar above every token shows how much "
+        "attention weight the query gives it. The weights of one query sum to 1."
+    )
 
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)  # per sentence
@@ -93,11 +97,6 @@ class SentenceAttention(CourseWidget):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not self.description:
-            self.description = (
-                "Choose a sentence and a query token; a bar above every token shows how much "
-                "attention weight the query gives it. The weights of one query sum to 1."
-            )
         self._scale = scale
         self._w_q = w_q
         self._w_k = w_k
@@ -147,20 +146,9 @@ class SentenceAttention(CourseWidget):
         _, weights = scaled_dot_product_attention(q, k, x, scale=self._scale)  # (T, T)
         return weights
 
-    @traitlets.validate("sentence_index")
-    def _valid_sentence(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "sentence_index", len(self.tokens))
-
-    @traitlets.validate("query_index")
-    def _valid_query(self, proposal: Any) -> int:
-        n = len(self.tokens[self.sentence_index]) if self.tokens else 1
-        return check_index(proposal["value"], "query_index", n)
-
-    @traitlets.observe("sentence_index")
-    def _on_sentence(self, change: Any) -> None:
-        n = len(self.tokens[change["new"]])
-        if self.query_index >= n:
-            self.query_index = n - 1
+    _sequence_index = ("sentence_index", "query_index", "tokens")
+    _v_index = traitlets.validate("sentence_index", "query_index")(CourseWidget._valid_index)
+    _on_sentence = traitlets.observe("sentence_index")(CourseWidget._keep_position_within)
 
     @property
     def sentence(self) -> list[str]:

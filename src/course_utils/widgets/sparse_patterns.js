@@ -12,23 +12,26 @@ function render({ model, el }) {
   const select = CU.select({
     label: CU.t("Pattern"),
     options: names,
-    value: model.get("pattern_index"),
-    onChange: (i) => { model.set("pattern_index", i); model.save_changes(); refreshLabels(); draw(); },
+    model,
+    trait: "pattern_index",
+    onChange: () => { refreshLabels(); draw(); },
   });
   const tSlider = CU.slider({
     label: "T",
     n: model.get("t_values").length,
-    value: model.get("t_index"),
+    model,
+    trait: "t_index",
     format: (i) => String(model.get("t_values")[i]),
-    onInput: (i) => { model.set("t_index", i); model.save_changes(); draw(); },
+    onInput: draw,
   });
   const paramText = (i) => `${model.get("param_labels")[model.get("pattern_index")]} = ${model.get("param_values")[i]}`;
   const paramSlider = CU.slider({
     label: CU.t("Parameter"),
     n: model.get("param_values").length,
-    value: model.get("param_index"),
+    model,
+    trait: "param_index",
     format: paramText,
-    onInput: (i) => { model.set("param_index", i); model.save_changes(); draw(); },
+    onInput: draw,
   });
   const extraText = (i) => {
     const v = model.get("extra_values")[i];
@@ -37,9 +40,10 @@ function render({ model, el }) {
   const extraSlider = CU.slider({
     label: CU.t("Global / random tokens"),
     n: model.get("extra_values").length,
-    value: model.get("extra_index"),
+    model,
+    trait: "extra_index",
     format: extraText,
-    onInput: (i) => { model.set("extra_index", i); model.save_changes(); draw(); },
+    onInput: draw,
   });
   [select, tSlider, paramSlider, extraSlider].forEach((c) => controls.appendChild(c.root));
 
@@ -53,8 +57,7 @@ function render({ model, el }) {
   const reachBody = CU.svg("g", {}, reachSvg);
 
   function refreshLabels() {
-    paramSlider.set(model.get("param_index"));
-    extraSlider.set(model.get("extra_index"));
+    CU.sync(paramSlider, extraSlider);
   }
 
   function frame() {
@@ -115,16 +118,13 @@ function render({ model, el }) {
   }
 
   const onIndex = () => {
-    select.set(model.get("pattern_index"));
-    tSlider.set(model.get("t_index"));
+    CU.sync(select, tSlider);
     refreshLabels();
     draw();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:pattern_index change:t_index change:param_index change:extra_index", onIndex],
     ["change:frames", draw],
-  ]);
-  draw();
-  return cleanup;
+  ], draw);
 }
 export default { render };

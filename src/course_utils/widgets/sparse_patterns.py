@@ -39,7 +39,7 @@ from ..sparse import (
     sliding_window_mask,
     strided_mask,
 )
-from ._base import CourseWidget, check_index, pack_uint8, unpack_array
+from ._base import CourseWidget, pack_uint8, unpack_array
 from ._text import Text
 
 __all__ = ["PATTERNS", "SparsePatterns", "build_mask"]
@@ -58,6 +58,13 @@ PATTERNS: dict[str, tuple[str, bool]] = {
     "window + global": ("window w (two-sided)", True),
     "BigBird": ("window w (two-sided)", True),
     "block-sparse window": ("block = window", False),
+}
+#: How many positions each control has.
+INDEX_SIZES = {
+    "pattern_index": len(PATTERNS),
+    "t_index": len(T_VALUES),
+    "param_index": len(PARAM_VALUES),
+    "extra_index": len(EXTRA_VALUES),
 }
 
 
@@ -106,6 +113,12 @@ class SparsePatterns(CourseWidget):
     """
 
     _widget_file = "sparse_patterns"
+    _default_description = (
+        "Left: a sparse attention mask, rows are queries and columns keys, a filled cell "
+        "means the query may attend to that key. Right: after 1 to 8 layers, which tokens "
+        "the last token has received information from. Choose a pattern, the sequence "
+        "length T, the pattern's parameter and the number of extra tokens."
+    )
 
     pattern_names = traitlets.List(Text()).tag(sync=True)
     param_labels = traitlets.List(Text()).tag(sync=True)
@@ -153,13 +166,6 @@ class SparsePatterns(CourseWidget):
         self.pattern_index = names.index(pattern)
         self.t_index, self.param_index = T_VALUES.index(t), PARAM_VALUES.index(param)
         self.extra_index = EXTRA_VALUES.index(extra)
-        if not self.description:
-            self.description = (
-                "Left: a sparse attention mask, rows are queries and columns keys, a filled cell "
-                "means the query may attend to that key. Right: after 1 to 8 layers, which tokens "
-                "the last token has received information from. Choose a pattern, the sequence "
-                "length T, the pattern's parameter and the number of extra tokens."
-            )
 
     def _recompute(self) -> None:
         frames: dict[str, Any] = {}
@@ -179,16 +185,10 @@ class SparsePatterns(CourseWidget):
         self.frames = frames
         self._check_budget("use fewer grid values")
 
-    @traitlets.validate("pattern_index", "t_index", "param_index", "extra_index")
-    def _valid_index(self, proposal: Any) -> int:
-        name, value = proposal["trait"].name, proposal["value"]
-        n = {
-            "pattern_index": len(PATTERNS),
-            "t_index": len(T_VALUES),
-            "param_index": len(PARAM_VALUES),
-            "extra_index": len(EXTRA_VALUES),
-        }[name]
-        return check_index(value, name, n)
+    _v_index = traitlets.validate(*INDEX_SIZES)(CourseWidget._valid_index)
+
+    def _index_size(self, name: str) -> int:
+        return INDEX_SIZES[name]
 
     def __repr__(self) -> str:  # deterministic, so nbval can compare it
         return (

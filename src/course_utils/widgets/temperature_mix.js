@@ -7,13 +7,10 @@ function render({ model, el }) {
   const slider = CU.slider({
     label: CU.t("Temperature τ"),
     n: model.get("temperatures").length,
-    value: model.get("t_index"),
+    model,
+    trait: "t_index",
     format: (i) => CU.fmt(model.get("temperatures")[i], 2),
-    onInput: (i) => {
-      model.set("t_index", i);
-      model.save_changes();
-      update();
-    },
+    onInput: update,
   });
   controls.appendChild(slider.root);
   const layout = CU.html("div", { class: "cu-tmix-layout cu-row" }, stage);
@@ -99,12 +96,10 @@ function render({ model, el }) {
     plane = null;
     update();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:t_index", update],
     ["change:frames", rebuild],
-  ]);
-  update();
-  return cleanup;
+  ], update);
 }
 
 export default { render };

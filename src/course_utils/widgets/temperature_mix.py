@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from ..geometry import convex_hull
 from ..softmax import softmax
-from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_tokens, check_vectors, pack_array
 
 __all__ = ["TemperatureMix"]
 
@@ -104,9 +104,10 @@ class TemperatureMix(CourseWidget):
             raise TypeError(f"t_index must be an int; got {type(start).__name__}")
         self.t_index = int(start)
 
-    @traitlets.validate("t_index")
-    def _valid_index(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "t_index", max(1, len(self.temperatures)))
+    _v_index = traitlets.validate("t_index")(CourseWidget._valid_index)
+
+    def _index_size(self, name: str) -> int:
+        return len(self.temperatures)
 
     def _recompute(self) -> None:
         s = np.asarray(self.scores)  # (T_k,)

@@ -19,33 +19,26 @@ function render({ model, el }) {
     onChange: (i) => {
       model.set("causal", i === 1);
       const n = tiles().length;
-      if (model.get("step_index") > n - 1) model.set("step_index", n - 1);
-      model.save_changes();
+      CU.save(model, { step_index: Math.min(model.get("step_index"), n - 1) });
       draw();
     },
   });
   const stepSlider = CU.slider({
     label: CU.t("Tile"),
     n: Math.max(1, tiles().length),
-    value: model.get("step_index"),
+    model,
+    trait: "step_index",
     format: (i) => tileText(i),
-    onInput: (i) => {
-      model.set("step_index", i);
-      model.save_changes();
-      draw();
-    },
+    onInput: draw,
   });
   const memT = model.get("frames").memory.T;
   const memSlider = CU.slider({
     label: CU.t("Memory view: sequence length T"),
     n: memT.length,
-    value: model.get("memory_index"),
+    model,
+    trait: "memory_index",
     format: (i) => `T = ${model.get("frames").memory.T[i]}`,
-    onInput: (i) => {
-      model.set("memory_index", i);
-      model.save_changes();
-      drawMemory();
-    },
+    onInput: drawMemory,
   });
   controls.appendChild(maskSelect.root);
   controls.appendChild(stepSlider.root);
@@ -119,16 +112,16 @@ function render({ model, el }) {
     // Bands behind the labels of the current query block (rows) and key block (columns).
     CU.svg("rect", { x: 2, y: TOP + qs * ROW, width: LEFT - 4, height: (qe - qs) * ROW, class: "cu-tiling-band" }, body);
     CU.svg("rect", { x: LEFT + ks * CELL, y: 4, width: (ke - ks) * CELL, height: TOP - 8, class: "cu-tiling-band" }, body);
-    const head = CU.svg("text", { x: LEFT + gridW / 2, y: height - 8, "text-anchor": "middle", class: "cu-tiling-label" }, body);
+    const head = CU.svg("text", { x: LEFT + gridW / 2, y: height - 8, "text-anchor": "middle", class: "cu-label" }, body);
     CU.setText(head, CU.t("scaled scores: rows = queries, columns = keys"));
     for (let j = 0; j < T; j++) {
-      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-tiling-label" }, body);
+      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-label" }, body);
       CU.setText(t, tokens[j]);
     }
     const rowsText = [];
     for (let i = 0; i < T; i++) {
       const y = TOP + i * ROW;
-      const lab = CU.svg("text", { x: LEFT - 6, y: y + 17, "text-anchor": "end", class: "cu-tiling-label" }, body);
+      const lab = CU.svg("text", { x: LEFT - 6, y: y + 17, "text-anchor": "end", class: "cu-label" }, body);
       CU.setText(lab, tokens[i]);
       for (let j = 0; j < T; j++) {
         const masked = causal && j > i;
@@ -179,7 +172,7 @@ function render({ model, el }) {
       [outX, CU.t("output o / l"), "start"],
       [errX, CU.t("vs exact"), "start"],
     ]) {
-      const t = CU.svg("text", { x, y: TOP - 10, "text-anchor": anchor, class: "cu-tiling-label" }, body);
+      const t = CU.svg("text", { x, y: TOP - 10, "text-anchor": anchor, class: "cu-label" }, body);
       CU.setText(t, text);
     }
     // The current tile, outlined last so that it is on top.
@@ -211,16 +204,16 @@ function render({ model, el }) {
     ];
     rows.forEach(([name, mib, cls], r) => {
       const y = 14 + r * 34;
-      const lab = CU.svg("text", { x: X0 - 8, y: y + 17, "text-anchor": "end", class: "cu-tiling-label" }, memBody);
+      const lab = CU.svg("text", { x: X0 - 8, y: y + 17, "text-anchor": "end", class: "cu-label" }, memBody);
       CU.setText(lab, name);
       CU.svg("rect", { x: X0, y, width: Math.max(1, xOf(mib) - X0), height: 24, class: cls }, memBody);
-      const val = CU.svg("text", { x: Math.min(xOf(mib) + 6, X0 + W - 60), y: y + 17, class: "cu-tiling-label" }, memBody);
+      const val = CU.svg("text", { x: Math.min(xOf(mib) + 6, X0 + W - 60), y: y + 17, class: "cu-label" }, memBody);
       CU.setText(val, mib >= 1024 ? `${CU.fmt(mib / 1024, 1)} GiB` : `${CU.fmt(mib, 1)} MiB`);
     });
     for (const tick of [1, 32, 1024, 32768]) {
       const x = xOf(tick);
       CU.svg("line", { x1: x, x2: x, y1: 84, y2: 90, class: "cu-tiling-axis" }, memBody);
-      const t = CU.svg("text", { x, y: 104, "text-anchor": "middle", class: "cu-tiling-label" }, memBody);
+      const t = CU.svg("text", { x, y: 104, "text-anchor": "middle", class: "cu-label" }, memBody);
       CU.setText(t, tick >= 1024 ? `${tick / 1024} GiB` : `${tick} MiB`);
     }
     const ratio = mem.naive_mib[i] / mem.tiled_mib[i];
@@ -233,13 +226,11 @@ function render({ model, el }) {
     draw();
     drawMemory();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:step_index change:causal", draw],
     ["change:memory_index", drawMemory],
     ["change:frames change:tokens", redrawAll],
-  ]);
-  redrawAll();
-  return cleanup;
+  ], redrawAll);
 }
 
 export default { render };

@@ -33,7 +33,7 @@ from .._validation import shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..flash import attention_memory_bytes, tile_schedule, tiled_attention_steps
 from ..masks import causal_mask
-from ._base import CourseWidget, check_index, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_tokens, check_vectors, pack_array
 
 __all__ = ["MEMORY_LENGTHS", "TilingExplorer"]
 
@@ -118,13 +118,10 @@ class TilingExplorer(CourseWidget):
         self.step_index = step_index
 
     # -- validation of the controls ------------------------------------------------------------
-    @traitlets.validate("step_index")
-    def _valid_step(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "step_index", self.n_steps)
+    _v_index = traitlets.validate("step_index", "memory_index")(CourseWidget._valid_index)
 
-    @traitlets.validate("memory_index")
-    def _valid_memory(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "memory_index", len(MEMORY_LENGTHS))
+    def _index_size(self, name: str) -> int:
+        return self.n_steps if name == "step_index" else len(MEMORY_LENGTHS)
 
     @traitlets.observe("causal")
     def _on_causal(self, _change: Any) -> None:

@@ -13,21 +13,24 @@ function render({ model, el }) {
   const sentence = CU.select({
     label: CU.t("Sentence"),
     options: model.get("labels"),
-    value: model.get("sentence_index"),
-    onChange: (i) => { model.set("sentence_index", i); model.save_changes(); draw(); },
+    model,
+    trait: "sentence_index",
+    onChange: draw,
   });
   const option = CU.select({
     label: CU.t("Remove"),
     options: model.get("option_names"),
-    value: model.get("option_index"),
-    onChange: (i) => { model.set("option_index", i); model.save_changes(); draw(); },
+    model,
+    trait: "option_index",
+    onChange: draw,
   });
   const k = CU.slider({
     label: CU.t("k (words removed)"),
     n: model.get("k_max"),
-    value: model.get("k_index"),
+    model,
+    trait: "k_index",
     format: (i) => `k = ${i + 1}`,
-    onInput: (i) => { model.set("k_index", i); model.save_changes(); draw(); },
+    onInput: draw,
   });
   controls.append(sentence.root, option.root, k.root);
 
@@ -108,16 +111,12 @@ function render({ model, el }) {
     draw();
   };
   const onState = () => {
-    sentence.set(model.get("sentence_index"));
-    option.set(model.get("option_index"));
-    k.set(model.get("k_index"));
+    CU.sync(sentence, option, k);
     draw();
   };
-  const cleanup = CU.listen(model, [
+  return CU.live(model, [
     ["change:labels change:tokens change:measures change:removed change:probs", onData],
     ["change:sentence_index change:option_index change:k_index", onState],
-  ]);
-  draw();
-  return cleanup;
+  ], draw);
 }
 export default { render };

@@ -32,7 +32,7 @@ from ..topic_focus.attribution import ablate, classifier_gradient_x_input
 from ..topic_focus.classifier import TrainResult
 from ..topic_focus.dataset import TOPICS, TopicSentence, topic_mask, word_tokens
 from ..topic_focus.minilm import minilm_measures, to_words
-from ._base import CourseWidget, check_index, check_tokens, pack_array, pack_uint8, unpack_array
+from ._base import CourseWidget, check_tokens, pack_array, pack_uint8, unpack_array
 from ._text import Text
 
 __all__ = ["TopicWordFocus"]
@@ -63,6 +63,12 @@ class TopicWordFocus(CourseWidget):
     """
 
     _widget_file = "topic_word_focus"
+    _default_description = (
+        "Choose a sentence. Its words are shown three times, shaded by three measures of "
+        "importance (darker = less, brighter = more); true topic words are underlined. "
+        "Choose what to remove and how many words: removed words are struck through and "
+        "the bars show the classifier's topic probabilities before and after."
+    )
 
     labels = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per sentence
     tokens = traitlets.List(traitlets.List(traitlets.Unicode())).tag(sync=True)  # words
@@ -96,13 +102,6 @@ class TopicWordFocus(CourseWidget):
             raise TypeError("sentences must be a non-empty list of TopicSentence")
         if isinstance(k_max, bool) or not isinstance(k_max, int) or not 1 <= k_max <= 5:
             raise ValueError(f"k_max must be an int in [1, 5]; got {k_max!r}")
-        if not self.description:
-            self.description = (
-                "Choose a sentence. Its words are shown three times, shaded by three measures of "
-                "importance (darker = less, brighter = more); true topic words are underlined. "
-                "Choose what to remove and how many words: removed words are struck through and "
-                "the bars show the classifier's topic probabilities before and after."
-            )
         rng = np.random.default_rng(seed)
         labels, tokens, is_topic, topic, measures, removed, probs = [], [], [], [], [], [], []
         self._values: list[NDArray] = []
@@ -148,17 +147,13 @@ class TopicWordFocus(CourseWidget):
             self.k_index = 0
         self._check_budget("use fewer or shorter sentences, or a smaller k_max")
 
-    @traitlets.validate("sentence_index")
-    def _valid_sentence(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "sentence_index", max(1, len(self.tokens)))
+    _v_index = traitlets.validate("sentence_index", "option_index", "k_index")(
+        CourseWidget._valid_index
+    )
 
-    @traitlets.validate("option_index")
-    def _valid_option(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "option_index", len(OPTION_NAMES))
-
-    @traitlets.validate("k_index")
-    def _valid_k(self, proposal: Any) -> int:
-        return check_index(proposal["value"], "k_index", self.k_max)
+    def _index_size(self, name: str) -> int:
+        sizes = {"sentence_index": len(self.tokens), "option_index": len(OPTION_NAMES)}
+        return sizes.get(name, self.k_max)
 
     @property
     def values(self) -> NDArray:
