@@ -117,8 +117,11 @@ browser-deps:
 	  else echo "Install Debian's packages:$$missing (sudo apt-get install$$missing) for the browser tests."; exit 1; fi; \
 	fi
 
+# Two workers (one Chromium each; the site is served on a free port per worker). --dist loadgroup
+# keeps a module whose tests share one costly fixture on one worker (xdist_group: JupyterLab's
+# server, the PDFs read back); every other test goes to whichever worker is free.
 test-browser: $(STAMP) browser-deps book pdf
-	$(BIN)/python -m pytest -q -m "browser or jupyterlab" tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "browser or jupyterlab" tests
 
 test: lint test-unit test-notebooks test-book test-browser
 

@@ -15,6 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("what", choices=["slides", "pdf"])
     parser.add_argument("--site", type=Path, default=REPO / "_build" / "html")
     parser.add_argument("--out", type=Path, default=REPO / "_build" / "pdf")
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="pdf: books printed at once (default 2: both editions)"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     if args.what == "slides":
@@ -35,14 +38,24 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"{len(report.learner)} learner copies and {report.zip_path}")
     else:
-        from course_kit.pdf import PDF_NAME_ZH, build_pdf
+        from concurrent.futures import ProcessPoolExecutor
 
-        pdf = build_pdf(REPO, args.site, args.out)
-        print(f"{pdf}: {pdf.stat().st_size / 1e6:.1f} MB")
+        from course_kit.pdf import PDF_NAME, PDF_NAME_ZH, build_pdf
+
+        books = [(args.site, "en", PDF_NAME)]
         zh_site = args.site / "zh"  # the 中文 edition (course_site.zh_edition), when built
         if (zh_site / "intro.html").is_file():
-            pdf = build_pdf(REPO, zh_site, args.out, language="zh-CN", name=PDF_NAME_ZH)
-            print(f"{pdf}: {pdf.stat().st_size / 1e6:.1f} MB")
+            books.append((zh_site, "zh-CN", PDF_NAME_ZH))
+        # The two books at once, one process (one Chromium) each: printing a book is mostly one
+        # renderer busy with MathJax, layout and printing, so two books use two cores.
+        with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(books)))) as pool:
+            futures = [
+                pool.submit(build_pdf, REPO, site, args.out, language=lang, name=name)
+                for site, lang, name in books
+            ]
+            for future in futures:
+                pdf = future.result()
+                print(f"{pdf}: {pdf.stat().st_size / 1e6:.1f} MB")
     print(f"done in {time.perf_counter() - start:.1f} s")
     return 0
 

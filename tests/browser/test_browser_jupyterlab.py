@@ -42,7 +42,9 @@ import pytest
 
 from course_site.browser import AT_END_JS, ROOT, XSS_TOKENS, block_outside, press_key_for
 
-pytestmark = [pytest.mark.jupyterlab, pytest.mark.slow]
+# One JupyterLab server for the whole module: under xdist (`make test-browser`) its tests stay on
+# one worker (--dist loadgroup), or each worker would start a server of its own.
+pytestmark = [pytest.mark.jupyterlab, pytest.mark.slow, pytest.mark.xdist_group("jupyterlab")]
 
 ARTIFACTS = ROOT / "test-artifacts"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

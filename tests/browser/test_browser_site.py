@@ -109,6 +109,10 @@ def open_page(browser: Any, url: str, allowed: tuple[str, ...]) -> tuple[Any, An
             break
         page.wait_for_url(lambda u: u != url, timeout=10_000)
         page.wait_for_load_state("load")
+    # The check above can run in the redirect's target while that page is still being parsed (on a
+    # loaded machine the refresh fires before the first check): wait until the page we are on has
+    # loaded, or its scripts (MathJax) are not all in the document yet.
+    page.wait_for_load_state("load")
     return context, page, record
 
 

@@ -29,7 +29,9 @@ from course_kit.pdf import (
     top_of_page,
 )
 
-pytestmark = pytest.mark.browser
+# The PDFs are read back once per edition (module fixture `pages`): under xdist the module stays on
+# one worker (--dist loadgroup).
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("pdf")]
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
