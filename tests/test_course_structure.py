@@ -190,13 +190,20 @@ def markdown_sources() -> list[tuple[str, str]]:
 
 
 def module_public_names(path: Path) -> set[str]:
-    """A module's ``__all__`` if it has a literal one, else its top-level public defs/classes."""
+    """A module's ``__all__`` if it has a literal one, else its top-level public defs/classes.
+
+    A package whose ``__all__`` joins its submodules' lists re-exports only: its names are found
+    in the submodules.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
         ):
-            return set(ast.literal_eval(node.value))
+            try:
+                return set(ast.literal_eval(node.value))
+            except ValueError:  # joins submodules' lists ([*a.__all__]): the names are theirs
+                break
     return {
         node.name
         for node in tree.body

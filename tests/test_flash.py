@@ -304,7 +304,7 @@ def test_tiled_attention_shape_errors_name_argument_and_shapes():
             r"q must have at least 2 dimensions \(\.\.\., T_q, d\); got shape \(3,\)",
         ),
         ((q, k[:, :0], v[:, :0]), r"k has shape \(2, 0, 3\), expected .* T_k >= 1"),
-        ((q[..., :0], k[..., :0], v), r"q has shape \(2, 4, 0\), expected .* d >= 1"),
+        ((q[..., :0], k[..., :0], v), r"q has shape \(2, 4, 0\), expected .* d_k >= 1"),
     ]
     for args, match in cases:
         with pytest.raises(ValueError, match=match):

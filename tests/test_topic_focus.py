@@ -183,7 +183,11 @@ def test_ablation_removing_a_word_is_the_same_as_deleting_it(trained):
     tokens, _ = word_tokens(s.text)
     remove = np.array([t == "striker" for t in tokens])
     shorter = type(s)(s.text.replace("striker ", ""), s.topic, s.lang, (), ())
-    np.testing.assert_allclose(ablate(trained, s, remove), trained.predict([shorter])[0][0])
+    # float32 sums over T and T - 1 tokens round differently (the kernel's blocking depends on T
+    # and on the thread count): equal to float32 precision, not to the last bit.
+    np.testing.assert_allclose(
+        ablate(trained, s, remove), trained.predict([shorter])[0][0], rtol=1e-5, atol=1e-12
+    )
 
 
 def test_ablation_batched_rows_equal_single_rows(trained):

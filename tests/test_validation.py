@@ -10,7 +10,9 @@ from course_utils._validation import (
     as_float_array,
     check_count,
     check_float_tensor,
+    check_mask_shape,
     check_positive_finite,
+    check_qkv_shapes,
     shape_str,
 )
 
@@ -199,3 +201,60 @@ def test_check_float_tensor_rejects(make, kwargs, error, message):
     with pytest.raises(error) as info:
         check_float_tensor(make(torch), "q", "(T, d)", **kwargs)
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("q", "k", "v", "d_k_t_k"),
+    [
+        ((3, 4), (5, 4), (5, 2), (4, 5)),
+        ((2, 3, 4), (2, 1, 4), None, (4, 1)),
+        ((8, 1, 1), (1, 7, 1), (8, 7, 9), (1, 7)),  # batch dimensions are the caller's rule
+    ],
+)
+def test_check_qkv_shapes_accepts(q, k, v, d_k_t_k):
+    assert check_qkv_shapes(q, k, v) == d_k_t_k
+
+
+@pytest.mark.parametrize(
+    ("q", "k", "v", "message"),
+    [
+        ((3, 0), (5, 0), None, "q has shape (3, 0), expected (..., T_q, d_k) with d_k >= 1"),
+        (
+            (3, 4),
+            (5, 3),
+            None,
+            "k has shape (5, 3), expected (..., T_k, 4): its last dimension must equal d_k = 4, "
+            "the last dimension of q (3, 4)",
+        ),
+        ((3, 4), (0, 4), None, "k has shape (0, 4), expected (..., T_k, 4) with T_k >= 1"),
+        (
+            (3, 4),
+            (5, 4),
+            (6, 2),
+            "v has shape (6, 2), expected (..., 5, d_v): v needs one row per key, "
+            "and k (5, 4) has T_k = 5",
+        ),
+    ],
+)
+def test_check_qkv_shapes_rejects(q, k, v, message):
+    with pytest.raises(ValueError) as info:
+        check_qkv_shapes(q, k, v)
+    assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("mask", "expected", "fits"),
+    [
+        ((3, 4), (3, 4), True),
+        ((1, 4), (2, 3, 4), True),
+        ((4,), (3, 4), True),
+        ((2, 3, 4), (3, 4), False),  # would enlarge the scores: never a silent broadcast
+        ((3, 5), (3, 4), False),
+    ],
+)
+def test_check_mask_shape(mask, expected, fits):
+    if fits:
+        check_mask_shape(mask, expected)
+        return
+    with pytest.raises(ValueError, match=r"^mask has shape .* without enlarging it$"):
+        check_mask_shape(mask, expected)

@@ -22,7 +22,9 @@ __all__ = [
     "check_count",
     "check_float_tensor",
     "check_int",
+    "check_mask_shape",
     "check_positive_finite",
+    "check_qkv_shapes",
     "shape_str",
 ]
 
@@ -220,3 +222,61 @@ def check_float_tensor(
             f"got shape {shape_str(tuple(x.shape))}"
         )
     return x
+
+
+def check_qkv_shapes(
+    q: Sequence[int], k: Sequence[int], v: Sequence[int] | None = None
+) -> tuple[int, int]:
+    """The shape contract of attention, for numpy arrays and torch tensors alike: ``(d_k, T_k)``.
+
+    ``q`` is ``(..., T_q, d_k)``, ``k`` is ``(..., T_k, d_k)`` and ``v`` (if given) is
+    ``(..., T_k, d_v)``, with ``d_k >= 1`` and ``T_k >= 1`` (a query needs a key to attend to).
+    The leading (batch) dimensions are the caller's rule: some broadcast them, some do not.
+
+    >>> check_qkv_shapes((3, 4), (5, 4), (5, 2))
+    (4, 5)
+    >>> check_qkv_shapes((3, 4), (5, 3))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: k has shape (5, 3), expected (..., T_k, 4): its last dimension must equal d_k = 4...
+    """
+    d_k = q[-1]
+    if d_k == 0:
+        raise ValueError(f"q has shape {shape_str(q)}, expected (..., T_q, d_k) with d_k >= 1")
+    if k[-1] != d_k:
+        raise ValueError(
+            f"k has shape {shape_str(k)}, expected (..., T_k, {d_k}): its last dimension must "
+            f"equal d_k = {d_k}, the last dimension of q {shape_str(q)}"
+        )
+    t_k = k[-2]
+    if t_k == 0:
+        raise ValueError(
+            f"k has shape {shape_str(k)}, expected (..., T_k, {d_k}) with T_k >= 1: "
+            "there must be at least one key to attend to"
+        )
+    if v is not None and v[-2] != t_k:
+        raise ValueError(
+            f"v has shape {shape_str(v)}, expected (..., {t_k}, d_v): "
+            f"v needs one row per key, and k {shape_str(k)} has T_k = {t_k}"
+        )
+    return d_k, t_k
+
+
+def check_mask_shape(mask: Sequence[int], expected: Sequence[int]) -> None:
+    """A mask may broadcast to the scores' shape ``expected`` but never enlarge it.
+
+    >>> check_mask_shape((1, 4), (3, 4))
+    >>> check_mask_shape((2, 3, 4), (3, 4))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: mask has shape (2, 3, 4), expected a shape that broadcasts to (3, 4) ...
+    """
+    try:
+        fits = np.broadcast_shapes(tuple(mask), tuple(expected)) == tuple(expected)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"mask has shape {shape_str(mask)}, expected a shape that broadcasts to "
+            f"{shape_str(expected)} (..., T_q, T_k) without enlarging it"
+        )

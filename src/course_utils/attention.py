@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import as_bool_array, as_float_array, shape_str
+from ._validation import (
+    as_bool_array,
+    as_float_array,
+    check_mask_shape,
+    check_qkv_shapes,
+    shape_str,
+)
 from .softmax import softmax
 
 __all__ = ["attention_scores", "default_scale", "scaled_dot_product_attention", "softmax"]
@@ -43,7 +49,7 @@ def attention_scores(q: Any, k: Any, *, scale: float | None = None) -> NDArray:
     """
     q, k = _check_q_k(q, k)
     _broadcast_batch(q, k, k)
-    return _scaled_scores(q, k, _resolve_scale(scale, q.shape[-1]), np.result_type(q, k))
+    return _scaled_scores(q, k, resolve_scale(scale, q.shape[-1]), np.result_type(q, k))
 
 
 def _scaled_scores(q: NDArray, k: NDArray, scale: float, dtype: np.dtype) -> NDArray:
@@ -64,22 +70,7 @@ def _check_q_k(q: Any, k: Any) -> tuple[NDArray, NDArray]:
                 f"{name} contains -inf (shape {shape_str(arr.shape)}); q, k and v must be finite: "
                 "use mask to exclude positions, not -inf entries"
             )
-    d_k = q.shape[-1]
-    if d_k == 0:
-        raise ValueError(
-            f"q has shape {shape_str(q.shape)}, expected (..., T_q, d_k) with d_k >= 1"
-        )
-    if k.shape[-1] != d_k:
-        raise ValueError(
-            f"k has shape {shape_str(k.shape)}, expected (..., T_k, {d_k}): "
-            f"its last dimension must equal d_k = {d_k}, "
-            f"the last dimension of q {shape_str(q.shape)}"
-        )
-    if k.shape[-2] == 0:
-        raise ValueError(
-            f"k has shape {shape_str(k.shape)}, expected (..., T_k, {d_k}) with T_k >= 1: "
-            "there must be at least one key to attend to"
-        )
+    check_qkv_shapes(q.shape, k.shape)
     return q, k
 
 
@@ -105,7 +96,8 @@ def default_scale(d_k: int) -> float:
     return 1.0 / math.sqrt(d_k)
 
 
-def _resolve_scale(scale: float | None, d_k: int) -> float:
+def resolve_scale(scale: float | None, d_k: int) -> float:
+    """``scale`` checked (a finite number), or the default ``1/√d_k`` when it is ``None``."""
     if scale is None:
         return default_scale(d_k)
     if isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
@@ -162,30 +154,15 @@ def scaled_dot_product_attention(
     v = as_float_array(v, "v", min_ndim=2, expected="(..., T_k, d_v)")
     if np.isinf(v).any():
         raise ValueError(f"v contains -inf (shape {shape_str(v.shape)}); v must be finite")
-    d_k = q.shape[-1]
-    t_k = k.shape[-2]
-    if v.shape[-2] != t_k:
-        raise ValueError(
-            f"v has shape {shape_str(v.shape)}, expected (..., {t_k}, d_v): "
-            f"v needs one row per key, and k {shape_str(k.shape)} has T_k = {t_k}"
-        )
+    d_k, t_k = check_qkv_shapes(q.shape, k.shape, v.shape)
     batch = _broadcast_batch(q, k, v)
-    scale = _resolve_scale(scale, d_k)
+    scale = resolve_scale(scale, d_k)
 
     dtype = np.result_type(q, k, v)
     scores = _scaled_scores(q, k, scale, dtype)  # (..., T_q, T_k)
     if mask is not None:
         mask = as_bool_array(mask, "mask")
-        expected = (*batch, q.shape[-2], t_k)
-        try:
-            broadcast = np.broadcast_shapes(mask.shape, expected)
-        except ValueError:
-            broadcast = None
-        if broadcast != expected:
-            raise ValueError(
-                f"mask has shape {shape_str(mask.shape)}, expected a shape that broadcasts to "
-                f"{shape_str(expected)} (..., T_q, T_k) without enlarging it"
-            )
+        check_mask_shape(mask.shape, (*batch, q.shape[-2], t_k))
         scores = np.where(mask, scores, -np.inf)  # (..., T_q, T_k); masked -> -inf
     weights = softmax(scores, axis=-1)  # (..., T_q, T_k); fully masked rows -> 0
     output = weights @ v  # (..., T_q, d_v)

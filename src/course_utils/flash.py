@@ -38,8 +38,8 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ._validation import as_float_array, check_float_tensor, shape_str
-from .attention import default_scale
+from ._validation import as_float_array, check_float_tensor, check_qkv_shapes, shape_str
+from .attention import resolve_scale
 
 __all__ = [
     "TileStep",
@@ -197,35 +197,14 @@ def _check_qkv(
         raise ValueError(
             f"q, k and v must be on one device; got {q.device}, {k.device}, {v.device}"
         )
-    shapes = {n: shape_str(tuple(t.shape)) for n, t in (("q", q), ("k", k), ("v", v))}
     if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
         raise ValueError(
             "q, k and v must have the same leading (batch) dimensions, nothing is broadcast; "
-            f"got q {shapes['q']}, k {shapes['k']}, v {shapes['v']}"
+            f"got q {shape_str(tuple(q.shape))}, k {shape_str(tuple(k.shape))}, "
+            f"v {shape_str(tuple(v.shape))}"
         )
-    d = q.shape[-1]
-    if d == 0:
-        raise ValueError(f"q has shape {shapes['q']}, expected (..., T_q, d) with d >= 1")
-    if k.shape[-1] != d:
-        raise ValueError(
-            f"k has shape {shapes['k']}, expected (..., T_k, {d}): its last dimension must equal "
-            f"d = {d}, the last dimension of q {shapes['q']}"
-        )
-    t_k = k.shape[-2]
-    if t_k == 0:
-        raise ValueError(f"k has shape {shapes['k']}, expected (..., T_k, {d}) with T_k >= 1")
-    if v.shape[-2] != t_k:
-        raise ValueError(
-            f"v has shape {shapes['v']}, expected (..., {t_k}, d_v): one row per key, and "
-            f"k {shapes['k']} has T_k = {t_k}"
-        )
-    if scale is None:
-        scale = default_scale(d)
-    elif isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
-        raise TypeError(f"scale must be a number or None; got {type(scale).__name__}")
-    elif not math.isfinite(scale):
-        raise ValueError(f"scale must be finite; got {scale}")
-    return q, k, v, float(scale)
+    d_k, _ = check_qkv_shapes(tuple(q.shape), tuple(k.shape), tuple(v.shape))
+    return q, k, v, resolve_scale(scale, d_k)
 
 
 def tile_schedule(

@@ -38,7 +38,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import check_float_tensor, check_int, shape_str
+from ._validation import (
+    check_float_tensor,
+    check_int,
+    check_mask_shape,
+    check_qkv_shapes,
+    shape_str,
+)
 
 __all__ = ["MultiHeadAttention", "attention_weights"]
 
@@ -47,18 +53,7 @@ def _check_qk_mask(q: object, k: object, mask: object) -> None:
     """Validate the arguments of :func:`attention_weights` like the numpy functions do."""
     q = check_float_tensor(q, "q", "(..., T_q, d_k)", min_ndim=2)
     k = check_float_tensor(k, "k", "(..., T_k, d_k)", min_ndim=2)
-    d_k = q.size(-1)
-    if k.size(-1) != d_k or d_k == 0:
-        raise ValueError(
-            f"k has shape {shape_str(tuple(k.shape))}, expected (..., T_k, {d_k}): its last "
-            f"dimension must equal d_k = {d_k}, the last dimension of q {shape_str(tuple(q.shape))}"
-            + (" (and d_k >= 1)" if d_k == 0 else "")
-        )
-    if k.size(-2) == 0:
-        raise ValueError(
-            f"k has shape {shape_str(tuple(k.shape))}, expected (..., T_k, {d_k}) with T_k >= 1: "
-            "there must be at least one key to attend to"
-        )
+    check_qkv_shapes(tuple(q.shape), tuple(k.shape))
     if q.dtype != k.dtype:
         raise TypeError(f"q and k must have the same dtype; got {q.dtype} and {k.dtype}")
     try:
@@ -73,16 +68,7 @@ def _check_qk_mask(q: object, k: object, mask: object) -> None:
     if not isinstance(mask, Tensor) or mask.dtype != torch.bool:
         got = f"dtype {mask.dtype}" if isinstance(mask, Tensor) else type(mask).__name__
         raise TypeError(f"mask must be a boolean torch.Tensor (True = may attend); got {got}")
-    expected_shape = (*batch, q.size(-2), k.size(-2))
-    try:
-        fits = torch.broadcast_shapes(mask.shape, expected_shape) == torch.Size(expected_shape)
-    except RuntimeError:
-        fits = False
-    if not fits:
-        raise ValueError(
-            f"mask has shape {shape_str(tuple(mask.shape))}, expected a shape that broadcasts to "
-            f"{shape_str(expected_shape)} (..., T_q, T_k) without enlarging it"
-        )
+    check_mask_shape(tuple(mask.shape), (*batch, q.size(-2), k.size(-2)))
 
 
 def _choose_path(fast: bool | None, return_weights: bool) -> bool:

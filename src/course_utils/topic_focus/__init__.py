@@ -12,54 +12,10 @@ Submodules, one job each:
 * :mod:`~course_utils.topic_focus.minilm`: the same questions asked of all-MiniLM-L6-v2.
 """
 
-from .attribution import (
-    AblationResult,
-    ablate,
-    ablation_study,
-    attention_rollout,
-    bootstrap_ci,
-    classifier_gradient_x_input,
-    gradient_x_input,
-    top_k_precision,
-)
-from .classifier import (
-    AttentionPoolingClassifier,
-    Split,
-    TrainResult,
-    Vocabulary,
-    make_batch,
-    make_split,
-    train_classifier,
-)
-from .dataset import (
-    TOPICS,
-    TopicSentence,
-    real_sentences,
-    template_sentences,
-    topic_mask,
-    word_tokens,
-)
+# The package exports what each submodule lists as public: every name is listed once, in its module.
+from . import attribution, classifier, dataset
+from .attribution import *  # noqa: F403
+from .classifier import *  # noqa: F403
+from .dataset import *  # noqa: F403
 
-__all__ = [
-    "TOPICS",
-    "AblationResult",
-    "AttentionPoolingClassifier",
-    "Split",
-    "TopicSentence",
-    "TrainResult",
-    "Vocabulary",
-    "ablate",
-    "ablation_study",
-    "attention_rollout",
-    "bootstrap_ci",
-    "classifier_gradient_x_input",
-    "gradient_x_input",
-    "make_batch",
-    "make_split",
-    "real_sentences",
-    "template_sentences",
-    "top_k_precision",
-    "topic_mask",
-    "train_classifier",
-    "word_tokens",
-]
+__all__ = [*attribution.__all__, *classifier.__all__, *dataset.__all__]
