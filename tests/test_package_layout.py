@@ -56,3 +56,13 @@ def test_the_book_loads_them_as_local_extensions() -> None:
         assert local.get(name) == "_ext/", f"{name} is not a local extension from _ext/"
     extra = config["sphinx"].get("extra_extensions") or []
     assert not [e for e in extra if str(e).startswith("course_utils")], extra
+
+
+def test_widget_tests_mirror_the_widget_modules() -> None:
+    """One test file per widget module, named after it (not after a chapter): a contributor who
+    changes ``widgets/rope_dial.py`` finds its tests in ``tests/test_widgets_rope_dial.py``."""
+    tests = REPO / "tests"
+    modules = {p.stem for p in (PACKAGE / "widgets").glob("[!_]*.py")}
+    widget_tests = {p.stem.removeprefix("test_widgets_") for p in tests.glob("test_widgets_*.py")}
+    assert modules <= widget_tests, f"widget modules without a test file: {modules - widget_tests}"
+    assert widget_tests <= modules | {"base"}, f"not named after a module: {widget_tests - modules}"

@@ -1,14 +1,13 @@
-"""Unit tests of chapter 10's widgets: KVCacheCalculator and HeadGrouping. Frames equal the
-package's maths (course_utils.kv_cache, course_utils.gqa); bad input is rejected clearly."""
+"""Unit tests of the KVCacheCalculator widget (chapter 10): frames equal the package's maths
+(course_utils.kv_cache, course_utils.model_configs); bad input is rejected clearly."""
 
 from __future__ import annotations
 
 import pytest
 
-from course_utils.gqa import head_groups
 from course_utils.kv_cache import kv_cache_bytes, max_batch
 from course_utils.model_configs import MODEL_CONFIGS
-from course_utils.widgets import HeadGrouping, KVCacheCalculator
+from course_utils.widgets import KVCacheCalculator
 from course_utils.widgets._base import unpack_array
 from course_utils.widgets.kv_cache_calculator import (
     CONTEXTS,
@@ -83,43 +82,3 @@ def test_calculator_groups_reject_a_non_divisor():
     w.kv_index = KV_HEADS.index(2)  # 9 query heads, 2 k/v heads
     with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
         w.groups()
-
-
-@pytest.mark.parametrize("n_heads", [2, 8, 9, 12, 32])
-def test_grouping_frames_equal_head_groups(n_heads):
-    w = HeadGrouping(n_heads)
-    assert w.kv_options == [d for d in range(n_heads, 0, -1) if n_heads % d == 0]
-    for o, n_kv in enumerate(w.kv_options):
-        for j, heads in enumerate(head_groups(n_heads, n_kv)):
-            assert all(w.kv_of[o][i] == j for i in heads)
-    assert w.data_bytes() < 50_000
-
-
-def test_grouping_state_and_measured():
-    w = HeadGrouping(
-        12, measured=[0, 0.1, 0.2, 0.3, 0.4, 0.5], measured_label="change", n_kv_heads=4
-    )
-    assert w.n_kv_heads == 4 and w.groups()[1] == [3, 4, 5]
-    assert w.measured == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
-    assert repr(w) == "HeadGrouping(n_heads=12, n_kv_heads=4, query_head=0)"
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "message"),
-    [
-        ({"n_heads": 1}, ValueError, "n_heads"),
-        ({"n_heads": 33}, ValueError, "n_heads"),
-        ({"n_heads": 4, "measured": [1.0]}, ValueError, r"one finite number per n_kv_heads"),
-        ({"n_heads": 4, "n_kv_heads": 3}, ValueError, r"n_kv_heads must be one of \[4, 2, 1\]"),
-        ({"n_heads": 4.0}, TypeError, "n_heads"),
-    ],
-)
-def test_grouping_bad_arguments(kwargs, error, message):
-    with pytest.raises(error, match=message):
-        HeadGrouping(**kwargs)
-
-
-def test_grouping_bad_index():
-    w = HeadGrouping(4)
-    with pytest.raises((ValueError, TypeError), match="query_index"):
-        w.query_index = 4
