@@ -321,3 +321,27 @@ def test_js_does_no_maths_and_no_html_sinks(stem: str) -> None:
         assert re.search(r"const cleanup = CU\.listen\(model,", js)
         assert re.search(r"return \(\) => \{\s*cleanup\(\);", js)
     assert "model.on(" not in js  # every subscription goes through CU.listen
+
+
+# ---- the shared repr (deterministic text for nbval) ----------------------------------------------
+
+
+def test_repr_is_built_from_the_class_format_and_repr_values() -> None:
+    """One __repr__ for every widget: the class name around ``_repr_format``, whose fields are
+    ``_repr_values()`` first, then attributes; by default the title."""
+
+    class Plain(CourseWidget):
+        pass
+
+    class Counted(CourseWidget):
+        tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        step_index = traitlets.Int(0).tag(sync=True)
+        _repr_format = "{n_tokens} tokens, step={step}, title={title!r}, first={tokens[0]!r}"
+
+        def _repr_values(self) -> dict[str, object]:
+            return {"n_tokens": len(self.tokens), "step": self.step_index + 1}
+
+    assert repr(Plain(title="A <b> title")) == "Plain(title='A <b> title')"
+    w = Counted(tokens=["the", "cat"], step_index=1, title="t")
+    assert repr(w) == "Counted(2 tokens, step=2, title='t', first='the')"
+    assert "0x" not in repr(w)  # no memory address

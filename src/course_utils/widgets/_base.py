@@ -253,6 +253,18 @@ def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:
     return check_int(n, name, low=low, high=high)
 
 
+class _ReprFields:
+    """The fields of :attr:`CourseWidget._repr_format`: the widget's ``_repr_values()``, else its
+    attributes."""
+
+    def __init__(self, widget: CourseWidget) -> None:
+        self._widget = widget
+        self._values = widget._repr_values()
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name] if name in self._values else getattr(self._widget, name)
+
+
 class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """Base of every course widget.
 
@@ -286,10 +298,18 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if not self.description and self._default_description:
             self.description = self._default_description
 
+    #: What the repr shows between the class name's parentheses: a ``str.format`` template whose
+    #: fields name attributes (traits or properties) or keys of :meth:`_repr_values`.
+    _repr_format: ClassVar[str] = "title={title!r}"
+
     def __repr__(self) -> str:
         # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory
         # address, which changes on every run and would defeat nbval's output comparison.
-        return f"{type(self).__name__}(title={self.title!r})"
+        return f"{type(self).__name__}({self._repr_format.format_map(_ReprFields(self))})"
+
+    def _repr_values(self) -> dict[str, Any]:
+        """Values the repr shows that are not attributes (counts, 1-based positions)."""
+        return {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         stem = cls.__dict__.get("_widget_file")

@@ -160,10 +160,14 @@ class FourSteps(CourseWidget):
         }
         self._check_budget()
 
-    def __repr__(self) -> str:
-        # Deterministic text/plain for notebooks (the default repr shows a memory address).
-        t_q, t_k = len(self.query_tokens), len(self.key_tokens)
-        return f"FourSteps(T_q={t_q}, T_k={t_k}, step={self.step_index + 1})"
+    _repr_format = "T_q={T_q}, T_k={T_k}, step={step}"
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {
+            "T_q": len(self.query_tokens),
+            "T_k": len(self.key_tokens),
+            "step": self.step_index + 1,
+        }
 
     @property
     def current(self) -> NDArray:

@@ -184,12 +184,12 @@ class TilingExplorer(CourseWidget):
         self.frames = frames
         self._check_budget()
 
-    def __repr__(self) -> str:
-        return (
-            f"TilingExplorer(T={len(self.tokens)}, block_q={self.block_q}, "
-            f"block_k={self.block_k}, causal={self.causal}, tile={self.step_index + 1}/"
-            f"{self.n_steps})"
-        )
+    _repr_format = (
+        "T={T}, block_q={block_q}, block_k={block_k}, causal={causal}, tile={step}/{n_steps}"
+    )
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {"T": len(self.tokens), "step": self.step_index + 1}
 
     # -- what the view shows, exactly (for tests and the notebook) --------------------------------
     @property
