@@ -345,3 +345,24 @@ def test_repr_is_built_from_the_class_format_and_repr_values() -> None:
     w = Counted(tokens=["the", "cat"], step_index=1, title="t")
     assert repr(w) == "Counted(2 tokens, step=2, title='t', first='the')"
     assert "0x" not in repr(w)  # no memory address
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_traits_and_handler_lists() -> None:
+    """CU.traits reads several traits at once; a handler of CU.listen/CU.live may be a list of
+    functions, called in order with the event (e.g. [build, update] when the data change)."""
+    script = (WIDGET_DIR / "_shared.js").read_text() + (
+        "\nconst log = [];\nconst handlers = {};\n"
+        "const model = { get: (k) => ({ a: 1, b: [2] })[k], on: (e, f) => { handlers[e] = f; },"
+        " off: () => {} };\n"
+        "const build = (ev) => log.push(['build', ev]);\n"
+        "const update = (ev) => log.push(['update', ev]);\n"
+        "CU.live(model, [['change:a', update], ['change:b', [build, update]]], [build, update]);\n"
+        "handlers['change:b']('e');\n"
+        "console.log(JSON.stringify({ log, traits: CU.traits(model, 'a', 'b') }));\n"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["traits"] == {"a": 1, "b": [2]}
+    assert out["log"] == [["build", None], ["update", None], ["build", "e"], ["update", "e"]]
