@@ -22,6 +22,7 @@ from course_utils.widgets import QueryKeyPlane
 from course_utils.widgets._base import (
     CourseWidget,
     check_grid_size,
+    check_qkv,
     check_tokens,
     check_vectors,
     pack_array,
@@ -366,3 +367,15 @@ def test_shared_js_traits_and_handler_lists() -> None:
     out = json.loads(run.stdout)
     assert out["traits"] == {"a": 1, "b": [2]}
     assert out["log"] == [["build", None], ["update", None], ["build", "e"], ["update", "e"]]
+
+
+def test_check_qkv_shapes_and_messages() -> None:
+    """check_qkv: k has q's width, v has k's rows; same_length adds T_k == T_q (self-attention)."""
+    q, k, v = check_qkv([[1, 0], [0, 1]], [[1, 0]], [[1, 2, 3]])
+    assert (q.shape, k.shape, v.shape) == ((2, 2), (1, 2), (1, 3)) and q.dtype == np.float64
+    with pytest.raises(ValueError, match=r"k must have shape \(T, 2\); got shape \(1, 3\)"):
+        check_qkv([[1, 0]], [[1, 0, 0]], [[1]])
+    with pytest.raises(ValueError, match=r"v must have shape \(1, d\); got shape \(2, 1\)"):
+        check_qkv([[1, 0]], [[1, 0]], [[1], [2]])
+    with pytest.raises(ValueError, match=r"k must have shape \(2, 2\); got shape \(1, 2\)"):
+        check_qkv([[1, 0], [0, 1]], [[1, 0]], [[1]], same_length=True)

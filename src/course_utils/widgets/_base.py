@@ -61,6 +61,7 @@ __all__ = [
     "Text",
     "check_grid_size",
     "check_index",
+    "check_qkv",
     "check_tokens",
     "check_vectors",
     "pack_array",
@@ -224,6 +225,28 @@ def check_vectors(x: Any, name: str, *, rows: int | None = None, dim: int | None
     if not np.isfinite(arr).all():
         raise ValueError(f"{name} must be finite; got shape {shape_str(arr.shape)} with inf")
     return arr.astype(np.float64)
+
+
+def check_qkv(
+    q: Any, k: Any, v: Any, *, same_length: bool = False
+) -> tuple[NDArray, NDArray, NDArray]:
+    """Validate the inputs of one attention: ``q`` ``(T_q, d_k)``, ``k`` ``(T_k, d_k)``, ``v``
+    ``(T_k, d_v)`` as float64 arrays; ``same_length``: also ``T_k == T_q`` (self-attention over
+    one sequence of tokens).
+
+    >>> q, k, v = check_qkv([[1, 0]], [[1, 0], [0, 1]], [[1], [2]])
+    >>> q.shape, k.shape, v.shape
+    ((1, 2), (2, 2), (2, 1))
+    >>> check_qkv([[1, 0]], [[1, 0], [0, 1]], [[1], [2]], same_length=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must have shape (1, 2); got shape (2, 2)
+    """
+    q_arr = check_vectors(q, "q")  # (T_q, d_k)
+    rows = q_arr.shape[0] if same_length else None
+    k_arr = check_vectors(k, "k", rows=rows, dim=q_arr.shape[1])  # (T_k, d_k)
+    v_arr = check_vectors(v, "v", rows=k_arr.shape[0])  # (T_k, d_v)
+    return q_arr, k_arr, v_arr
 
 
 def check_index(i: Any, name: str, n: int) -> int:
