@@ -172,12 +172,14 @@ const CU = (() => {
    * back into that sequence if it is past its end, and calls onSequence(); moving the slider saves the
    * position and calls onPosition(). format(i, sequence) is the slider's text at position i.
    * opts: {model, outer, inner, sequences, options, selectLabel, sliderLabel, format, onSequence,
-   * onPosition}. Returns {select, slider, current() -> the chosen sequence, resize()}: call resize()
-   * when the chosen sequence changes, to fit the slider to it.
+   * onPosition}. Returns {select, slider, current() -> the chosen sequence, position() -> the chosen
+   * position (kept within the chosen sequence), resize(), sync()}: call sync() after a redraw, to fit
+   * the slider to the chosen sequence (resize()) and move both controls to the model's values.
    */
   function sequenceControls(opts) {
     const { model, outer, inner, sequences } = opts;
     const current = () => model.get(sequences)[model.get(outer)];
+    const at = () => Math.min(model.get(inner), current().length - 1);
     const choice = select({
       label: opts.selectLabel,
       options: opts.options,
@@ -191,14 +193,19 @@ const CU = (() => {
     const position = slider({
       label: opts.sliderLabel,
       n: current().length,
-      value: Math.min(model.get(inner), current().length - 1),
+      value: at(),
       format: (i) => opts.format(i, current()),
       model,
       trait: inner,
       onInput: opts.onPosition,
     });
     const resize = () => position.input.setAttribute("max", String(Math.max(0, current().length - 1)));
-    return { select: choice, slider: position, current, resize };
+    const sync = () => {
+      resize();
+      choice.set(model.get(outer));
+      position.set(at());
+    };
+    return { select: choice, slider: position, current, position: at, resize, sync };
   }
 
   // Colour-blind-safe sequential maps: 9 stops sampled from matplotlib, linearly interpolated.
