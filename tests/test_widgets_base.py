@@ -22,6 +22,7 @@ from course_utils.widgets import QueryKeyPlane
 from course_utils.widgets._base import (
     CourseWidget,
     check_grid_size,
+    check_qkv,
     check_tokens,
     check_vectors,
     pack_array,
@@ -321,3 +322,60 @@ def test_js_does_no_maths_and_no_html_sinks(stem: str) -> None:
         assert re.search(r"const cleanup = CU\.listen\(model,", js)
         assert re.search(r"return \(\) => \{\s*cleanup\(\);", js)
     assert "model.on(" not in js  # every subscription goes through CU.listen
+
+
+# ---- the shared repr (deterministic text for nbval) ----------------------------------------------
+
+
+def test_repr_is_built_from_the_class_format_and_repr_values() -> None:
+    """One __repr__ for every widget: the class name around ``_repr_format``, whose fields are
+    ``_repr_values()`` first, then attributes; by default the title."""
+
+    class Plain(CourseWidget):
+        pass
+
+    class Counted(CourseWidget):
+        tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        step_index = traitlets.Int(0).tag(sync=True)
+        _repr_format = "{n_tokens} tokens, step={step}, title={title!r}, first={tokens[0]!r}"
+
+        def _repr_values(self) -> dict[str, object]:
+            return {"n_tokens": len(self.tokens), "step": self.step_index + 1}
+
+    assert repr(Plain(title="A <b> title")) == "Plain(title='A <b> title')"
+    w = Counted(tokens=["the", "cat"], step_index=1, title="t")
+    assert repr(w) == "Counted(2 tokens, step=2, title='t', first='the')"
+    assert "0x" not in repr(w)  # no memory address
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_traits_and_handler_lists() -> None:
+    """CU.traits reads several traits at once; a handler of CU.listen/CU.live may be a list of
+    functions, called in order with the event (e.g. [build, update] when the data change)."""
+    script = (WIDGET_DIR / "_shared.js").read_text() + (
+        "\nconst log = [];\nconst handlers = {};\n"
+        "const model = { get: (k) => ({ a: 1, b: [2] })[k], on: (e, f) => { handlers[e] = f; },"
+        " off: () => {} };\n"
+        "const build = (ev) => log.push(['build', ev]);\n"
+        "const update = (ev) => log.push(['update', ev]);\n"
+        "CU.live(model, [['change:a', update], ['change:b', [build, update]]], [build, update]);\n"
+        "handlers['change:b']('e');\n"
+        "console.log(JSON.stringify({ log, traits: CU.traits(model, 'a', 'b') }));\n"
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["traits"] == {"a": 1, "b": [2]}
+    assert out["log"] == [["build", None], ["update", None], ["build", "e"], ["update", "e"]]
+
+
+def test_check_qkv_shapes_and_messages() -> None:
+    """check_qkv: k has q's width, v has k's rows; same_length adds T_k == T_q (self-attention)."""
+    q, k, v = check_qkv([[1, 0], [0, 1]], [[1, 0]], [[1, 2, 3]])
+    assert (q.shape, k.shape, v.shape) == ((2, 2), (1, 2), (1, 3)) and q.dtype == np.float64
+    with pytest.raises(ValueError, match=r"k must have shape \(T, 2\); got shape \(1, 3\)"):
+        check_qkv([[1, 0]], [[1, 0, 0]], [[1]])
+    with pytest.raises(ValueError, match=r"v must have shape \(1, d\); got shape \(2, 1\)"):
+        check_qkv([[1, 0]], [[1, 0]], [[1], [2]])
+    with pytest.raises(ValueError, match=r"k must have shape \(2, 2\); got shape \(1, 2\)"):
+        check_qkv([[1, 0], [0, 1]], [[1, 0]], [[1]], same_length=True)

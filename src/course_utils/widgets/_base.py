@@ -61,6 +61,7 @@ __all__ = [
     "Text",
     "check_grid_size",
     "check_index",
+    "check_qkv",
     "check_tokens",
     "check_vectors",
     "pack_array",
@@ -226,6 +227,28 @@ def check_vectors(x: Any, name: str, *, rows: int | None = None, dim: int | None
     return arr.astype(np.float64)
 
 
+def check_qkv(
+    q: Any, k: Any, v: Any, *, same_length: bool = False
+) -> tuple[NDArray, NDArray, NDArray]:
+    """Validate the inputs of one attention: ``q`` ``(T_q, d_k)``, ``k`` ``(T_k, d_k)``, ``v``
+    ``(T_k, d_v)`` as float64 arrays; ``same_length``: also ``T_k == T_q`` (self-attention over
+    one sequence of tokens).
+
+    >>> q, k, v = check_qkv([[1, 0]], [[1, 0], [0, 1]], [[1], [2]])
+    >>> q.shape, k.shape, v.shape
+    ((1, 2), (2, 2), (2, 1))
+    >>> check_qkv([[1, 0]], [[1, 0], [0, 1]], [[1], [2]], same_length=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: k must have shape (1, 2); got shape (2, 2)
+    """
+    q_arr = check_vectors(q, "q")  # (T_q, d_k)
+    rows = q_arr.shape[0] if same_length else None
+    k_arr = check_vectors(k, "k", rows=rows, dim=q_arr.shape[1])  # (T_k, d_k)
+    v_arr = check_vectors(v, "v", rows=k_arr.shape[0])  # (T_k, d_v)
+    return q_arr, k_arr, v_arr
+
+
 def check_index(i: Any, name: str, n: int) -> int:
     """Validate the position of a control: an int in ``[0, n - 1]`` (bool is not an int here).
 
@@ -251,6 +274,18 @@ def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:
     TypeError: n_angles must be an int in [2, 121]; got float 3.0
     """
     return check_int(n, name, low=low, high=high)
+
+
+class _ReprFields:
+    """The fields of :attr:`CourseWidget._repr_format`: the widget's ``_repr_values()``, else its
+    attributes."""
+
+    def __init__(self, widget: CourseWidget) -> None:
+        self._widget = widget
+        self._values = widget._repr_values()
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name] if name in self._values else getattr(self._widget, name)
 
 
 class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
@@ -286,10 +321,18 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if not self.description and self._default_description:
             self.description = self._default_description
 
+    #: What the repr shows between the class name's parentheses: a ``str.format`` template whose
+    #: fields name attributes (traits or properties) or keys of :meth:`_repr_values`.
+    _repr_format: ClassVar[str] = "title={title!r}"
+
     def __repr__(self) -> str:
         # Deterministic text/plain for notebooks: ipywidgets' default repr shows a memory
         # address, which changes on every run and would defeat nbval's output comparison.
-        return f"{type(self).__name__}(title={self.title!r})"
+        return f"{type(self).__name__}({self._repr_format.format_map(_ReprFields(self))})"
+
+    def _repr_values(self) -> dict[str, Any]:
+        """Values the repr shows that are not attributes (counts, 1-based positions)."""
+        return {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         stem = cls.__dict__.get("_widget_file")

@@ -63,6 +63,21 @@ const CU = (() => {
     if (handler) handler(i);
   }
 
+  /**
+   * Several model traits at once, as an object to destructure at the start of a redraw:
+   * `const { layer, token } = CU.traits(model, "layer", "token");`
+   */
+  function traits(model, ...names) {
+    return Object.fromEntries(names.map((name) => [name, model.get(name)]));
+  }
+
+  /** Slider options over the values of a list trait (opts.grid): n and format(i) from the values. */
+  function overGrid(opts) {
+    const { format = String, model, grid } = opts;
+    const values = () => model.get(grid); // read when shown: Python may change the grid
+    return { ...opts, n: values().length, format: (i) => format(values()[i], i) };
+  }
+
   /** The start value of a control: opts.value, else the value of the model trait it shows. */
   function startValue(opts) {
     return opts.value !== undefined ? opts.value : opts.model.get(opts.trait);
@@ -73,9 +88,12 @@ const CU = (() => {
    * opts: {label, n, value, format(i) -> text shown and announced, onInput(i)}; with {model, trait}
    * it shows that model trait: it starts at its value (unless value is given), a move saves it
    * (CU.save) before onInput, and sync() moves the slider to the trait's current value.
+   * With {model, grid: "list_trait"} it runs over the values of that list trait: n is its length
+   * and format(value, i) gets the value at i (shown as String(value) without a format).
    * Returns {root, input, set(i), sync()}.
    */
-  function slider(opts) {
+  function slider(options) {
+    const opts = options.grid ? overGrid(options) : options;
     const id = uid("slider");
     const root = html("div", { class: "cu-control cu-slider" });
     html("label", { for: id }, root, opts.label);
@@ -154,12 +172,14 @@ const CU = (() => {
    * back into that sequence if it is past its end, and calls onSequence(); moving the slider saves the
    * position and calls onPosition(). format(i, sequence) is the slider's text at position i.
    * opts: {model, outer, inner, sequences, options, selectLabel, sliderLabel, format, onSequence,
-   * onPosition}. Returns {select, slider, current() -> the chosen sequence, resize()}: call resize()
-   * when the chosen sequence changes, to fit the slider to it.
+   * onPosition}. Returns {select, slider, current() -> the chosen sequence, position() -> the chosen
+   * position (kept within the chosen sequence), resize(), sync()}: call sync() after a redraw, to fit
+   * the slider to the chosen sequence (resize()) and move both controls to the model's values.
    */
   function sequenceControls(opts) {
     const { model, outer, inner, sequences } = opts;
     const current = () => model.get(sequences)[model.get(outer)];
+    const at = () => Math.min(model.get(inner), current().length - 1);
     const choice = select({
       label: opts.selectLabel,
       options: opts.options,
@@ -173,14 +193,19 @@ const CU = (() => {
     const position = slider({
       label: opts.sliderLabel,
       n: current().length,
-      value: Math.min(model.get(inner), current().length - 1),
+      value: at(),
       format: (i) => opts.format(i, current()),
       model,
       trait: inner,
       onInput: opts.onPosition,
     });
     const resize = () => position.input.setAttribute("max", String(Math.max(0, current().length - 1)));
-    return { select: choice, slider: position, current, resize };
+    const sync = () => {
+      resize();
+      choice.set(model.get(outer));
+      position.set(at());
+    };
+    return { select: choice, slider: position, current, position: at, resize, sync };
   }
 
   // Colour-blind-safe sequential maps: 9 stops sampled from matplotlib, linearly interpolated.
@@ -280,14 +305,27 @@ const CU = (() => {
   }
 
   /**
+   * One handler from a handler or a list of them, called in order: a change of a widget's data
+   * often means "rebuild the layout, then redraw" (`[build, update]`).
+   */
+  function steps(handler) {
+    if (!Array.isArray(handler)) return handler;
+    return (...args) => {
+      for (const step of handler) step(...args);
+    };
+  }
+
+  /**
    * Subscribe handlers to model events and return the cleanup that unsubscribes exactly those, so a
    * widget's render() cannot forget one: `return CU.listen(model, [["change:x change:y", draw]]);`
-   * Each entry is [space-separated event names, handler].
+   * Each entry is [space-separated event names, handler], where handler may be a list of functions
+   * called in order: `["change:frames", [build, update]]`.
    */
   function listen(model, entries) {
-    const pairs = entries.flatMap(([events, handler]) =>
-      events.split(/\s+/).filter(Boolean).map((ev) => [ev, handler]),
-    );
+    const pairs = entries.flatMap(([events, handler]) => {
+      const run = steps(handler);
+      return events.split(/\s+/).filter(Boolean).map((ev) => [ev, run]);
+    });
     for (const [ev, handler] of pairs) model.on(ev, handler);
     return () => {
       for (const [ev, handler] of pairs) model.off(ev, handler);
@@ -296,11 +334,12 @@ const CU = (() => {
 
   /**
    * The end of a widget's render(): subscribe the handlers (as CU.listen), draw the widget once with
-   * first(), and return the cleanup: `return CU.live(model, [["change:x", update]], update);`
+   * first() (a function or a list of them, as a handler), and return the cleanup:
+   * `return CU.live(model, [["change:x", update], ["change:frames", [build, update]]], [build, update]);`
    */
   function live(model, entries, first) {
     const cleanup = listen(model, entries);
-    first();
+    steps(first)();
     return cleanup;
   }
 
@@ -369,6 +408,6 @@ const CU = (() => {
 
   return {
     svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
-    suppressShortcuts, listen, live, save, sync, t, addMessages,
+    suppressShortcuts, listen, live, save, sync, traits, t, addMessages,
   };
 })();

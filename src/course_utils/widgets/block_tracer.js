@@ -98,11 +98,8 @@ function render({ model, el }) {
   }
 
   function draw() {
-    const layer = model.get("layer");
-    const token = model.get("token");
-    const vectors = model.get("vectors");
-    const norms = model.get("norms");
-    const labels = model.get("step_labels");
+    const { layer, token, vectors, norms, step_labels: labels } =
+      CU.traits(model, "layer", "token", "vectors", "norms", "step_labels");
     const S = labels.length;
     let maxNorm = 0;
     for (const v of norms.data) maxNorm = Math.max(maxNorm, v);
@@ -123,10 +120,7 @@ function render({ model, el }) {
     CU.setText(answer, answers.length ? answers[token] : "");
   }
 
-  const onChange = () => {
-    CU.sync(tokenSlider, layerSlider);
-    draw();
-  };
-  return CU.live(model, [["change:token change:layer", onChange], ["change:vectors", draw]], draw);
+  const syncSliders = () => CU.sync(tokenSlider, layerSlider);
+  return CU.live(model, [["change:token change:layer", [syncSliders, draw]], ["change:vectors", draw]], draw);
 }
 export default { render };

@@ -160,11 +160,10 @@ class BlockTracer(CourseWidget):
     def _index_size(self, name: str) -> int:
         return {"token": len(self.tokens), "layer": self.n_layers}[name]
 
-    def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
-        return (
-            f"BlockTracer({self.n_layers} layers, {len(self.tokens)} tokens, "
-            f"token={self.token}, layer={self.layer})"
-        )
+    _repr_format = "{n_layers} layers, {n_tokens} tokens, token={token}, layer={layer}"
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {"n_tokens": len(self.tokens)}
 
     @property
     def steps(self) -> NDArray:

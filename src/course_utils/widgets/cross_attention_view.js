@@ -55,14 +55,12 @@ function render({ model, el }) {
       if (tok === "<pad>") col.classList.add("cu-cav-pad");
       return { num, bar };
     });
-    picker.resize();
-    exampleSelect.set(e);
     update();
   }
 
   function update() {
     const e = model.get("example_index");
-    const qi = Math.min(model.get("step_index"), outs.length - 1);
+    const qi = picker.position();
     const w = CU.slice(model.get("frames")[e], qi);
     const src = model.get("sources")[e];
     let best = 0;
@@ -78,7 +76,7 @@ function render({ model, el }) {
       b.classList.toggle("cu-cav-query", i === qi);
       b.setAttribute("aria-pressed", i === qi ? "true" : "false");
     });
-    stepSlider.set(qi);
+    picker.sync();
     summary.textContent =
       CU.t(`Output step ${qi + 1} ("${model.get("outputs")[e][qi]}") looks most at source position ` +
       `${best + 1} ("${src[best]}", weight ${CU.fmt(w[best], 2)}); weight on padding: ${CU.fmt(pad, 2)}.`);

@@ -129,17 +129,13 @@ function render({ model, el }) {
     const extra = s === 1 ? `${CU.fmt(frames.sqrt_d_k, 3)} (d_k = ${frames.d_k}).` : "";
     explain.textContent = `${EXPLAIN[s]}${extra}`;
     svgTitle.textContent = CU.t(`${model.get("step_names")[s]}, ${rows} by ${cols}. Rows: ${cellsText.join("; ")}.`);
-    slider.set(s);
+    slider.sync();
   }
 
-  const rebuild = () => {
-    build();
-    update();
-  };
   return CU.live(model, [
     ["change:step_index", update],
-    ["change:frames change:query_tokens change:key_tokens change:value_labels", rebuild],
-  ], rebuild);
+    ["change:frames change:query_tokens change:key_tokens change:value_labels", [build, update]],
+  ], [build, update]);
 }
 
 export default { render };

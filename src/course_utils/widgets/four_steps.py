@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from .._validation import as_bool_array, shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..softmax import softmax
-from ._base import CourseWidget, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_qkv, check_tokens, pack_array
 from ._text import Text
 
 __all__ = ["STEP_NAMES", "FourSteps"]
@@ -87,9 +87,7 @@ class FourSteps(CourseWidget):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        q_arr = check_vectors(q, "q")  # (T_q, d_k)
-        k_arr = check_vectors(k, "k", dim=q_arr.shape[1])  # (T_k, d_k)
-        v_arr = check_vectors(v, "v", rows=k_arr.shape[0])  # (T_k, d_v)
+        q_arr, k_arr, v_arr = check_qkv(q, k, v)  # (T_q, d_k), (T_k, d_k), (T_k, d_v)
         if q_arr.shape[0] * k_arr.shape[0] > 144 or v_arr.shape[1] > 12:
             raise ValueError(
                 "FourSteps draws every number: at most 144 query-key pairs and 12 value "
@@ -160,10 +158,14 @@ class FourSteps(CourseWidget):
         }
         self._check_budget()
 
-    def __repr__(self) -> str:
-        # Deterministic text/plain for notebooks (the default repr shows a memory address).
-        t_q, t_k = len(self.query_tokens), len(self.key_tokens)
-        return f"FourSteps(T_q={t_q}, T_k={t_k}, step={self.step_index + 1})"
+    _repr_format = "T_q={T_q}, T_k={T_k}, step={step}"
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {
+            "T_q": len(self.query_tokens),
+            "T_k": len(self.key_tokens),
+            "step": self.step_index + 1,
+        }
 
     @property
     def current(self) -> NDArray:

@@ -16,7 +16,7 @@ function render({ model, el }) {
     selectLabel: CU.t("Sequence"),
     sliderLabel: CU.t("Generation step t"),
     format: (i, tokens) => `${i} (${tokens[Math.min(i, tokens.length - 1)]})`,
-    onSequence: rebuild,
+    onSequence: update,
     onPosition: update,
   });
   const { select: exampleSelect, slider } = picker;
@@ -32,7 +32,7 @@ function render({ model, el }) {
     const tokens = model.get("tokens")[ex];
     const packed = model.get("frames")[ex];
     const T = tokens.length;
-    const t = Math.min(model.get("step"), T - 1);
+    const t = picker.position();
     const C = 34; // cell size
     const L = 60; // room for row labels
     const top = 40; // room for column labels
@@ -90,18 +90,10 @@ function render({ model, el }) {
       `Keys and values of ${t} earlier token(s) are read from the cache; only "${tokens[t]}"'s q, k, v are computed.`);
     out.textContent = text;
     title.textContent = CU.t(`Causal attention at generation step ${t} of ${T}: `) + text;
-    slider.set(t);
-    exampleSelect.set(ex);
+    picker.sync();
   }
 
-  function rebuild() {
-    picker.resize();
-    update();
-  }
-  return CU.live(model, [
-    ["change:step", update],
-    ["change:example change:frames", rebuild],
-  ], rebuild);
+  return CU.live(model, [["change:step change:example change:frames", update]], update);
 }
 
 export default { render };

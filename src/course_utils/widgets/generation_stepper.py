@@ -108,8 +108,10 @@ class GenerationStepper(CourseWidget):
     _v_index = traitlets.validate("example", "step")(CourseWidget._valid_index)
     _clamp_step = traitlets.observe("example")(CourseWidget._keep_position_within)
 
-    def __repr__(self) -> str:
-        return f"GenerationStepper({self.names[self.example]!r}, step={self.step})"
+    _repr_format = "{name!r}, step={step}"
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {"name": self.names[self.example]}
 
     @property
     def weights(self) -> NDArray:

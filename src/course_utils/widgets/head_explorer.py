@@ -208,11 +208,12 @@ class HeadExplorer(CourseWidget):
         sizes = {"sentence_index": len(self.labels), "layer": self.n_layers, "head": self.n_heads}
         return sizes.get(name, len(VIEWS))
 
-    def __repr__(self) -> str:  # deterministic (no memory address), so nbval can compare it
-        return (
-            f"HeadExplorer({len(self.labels)} sentences, sentence_index={self.sentence_index}, "
-            f"layer={self.layer}, head={self.head})"
-        )
+    _repr_format = (
+        "{n_sentences} sentences, sentence_index={sentence_index}, layer={layer}, head={head}"
+    )
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {"n_sentences": len(self.labels)}
 
     @property
     def weights(self) -> NDArray:

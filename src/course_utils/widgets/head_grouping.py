@@ -113,8 +113,4 @@ class HeadGrouping(CourseWidget):
         """Query heads of each k/v head at the current setting."""
         return head_groups(self.n_heads, self.n_kv_heads)
 
-    def __repr__(self) -> str:
-        return (
-            f"HeadGrouping(n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, "
-            f"query_head={self.query_index})"
-        )
+    _repr_format = "n_heads={n_heads}, n_kv_heads={n_kv_heads}, query_head={query_index}"

@@ -16,6 +16,9 @@ function render({ model, el }) {
   const PH = 140; // plot height
   const LOG_MIN = 20; // 2^20 bytes = 1 MiB at the bottom
   const LOG_MAX = 43; // 2^43 bytes = 8 TiB at the top
+  // The traits of the controls: update() reads them all and redraws when any of them changes.
+  const INDICES = ["model_index", "layers_index", "heads_index", "kv_index", "dhead_index", "dtype_index",
+    "context_index", "memory_index"];
   const fmtCtx = (t) => `${t / 1024}k`;
   const fmtBytes = (b) => {
     const units = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
@@ -102,14 +105,10 @@ function render({ model, el }) {
   const y = (bytes) => Y0 + PH * (1 - (Math.log2(Math.max(bytes, 2 ** LOG_MIN)) - LOG_MIN) / (LOG_MAX - LOG_MIN));
 
   function update() {
-    const m = model.get("model_index");
-    const iL = model.get("layers_index");
-    const iH = model.get("heads_index");
-    const iK = model.get("kv_index");
-    const iD = model.get("dhead_index");
-    const iT = model.get("dtype_index");
-    const iC = model.get("context_index");
-    const iM = model.get("memory_index");
+    const {
+      model_index: m, layers_index: iL, heads_index: iH, kv_index: iK, dhead_index: iD, dtype_index: iT,
+      context_index: iC, memory_index: iM,
+    } = CU.traits(model, ...INDICES);
     const perToken = CU.at(model.get("frames").per_token, iL, iK, iD, iT);
     const contexts = grids.contexts;
     const memory = grids.memories_gib[iM] * 2 ** 30;
@@ -168,13 +167,8 @@ function render({ model, el }) {
     memSel.set(iM);
   }
 
-  return CU.live(model, [
-    [
-      "change:model_index change:layers_index change:heads_index change:kv_index " +
-        "change:dhead_index change:dtype_index change:context_index change:memory_index change:frames",
-      update,
-    ],
-  ], update);
+  const changes = [...INDICES, "frames"].map((name) => `change:${name}`).join(" ");
+  return CU.live(model, [[changes, update]], update);
 }
 
 export default { render };

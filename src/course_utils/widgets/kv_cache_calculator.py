@@ -189,11 +189,19 @@ class KVCacheCalculator(CourseWidget):
         """Query heads sharing each k/v head (ValueError if k/v heads do not divide heads)."""
         return head_groups(HEADS[self.heads_index], KV_HEADS[self.kv_index])
 
-    def __repr__(self) -> str:
+    _repr_format = (
+        "model={model_name!r}, layers={layers}, heads={heads}, kv_heads={kv_heads}, "
+        "d_head={d_head}, bytes_per_value={bytes_per_value}, context={context}, memory={memory} GiB"
+    )
+
+    def _repr_values(self) -> dict[str, Any]:
         n_layers, n_kv, d_head, nbytes = self._shape()
-        return (
-            f"KVCacheCalculator(model={self.model_name!r}, layers={n_layers}, "
-            f"heads={HEADS[self.heads_index]}, kv_heads={n_kv}, d_head={d_head}, "
-            f"bytes_per_value={nbytes}, context={CONTEXTS[self.context_index]}, "
-            f"memory={MEMORIES_GIB[self.memory_index]} GiB)"
-        )
+        return {
+            "layers": n_layers,
+            "heads": HEADS[self.heads_index],
+            "kv_heads": n_kv,
+            "d_head": d_head,
+            "bytes_per_value": nbytes,
+            "context": CONTEXTS[self.context_index],
+            "memory": MEMORIES_GIB[self.memory_index],
+        }

@@ -12,21 +12,12 @@ function render({ model, el }) {
   const H = 34 + ROW * KINDS.length;
   const fmtCtx = (t) => (t >= 1024 ? `${t / 1024}k` : String(t));
 
-  const mk = (label, key, grid, format) => {
-    const s = CU.slider({
-      label,
-      n: model.get(grid).length,
-      model,
-      trait: key,
-      format: (i) => format(model.get(grid)[i]),
-      onInput: update,
-    });
-    controls.appendChild(s.root);
-    return s;
-  };
-  const sLat = mk(CU.t("MLA latent width d_c"), "latent_index", "latents", (v) => String(v));
-  const sRope = mk(CU.t("MLA RoPE width d_h^R"), "rope_index", "ropes", (v) => String(v));
-  const sCtx = mk(CU.t("Context length"), "context_index", "contexts", fmtCtx);
+  const sliders = [
+    [CU.t("MLA latent width d_c"), "latent_index", "latents", String],
+    [CU.t("MLA RoPE width d_h^R"), "rope_index", "ropes", String],
+    [CU.t("Context length"), "context_index", "contexts", fmtCtx],
+  ].map(([label, trait, grid, format]) => CU.slider({ label, model, trait, grid, format, onInput: update }));
+  controls.append(...sliders.map((s) => s.root));
 
   // Bars and the table of numbers side by side (they stack on a narrow card); the papers' notes in
   // a second table below, as wide as the card, so the widget fits on a projector and a phone.
@@ -64,10 +55,8 @@ function render({ model, el }) {
   const note = CU.html("p", { class: "cu-kvcache-caption", "aria-live": "polite" }, stage);
 
   function update() {
-    const i = model.get("latent_index");
-    const j = model.get("rope_index");
-    const c = model.get("context_index");
-    const frames = model.get("frames");
+    const { latent_index: i, rope_index: j, context_index: c, frames } =
+      CU.traits(model, "latent_index", "rope_index", "context_index", "frames");
     const vals = CU.slice(frames.values, i, j);
     const gib = CU.slice(frames.gib, i, j, c);
     const bytes = CU.slice(frames.bytes, i, j);
@@ -100,9 +89,7 @@ function render({ model, el }) {
       `${CU.fmt(ratio, 1)}× fewer than MHA, as much as GQA with ${CU.fmt(groups, 2)} groups. ` +
       `At ${fmtCtx(T)} tokens the whole cache is ${CU.fmt(gib[3], 3)} GiB against ` +
       `${CU.fmt(gib[0], 1)} GiB for MHA.`);
-    sLat.set(i);
-    sRope.set(j);
-    sCtx.set(c);
+    CU.sync(...sliders);
   }
 
   return CU.live(model, [

@@ -172,8 +172,11 @@ class KVCacheCompare(CourseWidget):
             for k, v in self.values_per_token().items()
         }
 
-    def __repr__(self) -> str:
-        return (
-            f"KVCacheCompare(d_c={self.latents[self.latent_index]}, "
-            f"d_h^R={self.ropes[self.rope_index]}, context={self.contexts[self.context_index]})"
-        )
+    _repr_format = "d_c={d_c}, d_h^R={d_r}, context={context}"
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {
+            "d_c": self.latents[self.latent_index],
+            "d_r": self.ropes[self.rope_index],
+            "context": self.contexts[self.context_index],
+        }

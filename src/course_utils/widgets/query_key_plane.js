@@ -6,24 +6,12 @@ function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-qk-plane");
   const SIZE = 320;
   const HALF = SIZE / 2;
-  let built = null; // SVG/table nodes for the current inputs
+  let built = null; // SVG/table nodes for the current inputs (build() makes them)
 
-  const angleSlider = CU.slider({
-    label: CU.t("Query angle"),
-    n: model.get("angles").length,
-    model,
-    trait: "angle_index",
-    format: (i) => `${CU.fmt(model.get("angles")[i], 0)}°`,
-    onInput: update,
-  });
-  const lengthSlider = CU.slider({
-    label: CU.t("Query length"),
-    n: model.get("lengths").length,
-    model,
-    trait: "length_index",
-    format: (i) => CU.fmt(model.get("lengths")[i], 2),
-    onInput: update,
-  });
+  const [angleSlider, lengthSlider] = [
+    [CU.t("Query angle"), "angle_index", "angles", (v) => `${CU.fmt(v, 0)}°`],
+    [CU.t("Query length"), "length_index", "lengths", (v) => CU.fmt(v, 2)],
+  ].map(([label, trait, grid, format]) => CU.slider({ label, model, trait, grid, format, onInput: update }));
   controls.append(angleSlider.root, lengthSlider.root);
 
   const layout = CU.html("div", { class: "cu-qk-layout cu-row" }, stage);
@@ -139,7 +127,6 @@ function render({ model, el }) {
   }
 
   function update() {
-    if (!built) build();
     const a = model.get("angle_index");
     const l = model.get("length_index");
     const { px, py, frames } = built;
@@ -175,18 +162,13 @@ function render({ model, el }) {
     built.svgTitle.textContent =
       CU.t(`Query at ${CU.fmt(model.get("angles")[a], 0)} degrees, length ${CU.fmt(model.get("lengths")[l], 2)}; ` +
       `largest weight ${CU.fmt(wmax, 3)} on key ${labels[best]}. `) + outText;
-    angleSlider.set(a);
-    lengthSlider.set(l);
+    CU.sync(angleSlider, lengthSlider);
   }
 
-  const rebuild = () => {
-    built = null;
-    update();
-  };
   return CU.live(model, [
     ["change:angle_index change:length_index", update],
-    ["change:frames change:key_labels", rebuild],
-  ], update);
+    ["change:frames change:key_labels", [build, update]],
+  ], [build, update]);
 }
 
 export default { render };

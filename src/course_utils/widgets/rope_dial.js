@@ -19,22 +19,13 @@ function render({ model, el }) {
     trait: "base_index",
     onChange: update,
   });
-  const posSlider = CU.slider({
-    label: CU.t("Position p of the key"),
-    n: model.get("n_positions"),
-    model,
-    trait: "position_index",
-    format: (i) => `p = ${i}`,
-    onInput: update,
-  });
-  const distSlider = CU.slider({
-    label: CU.t("Distance Δ (query at p + Δ)"),
-    n: model.get("n_distances"),
-    model,
-    trait: "distance_index",
-    format: (i) => `Δ = ${i}`,
-    onInput: update,
-  });
+  // The two position sliders: [label, trait holding their count, index trait, symbol shown].
+  const [posSlider, distSlider] = [
+    [CU.t("Position p of the key"), "n_positions", "position_index", "p"],
+    [CU.t("Distance Δ (query at p + Δ)"), "n_distances", "distance_index", "Δ"],
+  ].map(([label, count, trait, symbol]) =>
+    CU.slider({ label, n: model.get(count), model, trait, format: (i) => `${symbol} = ${i}`, onInput: update }),
+  );
   if (model.get("bases").length > 1) controls.append(baseSelect.root);
   controls.append(posSlider.root, distSlider.root);
 
@@ -83,11 +74,8 @@ function render({ model, el }) {
   const summary = CU.html("p", { class: "cu-rope-summary", "aria-live": "polite" }, stage);
 
   function update() {
-    const frames = model.get("frames");
-    const b = model.get("base_index");
-    const p = model.get("position_index");
-    const dist = model.get("distance_index");
-    const nD = model.get("n_distances");
+    const { frames, base_index: b, position_index: p, distance_index: dist, n_distances: nD } =
+      CU.traits(model, "frames", "base_index", "position_index", "distance_index", "n_distances");
     const scale = R / (frames.radius || 1);
     const theta = CU.slice(frames.theta, b);
     const shares = CU.slice(frames.shares, b, dist);
@@ -134,9 +122,7 @@ function render({ model, el }) {
       CU.t(`Key at p = ${p}, query at p + Δ = ${p + dist}, base ${model.get("bases")[b].toLocaleString("en-US")}: ` +
       `score ${CU.fmt(s, 3)}. Move p and both arrows of every dial turn together; the score and the curve ` +
       `stay the same, because only the distance Δ changes the angle between q and k.`);
-    posSlider.set(p);
-    distSlider.set(dist);
-    baseSelect.set(b);
+    CU.sync(posSlider, distSlider, baseSelect);
   }
 
   return CU.live(model, [

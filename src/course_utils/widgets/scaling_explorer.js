@@ -13,14 +13,7 @@ function render({ model, el }) {
   ];
   const STATS = [CU.t("largest weight"), CU.t("entropy (nats)"), CU.t("gradient norm ‖J‖")];
 
-  const slider = CU.slider({
-    label: CU.t("Dimension d_k"),
-    n: model.get("d_ks").length,
-    model,
-    trait: "d_k_index",
-    format: (i) => String(model.get("d_ks")[i]),
-    onInput: update,
-  });
+  const slider = CU.slider({ label: CU.t("Dimension d_k"), model, trait: "d_k_index", grid: "d_ks", onInput: update });
   controls.appendChild(slider.root);
 
   const layout = CU.html("div", { class: "cu-scaling-layout cu-row" }, stage);

@@ -149,9 +149,7 @@ class ScalingExplorer(CourseWidget):
         }
         self._check_budget()
 
-    def __repr__(self) -> str:
-        # Deterministic text/plain for notebooks (the default repr shows a memory address).
-        return f"ScalingExplorer(d_ks={self.d_ks}, t_k={self.t_k}, d_k={self.d_k})"
+    _repr_format = "d_ks={d_ks}, t_k={t_k}, d_k={d_k}"
 
     @property
     def d_k(self) -> int:

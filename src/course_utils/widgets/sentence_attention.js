@@ -45,14 +45,12 @@ function render({ model, el }) {
       CU.suppressShortcuts(btn);
       return { num, bar, btn };
     });
-    picker.resize();
-    sentenceSelect.set(s);
     update();
   }
 
   function update() {
     const s = model.get("sentence_index");
-    const qi = Math.min(model.get("query_index"), cols.length - 1);
+    const qi = picker.position();
     const w = CU.slice(model.get("frames")[s], qi);
     const toks = model.get("tokens")[s];
     let best = 0;
@@ -65,7 +63,7 @@ function render({ model, el }) {
       c.btn.classList.toggle("cu-sa-query", j === qi);
       c.btn.setAttribute("aria-pressed", j === qi ? "true" : "false");
     });
-    querySlider.set(qi);
+    picker.sync();
     summary.textContent =
       CU.t(`Query "${toks[qi]}" attends most to "${toks[best]}" (weight ${CU.fmt(w[best], 2)}); `) +
       CU.t("weights: ") + `${toks.map((t, j) => `${t} ${CU.fmt(w[j], 2)}`).join(", ")}.`;

@@ -16,35 +16,16 @@ function render({ model, el }) {
     trait: "pattern_index",
     onChange: () => { refreshLabels(); draw(); },
   });
-  const tSlider = CU.slider({
-    label: "T",
-    n: model.get("t_values").length,
-    model,
-    trait: "t_index",
-    format: (i) => String(model.get("t_values")[i]),
-    onInput: draw,
-  });
-  const paramText = (i) => `${model.get("param_labels")[model.get("pattern_index")]} = ${model.get("param_values")[i]}`;
-  const paramSlider = CU.slider({
-    label: CU.t("Parameter"),
-    n: model.get("param_values").length,
-    model,
-    trait: "param_index",
-    format: paramText,
-    onInput: draw,
-  });
-  const extraText = (i) => {
-    const v = model.get("extra_values")[i];
-    return model.get("uses_extra")[model.get("pattern_index")] ? String(v) : CU.t(`${v} (unused here)`);
-  };
-  const extraSlider = CU.slider({
-    label: CU.t("Global / random tokens"),
-    n: model.get("extra_values").length,
-    model,
-    trait: "extra_index",
-    format: extraText,
-    onInput: draw,
-  });
+  // The sliders over the grids of the pattern's sizes; the last two say what they mean for the chosen
+  // pattern (its parameter's name; whether it uses extra tokens).
+  const pattern = () => model.get("pattern_index");
+  const paramText = (v) => `${model.get("param_labels")[pattern()]} = ${v}`;
+  const extraText = (v) => (model.get("uses_extra")[pattern()] ? String(v) : CU.t(`${v} (unused here)`));
+  const [tSlider, paramSlider, extraSlider] = [
+    ["T", "t_index", "t_values", String],
+    [CU.t("Parameter"), "param_index", "param_values", paramText],
+    [CU.t("Global / random tokens"), "extra_index", "extra_values", extraText],
+  ].map(([label, trait, grid, format]) => CU.slider({ label, model, trait, grid, format, onInput: draw }));
   [select, tSlider, paramSlider, extraSlider].forEach((c) => controls.appendChild(c.root));
 
   const stats = CU.html("p", { class: "cu-sparse-stats", "aria-live": "polite" }, stage);

@@ -190,11 +190,10 @@ class SparsePatterns(CourseWidget):
     def _index_size(self, name: str) -> int:
         return INDEX_SIZES[name]
 
-    def __repr__(self) -> str:  # deterministic, so nbval can compare it
-        return (
-            f"SparsePatterns(pattern={self._pattern_keys[self.pattern_index]!r}, t={self.t}, "
-            f"param={self.param}, extra={self.extra})"
-        )
+    _repr_format = "pattern={pattern!r}, t={t}, param={param}, extra={extra}"
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {"pattern": self._pattern_keys[self.pattern_index]}  # the English name
 
     @property
     def t(self) -> int:

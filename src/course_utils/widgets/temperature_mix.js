@@ -6,10 +6,10 @@ function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-tmix");
   const slider = CU.slider({
     label: CU.t("Temperature τ"),
-    n: model.get("temperatures").length,
     model,
     trait: "t_index",
-    format: (i) => CU.fmt(model.get("temperatures")[i], 2),
+    grid: "temperatures",
+    format: (v) => CU.fmt(v, 2),
     onInput: update,
   });
   controls.appendChild(slider.root);
@@ -29,7 +29,7 @@ function render({ model, el }) {
   const planeSvg = CU.svg("svg", { viewBox: `0 0 ${PW} ${PS}`, width: PW, height: PS, role: "img" }, layout);
   const planeTitle = CU.svg("title", {}, planeSvg);
   const out = CU.html("p", { class: "cu-tmix-out", "aria-live": "polite" }, stage);
-  let plane = null;
+  let plane = null; // scales and nodes of the plane (buildPlane() makes them)
 
   function buildPlane() {
     planeSvg.replaceChildren(planeTitle);
@@ -58,7 +58,6 @@ function render({ model, el }) {
   }
 
   function update() {
-    if (!plane) buildPlane();
     const i = model.get("t_index");
     const T = model.get("temperatures")[i];
     const frames = model.get("frames");
@@ -89,17 +88,13 @@ function render({ model, el }) {
     out.textContent = text;
     barsTitle.textContent = CU.t(`Softmax weights at temperature ${CU.fmt(T, 2)}: ${w.map((x) => CU.fmt(x, 2)).join(", ")}`);
     planeTitle.textContent = CU.t(`Values and their convex hull; the output (square) is at (${CU.fmt(o[0], 2)}, ${CU.fmt(o[1], 2)})`);
-    slider.set(i);
+    slider.sync();
   }
 
-  const rebuild = () => {
-    plane = null;
-    update();
-  };
   return CU.live(model, [
     ["change:t_index", update],
-    ["change:frames", rebuild],
-  ], update);
+    ["change:frames", [buildPlane, update]],
+  ], [buildPlane, update]);
 }
 
 export default { render };

@@ -120,9 +120,10 @@ class TemperatureMix(CourseWidget):
         }
         self._check_budget()
 
-    def __repr__(self) -> str:
-        # Deterministic text/plain for notebooks (the default repr shows a memory address).
-        return f"TemperatureMix(T_k={len(self.scores)}, temperature={self.temperature})"
+    _repr_format = "T_k={T_k}, temperature={temperature}"
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {"T_k": len(self.scores)}
 
     @property
     def temperature(self) -> float:

@@ -222,15 +222,11 @@ function render({ model, el }) {
     memSvg.setAttribute("aria-label", text);
   }
 
-  const redrawAll = () => {
-    draw();
-    drawMemory();
-  };
   return CU.live(model, [
     ["change:step_index change:causal", draw],
     ["change:memory_index", drawMemory],
-    ["change:frames change:tokens", redrawAll],
-  ], redrawAll);
+    ["change:frames change:tokens", [draw, drawMemory]],
+  ], [draw, drawMemory]);
 }
 
 export default { render };

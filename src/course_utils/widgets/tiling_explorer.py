@@ -31,9 +31,9 @@ from numpy.typing import NDArray
 
 from .._validation import shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
-from ..flash import attention_memory_bytes, tile_schedule, tiled_attention_steps
+from ..flash import TileStep, attention_memory_bytes, tile_schedule, tiled_attention_steps
 from ..masks import causal_mask
-from ._base import CourseWidget, check_tokens, check_vectors, pack_array
+from ._base import CourseWidget, check_qkv, check_tokens, pack_array
 
 __all__ = ["MEMORY_LENGTHS", "TilingExplorer"]
 
@@ -94,10 +94,8 @@ class TilingExplorer(CourseWidget):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        q_arr = check_vectors(q, "q")  # (T, d_k)
+        q_arr, k_arr, v_arr = check_qkv(q, k, v, same_length=True)  # (T, d_k), (T, d_k), (T, d_v)
         t = q_arr.shape[0]
-        k_arr = check_vectors(k, "k", rows=t, dim=q_arr.shape[1])  # (T, d_k)
-        v_arr = check_vectors(v, "v", rows=t)  # (T, d_v)
         if t > 12 or v_arr.shape[1] > 8:
             raise ValueError(
                 "TilingExplorer draws every score and output: at most 12 tokens and 8 value "
@@ -107,7 +105,7 @@ class TilingExplorer(CourseWidget):
         if len(labels) != t:
             raise ValueError(f"tokens must have {t} labels (one per row of q); got {len(labels)}")
         self._q, self._k, self._v = q_arr, k_arr, v_arr
-        self._steps: dict[str, list] = {}
+        self._steps: dict[str, list[TileStep]] = {}
         with self.hold_trait_notifications():
             self.tokens = labels
             self.block_q = _block(block_q, "block_q", t)
@@ -184,12 +182,12 @@ class TilingExplorer(CourseWidget):
         self.frames = frames
         self._check_budget()
 
-    def __repr__(self) -> str:
-        return (
-            f"TilingExplorer(T={len(self.tokens)}, block_q={self.block_q}, "
-            f"block_k={self.block_k}, causal={self.causal}, tile={self.step_index + 1}/"
-            f"{self.n_steps})"
-        )
+    _repr_format = (
+        "T={T}, block_q={block_q}, block_k={block_k}, causal={causal}, tile={step}/{n_steps}"
+    )
+
+    def _repr_values(self) -> dict[str, Any]:
+        return {"T": len(self.tokens), "step": self.step_index + 1}
 
     # -- what the view shows, exactly (for tests and the notebook) --------------------------------
     @property
@@ -202,24 +200,29 @@ class TilingExplorer(CourseWidget):
         return len(self._steps[self.mode])
 
     @property
+    def _current_step(self) -> TileStep:
+        """The state after the current tile (what the four properties below read)."""
+        return self._steps[self.mode][self.step_index]
+
+    @property
     def tile(self) -> tuple[int, int, int, int]:
         """The current tile ``(q_start, q_stop, k_start, k_stop)``."""
-        return self._steps[self.mode][self.step_index].tile
+        return self._current_step.tile
 
     @property
     def running_max(self) -> NDArray:
         """``m`` of every query row after the current tile (``-inf`` where not reached yet)."""
-        return self._steps[self.mode][self.step_index].m
+        return self._current_step.m
 
     @property
     def running_sum(self) -> NDArray:
         """``l`` of every query row after the current tile."""
-        return self._steps[self.mode][self.step_index].l
+        return self._current_step.l
 
     @property
     def output(self) -> NDArray:
         """The output estimate ``o / l`` after the current tile, ``(T, d_v)``."""
-        return self._steps[self.mode][self.step_index].output
+        return self._current_step.output
 
     @property
     def exact(self) -> NDArray:
