@@ -27,18 +27,8 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ..sparse import (
-    bigbird_mask,
-    block_layout,
-    block_sparse_mask,
-    density,
-    dilated_window_mask,
-    global_mask,
-    layers_to_reach_all,
-    reach,
-    sliding_window_mask,
-    strided_mask,
-)
+# Module-qualified (sparse.density, sparse.reach): the widget has properties of the same names.
+from .. import sparse
 from ._base import CourseWidget, pack_uint8, unpack_array
 from ._text import Text
 
@@ -75,15 +65,20 @@ def build_mask(pattern: str, t: int, param: int, extra: int) -> NDArray[np.bool_
     array([0, 0, 1, 1])
     """
     makers: dict[str, Callable[[], NDArray[np.bool_]]] = {
-        "sliding window": lambda: sliding_window_mask(t, window=param),
-        "dilated window (dilation 2)": lambda: dilated_window_mask(t, window=param, dilation=2),
-        "strided (Sparse Transformer)": lambda: strided_mask(t, stride=param),
-        "window + global": lambda: (
-            sliding_window_mask(t, window=param, causal=False) | global_mask(t, range(extra))
+        "sliding window": lambda: sparse.sliding_window_mask(t, window=param),
+        "dilated window (dilation 2)": lambda: sparse.dilated_window_mask(
+            t, window=param, dilation=2
         ),
-        "BigBird": lambda: bigbird_mask(t, window=param, n_global=extra, n_random=extra, seed=0),
-        "block-sparse window": lambda: block_sparse_mask(
-            block_layout(sliding_window_mask(t, window=param), param), param, t=t
+        "strided (Sparse Transformer)": lambda: sparse.strided_mask(t, stride=param),
+        "window + global": lambda: (
+            sparse.sliding_window_mask(t, window=param, causal=False)
+            | sparse.global_mask(t, range(extra))
+        ),
+        "BigBird": lambda: sparse.bigbird_mask(
+            t, window=param, n_global=extra, n_random=extra, seed=0
+        ),
+        "block-sparse window": lambda: sparse.block_sparse_mask(
+            sparse.block_layout(sparse.sliding_window_mask(t, window=param), param), param, t=t
         ),
     }
     if pattern not in makers:
@@ -175,12 +170,12 @@ class SparsePatterns(CourseWidget):
                 for a, param in enumerate(PARAM_VALUES):
                     for e in extras:
                         m = build_mask(name, t, param, EXTRA_VALUES[e])  # (t, t)
-                        heard = reach(m, N_LAYERS)[:, t - 1, :]  # (N_LAYERS, t)
+                        heard = sparse.reach(m, N_LAYERS)[:, t - 1, :]  # (N_LAYERS, t)
                         frames[_key(p, ti, a, e)] = {  # the shapes are known from T
                             "m": pack_uint8(np.packbits(m.ravel()), "mask bits")["uint8"],
                             "r": pack_uint8(np.packbits(heard.ravel()), "reach bits")["uint8"],
                             "pairs": int(m.sum()),
-                            "layers": layers_to_reach_all(m),
+                            "layers": sparse.layers_to_reach_all(m),
                         }
         self.frames = frames
         self._check_budget("use fewer grid values")
@@ -227,4 +222,4 @@ class SparsePatterns(CourseWidget):
     @property
     def density(self) -> float:
         """Fraction of the ``T²`` pairs the pattern keeps (also its fraction of dense FLOPs)."""
-        return density(self.mask)
+        return sparse.density(self.mask)
