@@ -101,8 +101,9 @@ def train_adam(
 ) -> tuple[list[int], list[M]]:
     """Train ``model`` with Adam; return the steps at which it was measured, and the measurements.
 
-    ``schedule`` (its ``batch`` is the caller's business) or ``steps``, ``lr`` and ``eval_every``
-    say how long and how fast.
+    How long and how fast: a :class:`Schedule` (its ``batch`` is the caller's business: it is in
+    ``batch_loss``), or ``steps``, ``lr`` and ``eval_every`` as keywords.
+
     Each step calls ``batch_loss()`` (the loss of the next training batch, a scalar tensor), then
     ``zero_grad``, ``backward`` and ``step``. ``evaluate()`` runs under ``torch.no_grad()`` after
     every step that is a multiple of ``eval_every``; with ``at_start`` also before the first step
@@ -119,7 +120,7 @@ def train_adam(
         raise TypeError("train_adam() takes a schedule or steps, lr and eval_every, not both")
     steps, eval_every = schedule.steps, schedule.eval_every
     opt = torch.optim.Adam(model.parameters(), lr=schedule.lr, fused=True if fused else None)
-    schedule = (
+    decay = (
         torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps) if linear_decay else None
     )
     at: list[int] = []
@@ -139,8 +140,8 @@ def train_adam(
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if schedule is not None:
-            schedule.step()
+        if decay is not None:
+            decay.step()
         if step % eval_every == 0 or (at_end and step == steps):
             measure(step)
     return at, measured
