@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from course_utils._training import batch_loss, held_out_loss, token_cross_entropy, train_adam
+from course_utils._training import (
+    Schedule,
+    batch_loss,
+    held_out_loss,
+    token_cross_entropy,
+    train_adam,
+)
 
 
 def _model_and_data(seed: int = 0):
@@ -89,3 +95,18 @@ def test_evaluate_runs_without_autograd_and_ignore_index_is_passed_on():
     logits = model(x[:, :1]).flatten(0, 1)  # (B, 5): only position 0 counts
     want = torch.nn.functional.cross_entropy(logits, y[:, 0])
     assert torch.allclose(token_cross_entropy(model, x, ignored, ignore_index=-1), want)
+
+
+def _train_fixed(schedule=None, **flat):
+    model, x, y = _model_and_data()
+    loss = lambda: batch_loss(model, lambda: (x, y))  # noqa: E731
+    return train_adam(model, loss, schedule, evaluate=lambda: held_out_loss(model, x, y), **flat)
+
+
+def test_train_adam_takes_a_schedule_or_the_flat_settings():
+    flat = _train_fixed(steps=4, lr=0.05, eval_every=2)
+    assert flat == _train_fixed(Schedule(steps=4, batch=6, lr=0.05, eval_every=2))
+    with pytest.raises(TypeError, match="a schedule or steps, lr and eval_every, not both"):
+        _train_fixed(Schedule(steps=4, lr=0.05, eval_every=2), lr=0.1)
+    with pytest.raises(TypeError, match="steps must be an int; got NoneType"):
+        _train_fixed(lr=0.1, eval_every=2)

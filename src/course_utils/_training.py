@@ -17,30 +17,82 @@ deterministic` around it, so the numbers are the same on every run.
 ... )
 >>> steps, losses[0] > losses[-1]
 ([0, 2, 4], True)
+
+How long and how fast an experiment trains is its :class:`Schedule`, one group of its settings
+(see :mod:`course_utils._settings`); ``train_adam`` takes it as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import TypedDict, TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["batch_loss", "held_out_loss", "token_cross_entropy", "train_adam"]
+from ._validation import check_int, check_positive_finite
+
+__all__ = [
+    "Schedule",
+    "ScheduleSettings",
+    "batch_loss",
+    "held_out_loss",
+    "token_cross_entropy",
+    "train_adam",
+]
 
 M = TypeVar("M")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
+    """How long and how fast an experiment trains: ``steps`` Adam steps of ``batch`` examples at
+    learning rate ``lr``, measured on held-out data every ``eval_every`` steps.
+
+    ``batch=None`` means the whole training set at every step (full batch). The values are checked
+    when the schedule is made, so a wrong one is named before any training starts.
+
+    >>> Schedule(steps=300, batch=64, lr=5e-3, eval_every=50).lr
+    0.005
+    >>> Schedule(steps=0, lr=0.1, eval_every=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: steps must be >= 1; got 0
+    """
+
+    steps: int
+    batch: int | None = None
+    lr: float
+    eval_every: int
+
+    def __post_init__(self) -> None:
+        check_int(self.steps, "steps", low=1)
+        if self.batch is not None:
+            check_int(self.batch, "batch", low=1)
+        check_positive_finite(self.lr, "lr")
+        check_int(self.eval_every, "eval_every", low=1)
+
+
+class ScheduleSettings(TypedDict, total=False):
+    """A :class:`Schedule`'s fields as flat keywords (types an experiment's ``**settings``)."""
+
+    steps: int
+    batch: int | None
+    lr: float
+    eval_every: int
 
 
 def train_adam(
     model: nn.Module,
     batch_loss: Callable[[], Tensor],
+    schedule: Schedule | None = None,
     *,
-    steps: int,
-    lr: float,
-    eval_every: int,
     evaluate: Callable[[], M],
+    steps: int | None = None,
+    lr: float | None = None,
+    eval_every: int | None = None,
     at_start: bool = False,
     at_end: bool = False,
     train_mode: bool = False,
@@ -48,6 +100,9 @@ def train_adam(
     fused: bool = False,
 ) -> tuple[list[int], list[M]]:
     """Train ``model`` with Adam; return the steps at which it was measured, and the measurements.
+
+    How long and how fast: a :class:`Schedule` (its ``batch`` is the caller's business: it is in
+    ``batch_loss``), or ``steps``, ``lr`` and ``eval_every`` as keywords.
 
     Each step calls ``batch_loss()`` (the loss of the next training batch, a scalar tensor), then
     ``zero_grad``, ``backward`` and ``step``. ``evaluate()`` runs under ``torch.no_grad()`` after
@@ -59,8 +114,13 @@ def train_adam(
     update in one kernel per step (~25% less time per step for the small models here, where the
     per-operation overhead dominates), equal to the default up to rounding.
     """
-    opt = torch.optim.Adam(model.parameters(), lr=lr, fused=True if fused else None)
-    schedule = (
+    if schedule is None:
+        schedule = Schedule(steps=steps, lr=lr, eval_every=eval_every)  # type: ignore[arg-type]
+    elif (steps, lr, eval_every) != (None, None, None):
+        raise TypeError("train_adam() takes a schedule or steps, lr and eval_every, not both")
+    steps, eval_every = schedule.steps, schedule.eval_every
+    opt = torch.optim.Adam(model.parameters(), lr=schedule.lr, fused=True if fused else None)
+    decay = (
         torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / steps) if linear_decay else None
     )
     at: list[int] = []
@@ -80,8 +140,8 @@ def train_adam(
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if schedule is not None:
-            schedule.step()
+        if decay is not None:
+            decay.step()
         if step % eval_every == 0 or (at_end and step == steps):
             measure(step)
     return at, measured

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +41,15 @@ from .multihead import MultiHeadAttention, attention_weights
 if TYPE_CHECKING:
     from .causal import KVCache
 
-__all__ = ["ACTIVATIONS", "BlockTrace", "FeedForward", "TransformerBlock", "sublayer_norms"]
+__all__ = [
+    "ACTIVATIONS",
+    "BlockTrace",
+    "FeedForward",
+    "SizeSettings",
+    "TransformerBlock",
+    "TransformerSize",
+    "sublayer_norms",
+]
 
 #: The activations of the FFN, by name: exactly PyTorch's ``"relu"`` and ``"gelu"`` (erf form).
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
@@ -382,6 +390,32 @@ def sublayer_norms(
             )
             x = t.out  # (B, T, d_model)
     return rows
+
+
+@dataclass(frozen=True)
+class TransformerSize:
+    """The size of a stack of blocks: width ``d_model``, ``n_heads`` heads, FFN width ``d_ff``,
+    ``n_layers`` blocks. A group of an experiment's settings (see :mod:`course_utils._training`);
+    the blocks check the values when they are built.
+
+    >>> size = TransformerSize(d_model=32, n_heads=2, d_ff=64, n_layers=2)
+    >>> size.d_model // size.n_heads   # d_k of every head
+    16
+    """
+
+    d_model: int
+    n_heads: int
+    d_ff: int
+    n_layers: int
+
+
+class SizeSettings(TypedDict, total=False):
+    """A :class:`TransformerSize`'s fields as flat keywords (an experiment's ``**settings``)."""
+
+    d_model: int
+    n_heads: int
+    d_ff: int
+    n_layers: int
 
 
 def __getattr__(name: str) -> object:

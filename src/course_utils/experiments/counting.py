@@ -16,19 +16,58 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._training import batch_loss, held_out_loss, train_adam
-from ..transformer import BlockTrace, TransformerBlock
+from .._settings import Sequences, SequenceSettings, configure
+from .._training import Schedule, ScheduleSettings, batch_loss, held_out_loss, train_adam
+from ..transformer import BlockTrace, SizeSettings, TransformerBlock, TransformerSize
 
-__all__ = ["CountingModel", "CountingRun", "decode", "encode", "make_batch", "train_counting"]
+__all__ = [
+    "CountingConfig",
+    "CountingModel",
+    "CountingRun",
+    "CountingSettings",
+    "decode",
+    "encode",
+    "make_batch",
+    "train_counting",
+]
 
 LETTERS = string.ascii_lowercase
+
+
+@dataclass(frozen=True)
+class CountingConfig:
+    """Everything :func:`train_counting` can be told, with its defaults (the chapter's run).
+
+    Sequences of ``T`` letters out of ``V``; the blocks' size; dropout and pre-LN (``norm_first``)
+    of the blocks; the training schedule. Change one setting with :func:`dataclasses.replace`, or
+    pass it to :func:`train_counting` as a keyword.
+
+    >>> config = CountingConfig()
+    >>> config.size.d_model, config.schedule.steps, config.norm_first
+    (16, 300, True)
+    """
+
+    data: Sequences = Sequences(V=6, T=10)
+    size: TransformerSize = TransformerSize(d_model=16, n_heads=4, d_ff=64, n_layers=2)
+    dropout: float = 0.0
+    norm_first: bool = True
+    schedule: Schedule = Schedule(steps=300, batch=64, lr=5e-3, eval_every=50)
+
+
+class CountingSettings(SequenceSettings, SizeSettings, ScheduleSettings, total=False):
+    """The keywords :func:`train_counting` accepts, typed: the fields of a :class:`CountingConfig`
+    and of its groups."""
+
+    dropout: float
+    norm_first: bool
 
 
 def make_batch(batch: int, T: int, V: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -114,44 +153,36 @@ class CountingRun:
 def train_counting(
     seeds: Sequence[int] = (0, 1, 2),
     *,
-    V: int = 6,
-    T: int = 10,
-    d_model: int = 16,
-    n_heads: int = 4,
-    d_ff: int = 64,
-    n_layers: int = 2,
-    dropout: float = 0.0,
-    norm_first: bool = True,
-    steps: int = 300,
-    batch: int = 64,
-    lr: float = 5e-3,
-    eval_every: int = 50,
+    config: CountingConfig | None = None,
+    **settings: Unpack[CountingSettings],
 ) -> list[CountingRun]:
     """Train one :class:`CountingModel` per seed with Adam; return the test curve and accuracy.
 
-    The test set (512 sequences) is the same for every seed; each seed has its own
-    initialisation and its own training batches.
+    ``config`` (a :class:`CountingConfig`; by default the chapter's) holds the settings; each
+    keyword replaces one: ``V``, ``T``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``,
+    ``dropout``, ``norm_first``, ``steps``, ``batch``, ``lr``, ``eval_every``. The test set (512
+    sequences) is the same for every seed; each seed has its own initialisation and batches.
 
     >>> runs = train_counting(seeds=(0,), steps=2, eval_every=1, batch=4)
     >>> runs[0].steps, len(runs[0].losses)            # step 0: before training
     ([0, 1, 2], 3)
     """
+    cfg = configure(CountingConfig, config, settings, "train_counting")
+    V, T, schedule = cfg.data.V, cfg.data.T, cfg.schedule
     runs = []
     with _deterministic():
         test_x, test_y = make_batch(512, T, V, torch.Generator().manual_seed(12345))
         for seed in seeds:
             torch.manual_seed(seed)
             model = CountingModel(
-                V, T, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers,
-                dropout=dropout, norm_first=norm_first,
-            )  # fmt: skip
+                V, T, **asdict(cfg.size), dropout=cfg.dropout, norm_first=cfg.norm_first
+            )
             data = torch.Generator().manual_seed(1000 + seed)
+            next_batch = partial(make_batch, schedule.batch, T, V, data)  # (B, T) x 2
             at, losses = train_adam(  # at step 0 the test loss is about ln(T + 1)
                 model,
-                partial(batch_loss, model, partial(make_batch, batch, T, V, data)),  # (B, T) x 2
-                steps=steps,
-                lr=lr,
-                eval_every=eval_every,
+                partial(batch_loss, model, next_batch),
+                schedule,
                 evaluate=partial(_test_loss, model, test_x, test_y),
                 at_start=True,
                 at_end=True,

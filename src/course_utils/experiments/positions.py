@@ -25,17 +25,21 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._training import batch_loss, held_out_loss, train_adam
+from .._settings import Sequences, SequenceSettings, configure
+from .._training import Schedule, ScheduleSettings, batch_loss, held_out_loss, train_adam
 from ..positions import apply_rope, sinusoidal_encoding
 
 __all__ = [
     "KINDS",
     "PositionResult",
+    "PositionsConfig",
+    "PositionsSettings",
     "PreviousTokenModel",
     "make_previous_token_batch",
     "run_positions_experiment",
@@ -44,6 +48,30 @@ __all__ = [
 #: The four variants, in the order the chapter reports them.
 KINDS = ("none", "sinusoidal", "learned", "rope")
 IGNORE = -100  # target of position 0 (no previous token); cross_entropy skips it
+
+
+@dataclass(frozen=True)
+class PositionsConfig:
+    """Everything :func:`run_positions_experiment` can be told, with its defaults.
+
+    Training sequences of ``T`` tokens out of ``V``, the longer test sequences' ``T_long``, the
+    model's width ``d_model`` (one head), and the training schedule.
+
+    >>> PositionsConfig().schedule
+    Schedule(steps=300, batch=64, lr=0.01, eval_every=50)
+    """
+
+    data: Sequences = Sequences(V=8, T=12)
+    T_long: int = 24
+    d_model: int = 16
+    schedule: Schedule = Schedule(steps=300, batch=64, lr=1e-2, eval_every=50)
+
+
+class PositionsSettings(SequenceSettings, ScheduleSettings, total=False):
+    """Keywords of :func:`run_positions_experiment`, one per setting of :class:`PositionsConfig`."""
+
+    T_long: int
+    d_model: int
 
 
 def make_previous_token_batch(
@@ -131,16 +159,14 @@ def run_positions_experiment(
     kinds: Sequence[str] = KINDS,
     seeds: Sequence[int] = (0, 1),
     *,
-    V: int = 8,
-    T: int = 12,
-    T_long: int = 24,
-    d_model: int = 16,
-    steps: int = 300,
-    batch: int = 64,
-    lr: float = 1e-2,
-    eval_every: int = 50,
+    config: PositionsConfig | None = None,
+    **settings: Unpack[PositionsSettings],
 ) -> list[PositionResult]:
     """Train one model per ``(kind, seed)`` on the previous-token task; return test results.
+
+    Settings: ``config``, a :class:`PositionsConfig` (the defaults if omitted), with any of
+    ``V``, ``T``, ``T_long``, ``d_model``, ``steps``, ``batch``, ``lr``, ``eval_every`` given as a
+    keyword in its place.
 
     >>> r = run_positions_experiment(("none", "learned"), seeds=(0,), steps=2, eval_every=1)
     >>> [(x.kind, len(x.losses), x.accuracy_long is None) for x in r]
@@ -149,22 +175,24 @@ def run_positions_experiment(
     for kind in kinds:
         if kind not in KINDS:
             raise ValueError(f"kinds must hold names from {KINDS}; got {kind!r}")
+    cfg = configure(PositionsConfig, config, settings, "run_positions_experiment")
+    V, T, d_model = cfg.data.V, cfg.data.T, cfg.d_model
     results = []
     with _deterministic():
         test_x, test_y = make_previous_token_batch(1024, T, V, torch.Generator().manual_seed(99))
-        long_x, long_y = make_previous_token_batch(512, T_long, V, torch.Generator().manual_seed(7))
+        long_x, long_y = make_previous_token_batch(
+            512, cfg.T_long, V, torch.Generator().manual_seed(7)
+        )
         for kind in kinds:
             for seed in seeds:
                 torch.manual_seed(seed)
                 model = PreviousTokenModel(kind, V, T, d_model)
                 data = torch.Generator().manual_seed(1000 + seed)  # same batches for every kind
-                next_batch = partial(make_previous_token_batch, batch, T, V, data)  # (B, T) x 2
+                next_batch = partial(make_previous_token_batch, cfg.schedule.batch, T, V, data)
                 _, losses = train_adam(
                     model,
-                    partial(batch_loss, model, next_batch, IGNORE),
-                    steps=steps,
-                    lr=lr,
-                    eval_every=eval_every,
+                    partial(batch_loss, model, next_batch, IGNORE),  # (B, T) x 2 a step
+                    cfg.schedule,
                     evaluate=partial(held_out_loss, model, test_x, test_y, IGNORE),
                 )
                 with torch.no_grad():

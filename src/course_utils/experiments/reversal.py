@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
+from typing import Unpack
 
 import numpy as np
 import torch
@@ -28,15 +29,18 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._training import train_adam
+from .._settings import configure
+from .._training import Schedule, ScheduleSettings, train_adam
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
 from ..positions import sinusoidal_encoding
-from ..transformer import TransformerBlock
+from ..transformer import SizeSettings, TransformerBlock, TransformerSize
 
 __all__ = [
+    "ReversalConfig",
     "ReversalModel",
     "ReversalRun",
+    "ReversalSettings",
     "alignment_accuracy",
     "cross_attention_rows",
     "decode",
@@ -48,6 +52,30 @@ __all__ = [
 PAD, BOS, EOS = 0, 1, 2
 LETTERS = string.ascii_lowercase[:10]  # a..j
 VOCAB = ["<pad>", "<bos>", "<eos>", *LETTERS]
+
+
+@dataclass(frozen=True)
+class ReversalConfig:
+    """Everything :func:`train_reversal` can be told, with its defaults (chapter 8's run).
+
+    Words of ``min_len`` to ``max_len`` letters; the size of the encoder and of the decoder
+    (``n_layers`` blocks each); the training schedule (Adam with linear decay).
+
+    >>> ReversalConfig().size
+    TransformerSize(d_model=32, n_heads=2, d_ff=64, n_layers=2)
+    """
+
+    min_len: int = 2
+    max_len: int = 8
+    size: TransformerSize = TransformerSize(d_model=32, n_heads=2, d_ff=64, n_layers=2)
+    schedule: Schedule = Schedule(steps=600, batch=64, lr=3e-3, eval_every=100)
+
+
+class ReversalSettings(SizeSettings, ScheduleSettings, total=False):
+    """What :func:`train_reversal` takes as keywords: every setting of a :class:`ReversalConfig`."""
+
+    min_len: int
+    max_len: int
 
 
 def encode(words: Sequence[str], t_k: int | None = None) -> tuple[Tensor, Tensor]:
@@ -225,39 +253,33 @@ def held_out(n: int = 500, *, min_len: int = 2, max_len: int = 8) -> tuple[Tenso
 def train_reversal(
     seeds: Sequence[int] = (0, 1, 2),
     *,
-    min_len: int = 2,
-    max_len: int = 8,
-    d_model: int = 32,
-    n_heads: int = 2,
-    d_ff: int = 64,
-    n_layers: int = 2,
-    steps: int = 600,
-    batch: int = 64,
-    lr: float = 3e-3,
-    eval_every: int = 100,
+    config: ReversalConfig | None = None,
+    **settings: Unpack[ReversalSettings],
 ) -> list[ReversalRun]:
     """Train one :class:`ReversalModel` per seed (Adam, linear decay); report held-out numbers.
+
+    Pass a :class:`ReversalConfig` as ``config``, or keywords for single settings (``min_len``,
+    ``max_len``, ``d_model``, ``n_heads``, ``d_ff``, ``n_layers``, ``steps``, ``batch``, ``lr``,
+    ``eval_every``); what is not given keeps chapter 8's value.
 
     >>> runs = train_reversal(seeds=(0,), steps=2, eval_every=1, batch=4)
     >>> runs[0].steps, len(runs[0].alignment)
     ([0, 1, 2], 2)
     """
+    cfg = configure(ReversalConfig, config, settings, "train_reversal")
+    min_len, max_len = cfg.min_len, cfg.max_len
     runs = []
     with _deterministic():
         test_src, test_len, test_tgt = held_out(min_len=min_len, max_len=max_len)
         for seed in seeds:
             torch.manual_seed(seed)
-            model = ReversalModel(
-                max_len=max_len, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers
-            )
+            model = ReversalModel(max_len=max_len, **asdict(cfg.size))
             data = torch.Generator().manual_seed(1000 + seed)
-            next_batch = partial(make_batch, batch, min_len, max_len, data)
+            next_batch = partial(make_batch, cfg.schedule.batch, min_len, max_len, data)
             at, losses = train_adam(
                 model,
                 partial(_batch_loss, model, next_batch),
-                steps=steps,
-                lr=lr,
-                eval_every=eval_every,
+                cfg.schedule,
                 evaluate=partial(_held_out_loss, model, test_src, test_len, test_tgt),
                 at_start=True,
                 at_end=True,

@@ -18,15 +18,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Unpack
 
 import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._training import batch_loss, held_out_loss, train_adam
+from .._settings import Sequences, SequenceSettings, configure
+from .._training import Schedule, ScheduleSettings, batch_loss, held_out_loss, train_adam
 from ..multihead import MultiHeadAttention
 
-__all__ = ["HeadsResult", "NeighboursModel", "make_batch", "run_heads_experiment"]
+__all__ = [
+    "HeadsConfig",
+    "HeadsResult",
+    "HeadsSettings",
+    "NeighboursModel",
+    "make_batch",
+    "run_heads_experiment",
+]
+
+
+@dataclass(frozen=True)
+class HeadsConfig:
+    """Everything :func:`run_heads_experiment` can be told besides the head counts and seeds.
+
+    The width ``d_model`` shared by every head count, the sequences (``T`` tokens out of ``V``),
+    and the training schedule (Adam's fused kernel).
+
+    >>> HeadsConfig().d_model, HeadsConfig().schedule.steps
+    (8, 600)
+    """
+
+    d_model: int = 8
+    data: Sequences = Sequences(V=8, T=12)
+    schedule: Schedule = Schedule(steps=600, batch=64, lr=3e-3, eval_every=100)
+
+
+class HeadsSettings(SequenceSettings, ScheduleSettings, total=False):
+    """Typed keywords of :func:`run_heads_experiment` (a :class:`HeadsConfig`, flattened)."""
+
+    d_model: int
 
 
 def make_batch(batch: int, T: int, V: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -93,20 +124,21 @@ def run_heads_experiment(
     n_heads_list: Sequence[int] = (1, 2, 4, 8),
     seeds: Sequence[int] = (0, 1),
     *,
-    d_model: int = 8,
-    V: int = 8,
-    T: int = 12,
-    steps: int = 600,
-    batch: int = 64,
-    lr: float = 3e-3,
-    eval_every: int = 100,
+    config: HeadsConfig | None = None,
+    **settings: Unpack[HeadsSettings],
 ) -> list[HeadsResult]:
     """Train one model per ``(n_heads, seed)`` on the neighbours task; return their test results.
+
+    ``config`` is a :class:`HeadsConfig` (the defaults if None); a keyword changes one of its
+    settings (``d_model``, ``V``, ``T``, ``steps``, ``batch``, ``lr`` or ``eval_every``), as in
+    ``run_heads_experiment(n_heads_list=(1, 4), seeds=(0,), d_model=32)``.
 
     >>> r = run_heads_experiment((1, 2), seeds=(0,), steps=2, eval_every=1, batch=4)
     >>> [(x.n_heads, x.d_k, x.n_params == r[0].n_params, len(x.losses)) for x in r]
     [(1, 8, True, 2), (2, 4, True, 2)]
     """
+    cfg = configure(HeadsConfig, config, settings, "run_heads_experiment")
+    d_model, V, T = cfg.d_model, cfg.data.V, cfg.data.T
     results = []
     with _deterministic():
         test_x, test_y = make_batch(2048, T, V, torch.Generator().manual_seed(12345))
@@ -115,13 +147,11 @@ def run_heads_experiment(
                 torch.manual_seed(seed)
                 model = NeighboursModel(V, T, d_model, n_heads)
                 data = torch.Generator().manual_seed(1000 + seed)  # same batches for every n_heads
-                next_batch = partial(make_batch, batch, T, V, data)  # (B, T), (B, T)
+                next_batch = partial(make_batch, cfg.schedule.batch, T, V, data)  # (B, T) x 2
                 _, losses = train_adam(
                     model,
                     partial(batch_loss, model, next_batch),
-                    steps=steps,
-                    lr=lr,
-                    eval_every=eval_every,
+                    cfg.schedule,
                     evaluate=partial(held_out_loss, model, test_x, test_y),  # logits (2048, T, V*V)
                     fused=True,
                 )

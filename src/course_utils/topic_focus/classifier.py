@@ -25,19 +25,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Unpack
 
 import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
 from .._determinism import one_thread
-from .._training import train_adam
+from .._settings import configure
+from .._training import Schedule, ScheduleSettings, train_adam
 from ..multihead import attention_weights
 from .dataset import TOPICS, TopicSentence, template_sentences, topic_mask, word_tokens
 
 __all__ = [
     "AttentionPoolingClassifier",
     "Batch",
+    "ClassifierConfig",
+    "ClassifierSettings",
     "Split",
     "TrainResult",
     "Vocabulary",
@@ -48,6 +52,29 @@ __all__ = [
 ]
 
 PAD, UNK = "<pad>", "<unk>"
+
+
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """Everything :func:`train_classifier` can be told besides the data and the seed.
+
+    The widths of the embeddings (``d_model``) and of the query/key space (``d_k``), and the
+    schedule: full-batch Adam (``batch`` is None: every step sees the whole training set).
+
+    >>> ClassifierConfig().schedule
+    Schedule(steps=150, batch=None, lr=0.05, eval_every=10)
+    """
+
+    d_model: int = 32
+    d_k: int = 16
+    schedule: Schedule = Schedule(steps=150, lr=0.05, eval_every=10)
+
+
+class ClassifierSettings(ScheduleSettings, total=False):
+    """Keywords of :func:`train_classifier`: a :class:`ClassifierConfig`'s settings, each typed."""
+
+    d_model: int
+    d_k: int
 
 
 @dataclass(frozen=True)
@@ -229,36 +256,37 @@ def train_classifier(
     data: Split,
     *,
     seed: int = 0,
-    steps: int = 150,
-    lr: float = 0.05,
-    d_model: int = 32,
-    d_k: int = 16,
-    eval_every: int = 10,
+    config: ClassifierConfig | None = None,
+    **settings: Unpack[ClassifierSettings],
 ) -> TrainResult:
     """Train an :class:`AttentionPoolingClassifier` with full-batch Adam; seeded, CPU, ~1 s.
 
     Every ``eval_every`` steps (and at step 0) the test accuracy and the mean attention weight on
-    topic words (the "topic share") are recorded, so the curves show how focusing develops.
+    topic words (the "topic share") are recorded, so the curves show how focusing develops. The
+    settings: ``config`` (a :class:`ClassifierConfig`, the defaults if None), and as keywords
+    ``steps``, ``lr``, ``eval_every``, ``d_model``, ``d_k`` (see the module's example).
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1; got {steps!r}")
+    cfg = configure(ClassifierConfig, config, settings, "train_classifier")
+    if cfg.schedule.batch is not None:
+        raise ValueError(
+            "batch must be None: train_classifier trains on the whole training set at every "
+            f"step; got {cfg.schedule.batch!r}"
+        )
     with one_thread():
-        return _train(data, seed, steps, lr, d_model, d_k, eval_every)
+        return _train(data, seed, cfg)
 
 
-def _train(
-    data: Split, seed: int, steps: int, lr: float, d_model: int, d_k: int, eval_every: int
-) -> TrainResult:
+def _train(data: Split, seed: int, cfg: ClassifierConfig) -> TrainResult:
     torch.manual_seed(seed)
-    model = AttentionPoolingClassifier(len(data.vocab), len(TOPICS), d_model=d_model, d_k=d_k)
+    model = AttentionPoolingClassifier(
+        len(data.vocab), len(TOPICS), d_model=cfg.d_model, d_k=cfg.d_k
+    )
     train = make_batch(data.train, data.vocab)
     test = make_batch(data.test, data.vocab)
     at, measured = train_adam(  # full batch: every step sees the whole training set
         model,
         partial(_loss, model, train),
-        steps=steps,
-        lr=lr,
-        eval_every=eval_every,
+        cfg.schedule,
         evaluate=partial(_measure, model, test),
         at_start=True,
         at_end=True,
