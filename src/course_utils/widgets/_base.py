@@ -56,6 +56,7 @@ from ..i18n import get_language, js_catalogue, normalise_language
 from ._text import Text, translate_parts
 
 __all__ = [
+    "DECIMALS",
     "MAX_STATE_BYTES",
     "CourseWidget",
     "Text",
@@ -103,7 +104,12 @@ def widget_css(stem: str) -> str:
     return "\n".join(parts)
 
 
-def pack_array(x: Any, decimals: int = 3) -> dict[str, Any]:
+#: Decimals kept in the numbers a widget syncs to the page: the drawings show at most two, and
+#: fewer digits keep the saved state small.
+DECIMALS = 3
+
+
+def pack_array(x: Any, decimals: int = DECIMALS) -> dict[str, Any]:
     """Pack an array as ``{"shape": [...], "data": [...]}`` (row-major, rounded): compact JSON.
 
     ``-0.0`` becomes ``0.0`` so that equal frames serialise equally. JavaScript reads it with

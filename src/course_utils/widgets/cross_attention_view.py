@@ -28,8 +28,6 @@ from ._text import Text
 
 __all__ = ["CrossAttentionView"]
 
-DECIMALS = 3
-
 
 def _parse(entry: Any, i: int) -> tuple[str, list[str], list[str], NDArray]:
     where = f"examples[{i}]"
@@ -83,7 +81,7 @@ class CrossAttentionView(CourseWidget):
             self.labels = [p[0] for p in parsed]
             self.sources = [p[1] for p in parsed]
             self.outputs = [p[2] for p in parsed]
-            self.frames = [pack_array(p[3], DECIMALS) for p in parsed]
+            self.frames = [pack_array(p[3]) for p in parsed]
         self._weights = [p[3] for p in parsed]
         self.example_index = example_index
         self._check_budget()

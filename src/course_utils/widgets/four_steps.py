@@ -29,12 +29,11 @@ from numpy.typing import NDArray
 from .._validation import as_bool_array, shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..softmax import softmax
-from ._base import CourseWidget, check_qkv, check_tokens, pack_array
+from ._base import DECIMALS, CourseWidget, check_qkv, check_tokens, pack_array
 from ._text import Text
 
 __all__ = ["STEP_NAMES", "FourSteps"]
 
-DECIMALS = 3
 STEP_NAMES = (
     "Score = Q Kᵀ",
     "Scaled = Score / √d_k",
@@ -148,10 +147,10 @@ class FourSteps(CourseWidget):
     def _recompute(self) -> None:
         scores, scaled, weights, output = self.steps()
         self.frames = {
-            "scores": pack_array(scores, DECIMALS),
-            "scaled": pack_array(np.where(self._mask, scaled, 0.0), DECIMALS),
-            "weights": pack_array(weights, DECIMALS),
-            "output": pack_array(output, DECIMALS),
+            "scores": pack_array(scores),
+            "scaled": pack_array(np.where(self._mask, scaled, 0.0)),
+            "weights": pack_array(weights),
+            "output": pack_array(output),
             "mask": pack_array(self._mask.astype(float), 0),
             "d_k": int(self._q.shape[1]),
             "sqrt_d_k": round(math.sqrt(self._q.shape[1]), DECIMALS),

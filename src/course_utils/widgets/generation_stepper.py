@@ -29,7 +29,6 @@ from ._text import Text
 
 __all__ = ["GenerationStepper"]
 
-DECIMALS = 3
 MAX_TOKENS = 16
 
 
@@ -99,7 +98,7 @@ class GenerationStepper(CourseWidget):
         with self.hold_trait_notifications():
             self.names = [c["name"] for c in checked]
             self.tokens = [c["tokens"] for c in checked]
-            self.frames = [pack_array(c["weights"], DECIMALS) for c in checked]
+            self.frames = [pack_array(c["weights"]) for c in checked]
         self._check_budget()
         self.example = example
         self.step = step

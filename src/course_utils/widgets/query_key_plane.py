@@ -40,8 +40,6 @@ from ._base import (
 
 __all__ = ["QueryKeyPlane"]
 
-DECIMALS = 3
-
 
 class QueryKeyPlane(CourseWidget):
     """Keys as points in a 2-D plane, a query moved by angle and length sliders.
@@ -190,10 +188,10 @@ class QueryKeyPlane(CourseWidget):
         extent = float(max(np.abs(k).max(), np.abs(v[:, :2]).max() if v.shape[1] == 2 else 0.0))
         extent = max(extent, float(np.max(self.lengths)))
         self.frames = {
-            "query": pack_array(q, DECIMALS),  # (A, L, 2)
-            "scores": pack_array(scores.reshape(A, L, -1), DECIMALS),  # (A, L, T_k)
-            "weights": pack_array(weights.reshape(A, L, -1), DECIMALS),  # (A, L, T_k)
-            "output": pack_array(output.reshape(A, L, -1), DECIMALS),  # (A, L, d_v)
+            "query": pack_array(q),  # (A, L, 2)
+            "scores": pack_array(scores.reshape(A, L, -1)),  # (A, L, T_k)
+            "weights": pack_array(weights.reshape(A, L, -1)),  # (A, L, T_k)
+            "output": pack_array(output.reshape(A, L, -1)),  # (A, L, d_v)
             "extent": round(extent * 1.15, 3),
             "scale": round(default_scale(2) if self._scale is None else self._scale, 6),
         }

@@ -33,11 +33,9 @@ from numpy.typing import NDArray
 
 from .._validation import as_float_array, check_positive_finite, shape_str
 from ..positions import apply_rope, rope_frequencies
-from ._base import CourseWidget, check_grid_size, check_index, check_vectors, pack_array
+from ._base import DECIMALS, CourseWidget, check_grid_size, check_index, check_vectors, pack_array
 
 __all__ = ["RopeDial"]
-
-DECIMALS = 3
 
 
 def _default_pair() -> tuple[NDArray, NDArray]:
@@ -168,10 +166,10 @@ class RopeDial(CourseWidget):
             np.hypot(*self._q.reshape(2, half)).max(), np.hypot(*self._k.reshape(2, half)).max()
         )
         self.frames = {
-            "q_pairs": pack_array(np.stack(q_pairs), DECIMALS),
-            "k_pairs": pack_array(np.stack(k_pairs), DECIMALS),
-            "scores": pack_array(scores_arr, DECIMALS),
-            "shares": pack_array(np.stack(shares), DECIMALS),
+            "q_pairs": pack_array(np.stack(q_pairs)),
+            "k_pairs": pack_array(np.stack(k_pairs)),
+            "scores": pack_array(scores_arr),
+            "shares": pack_array(np.stack(shares)),
             "theta": pack_array(np.stack(thetas), 6),
             "score_range": [
                 round(float(scores_arr.min()), DECIMALS),

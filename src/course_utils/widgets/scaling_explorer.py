@@ -31,11 +31,10 @@ from numpy.typing import NDArray
 
 from ..scaling import SaturationStats, sample_scores, saturation_stats
 from ..softmax import softmax
-from ._base import CourseWidget, check_grid_size, check_index, pack_array
+from ._base import DECIMALS, CourseWidget, check_grid_size, check_index, pack_array
 
 __all__ = ["ScalingExplorer"]
 
-DECIMALS = 3
 MODES = ("unscaled", "scaled")
 
 
@@ -142,9 +141,9 @@ class ScalingExplorer(CourseWidget):
                 st = saturation_stats(raw, scale=scale)
                 stats[i, m] = (st.max_weight, st.entropy, st.jacobian_norm)
         self.frames = {
-            "hist": pack_array(hist, DECIMALS),
-            "example": pack_array(example, DECIMALS),
-            "stats": pack_array(stats, DECIMALS),
+            "hist": pack_array(hist),
+            "example": pack_array(example),
+            "stats": pack_array(stats),
             "log_t_k": round(math.log(self.t_k), DECIMALS),
         }
         self._check_budget()

@@ -26,7 +26,6 @@ from ._base import CourseWidget, check_tokens, check_vectors, pack_array, unpack
 
 __all__ = ["SentenceAttention"]
 
-DECIMALS = 3
 MAX_TOKENS = 40
 
 
@@ -132,7 +131,7 @@ class SentenceAttention(CourseWidget):
         with self.hold_trait_notifications():
             self.labels = [label for label, _, _ in parsed]
             self.tokens = [toks for _, toks, _ in parsed]
-            self.frames = [pack_array(self.weight_matrix(i), DECIMALS) for i in range(len(parsed))]
+            self.frames = [pack_array(self.weight_matrix(i)) for i in range(len(parsed))]
             self.sentence_index = 0
             self.query_index = 0
         self._check_budget()

@@ -31,7 +31,6 @@ from ._base import CourseWidget, check_tokens, check_vectors, pack_array
 
 __all__ = ["TemperatureMix"]
 
-DECIMALS = 3
 DEFAULT_TEMPERATURES = tuple(float(t) for t in np.round(np.geomspace(0.1, 10.0, 21), 3))
 
 
@@ -115,8 +114,8 @@ class TemperatureMix(CourseWidget):
         weights = np.stack([softmax(s, temperature=t) for t in self.temperatures])  # (n_T, T_k)
         output = weights @ v  # (n_T, 2)
         self.frames = {
-            "weights": pack_array(weights, DECIMALS),
-            "output": pack_array(output, DECIMALS),
+            "weights": pack_array(weights),
+            "output": pack_array(output),
         }
         self._check_budget()
 

@@ -37,7 +37,6 @@ from ._base import CourseWidget, check_qkv, check_tokens, pack_array
 
 __all__ = ["MEMORY_LENGTHS", "TilingExplorer"]
 
-DECIMALS = 3
 #: Sequence lengths of the memory view (8 heads, d = 64, float32, the default block sizes).
 MEMORY_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 #: Most tiles one example may have (the frames of every tile must fit in 50 KB).
@@ -166,12 +165,12 @@ class TilingExplorer(CourseWidget):
             err = np.abs(out - exact[None]).max(axis=-1)  # (n_steps, T)
             frames[mode] = {
                 "tiles": [list(s.tile) for s in steps],
-                "m": pack_array(m, DECIMALS),
-                "l": pack_array(np.stack([s.l for s in steps]), DECIMALS),
+                "m": pack_array(m),
+                "l": pack_array(np.stack([s.l for s in steps])),
                 "reached": pack_array(reached.astype(float), 0),
-                "out": pack_array(out, DECIMALS),
-                "err": pack_array(err, DECIMALS),
-                "exact": pack_array(exact, DECIMALS),
+                "out": pack_array(out),
+                "err": pack_array(err),
+                "exact": pack_array(exact),
             }
         mib = [attention_memory_bytes(n) for n in MEMORY_LENGTHS]
         frames["memory"] = {
