@@ -369,6 +369,38 @@ def test_shared_js_traits_and_handler_lists() -> None:
     assert out["log"] == [["build", None], ["update", None], ["build", "e"], ["update", "e"]]
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_weight_column() -> None:
+    """CU.weightColumn: number, well and bar with the caller's class prefix; set(w) shows w."""
+    fake_dom = (
+        "const document = { createElement: (tag) => ({ tag, attrs: {}, kids: [], style: {},"
+        " textContent: '', setAttribute(k, v) { this.attrs[k] = v; },"
+        " appendChild(c) { this.kids.push(c); } }) };\n"
+    )
+    script = (
+        fake_dom
+        + (WIDGET_DIR / "_shared.js").read_text()
+        + (
+            "\nconst parent = document.createElement('div');\n"
+            "const c = CU.weightColumn(parent, 'cu-sa', 90);\n"
+            "c.set(0.25);\n"
+            "const [num, well] = c.col.kids;\n"
+            "console.log(JSON.stringify({ col: c.col.attrs.class, num: [num.attrs.class,"
+            " num.textContent], well: well.attrs, bar: [c.bar.attrs.class, c.bar.style],"
+            " inParent: parent.kids[0] === c.col }));\n"
+        )
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["col"] == "cu-sa-col" and out["inParent"]
+    assert out["num"] == ["cu-sa-num", "0.25"]
+    assert out["well"] == {"class": "cu-sa-well", "style": "height:90px"}
+    bar_class, bar_style = out["bar"]
+    assert bar_class == "cu-sa-bar" and bar_style["height"] == "23px"  # round(90 * 0.25)
+    assert bar_style["background"].startswith("rgb(")
+
+
 def test_check_qkv_shapes_and_messages() -> None:
     """check_qkv: k has q's width, v has k's rows; same_length adds T_k == T_q (self-attention)."""
     q, k, v = check_qkv([[1, 0], [0, 1]], [[1, 0]], [[1, 2, 3]])

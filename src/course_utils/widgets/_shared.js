@@ -238,6 +238,25 @@ const CU = (() => {
   }
 
   /** Read element idx (array of ints) of a packed array {shape, data} (row-major). */
+  /**
+   * One column of a bar chart of attention weights (sentence and cross-attention views): the
+   * weight as a number, a bar in a well `height` px tall, then whatever the caller appends to
+   * `col` (a token, a button). Classes `${prefix}-col`, `-num`, `-well`, `-bar`. `set(w)` shows
+   * a weight w in [0, 1]: its number, the bar's height and its cividis colour.
+   */
+  function weightColumn(parent, prefix, height) {
+    const col = html("div", { class: `${prefix}-col` }, parent);
+    const num = html("span", { class: `${prefix}-num` }, col);
+    const well = html("div", { class: `${prefix}-well`, style: `height:${height}px` }, col);
+    const bar = html("div", { class: `${prefix}-bar` }, well);
+    const set = (w) => {
+      num.textContent = fmt(w, 2);
+      bar.style.height = `${Math.round(height * w)}px`;
+      bar.style.background = colour(w, "cividis");
+    };
+    return { col, bar, set };
+  }
+
   function at(packed, ...idx) {
     let flat = 0;
     for (let d = 0; d < packed.shape.length; d++) flat = flat * packed.shape[d] + idx[d];
@@ -407,7 +426,7 @@ const CU = (() => {
   }
 
   return {
-    svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, at, slice, bytes, offset, fmt, frame,
-    suppressShortcuts, listen, live, save, sync, traits, t, addMessages,
+    svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, weightColumn, at, slice, bytes, offset,
+    fmt, frame, suppressShortcuts, listen, live, save, sync, traits, t, addMessages,
   };
 })();

@@ -46,14 +46,10 @@ function render({ model, el }) {
       return btn;
     });
     cols = model.get("sources")[e].map((tok) => {
-      const col = CU.html("div", { class: "cu-cav-col" }, srcRow);
-      const num = CU.html("span", { class: "cu-cav-num" }, col);
-      const well = CU.html("div", { class: "cu-cav-well", style: `height:${BAR}px` }, col);
-      const bar = CU.html("div", { class: "cu-cav-bar" }, well);
-      const t = CU.html("span", { class: "cu-cav-src" }, col);
-      CU.token(t, tok);
-      if (tok === "<pad>") col.classList.add("cu-cav-pad");
-      return { num, bar };
+      const column = CU.weightColumn(srcRow, "cu-cav", BAR);
+      CU.token(CU.html("span", { class: "cu-cav-src" }, column.col), tok);
+      if (tok === "<pad>") column.col.classList.add("cu-cav-pad");
+      return column;
     });
     update();
   }
@@ -68,9 +64,7 @@ function render({ model, el }) {
     cols.forEach((c, j) => {
       if (w[j] > w[best]) best = j;
       if (src[j] === "<pad>") pad += w[j];
-      c.num.textContent = CU.fmt(w[j], 2);
-      c.bar.style.height = `${Math.round(BAR * w[j])}px`;
-      c.bar.style.background = CU.colour(w[j], "cividis");
+      c.set(w[j]);
     });
     outs.forEach((b, i) => {
       b.classList.toggle("cu-cav-query", i === qi);

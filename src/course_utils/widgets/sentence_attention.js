@@ -31,11 +31,8 @@ function render({ model, el }) {
     const toks = model.get("tokens")[s];
     row.replaceChildren();
     cols = toks.map((tok, j) => {
-      const col = CU.html("div", { class: "cu-sa-col" }, row);
-      const num = CU.html("span", { class: "cu-sa-num" }, col);
-      const well = CU.html("div", { class: "cu-sa-well", style: `height:${BAR}px` }, col);
-      const bar = CU.html("div", { class: "cu-sa-bar" }, well);
-      const btn = CU.html("button", { type: "button", class: "cu-sa-tok" }, col);
+      const column = CU.weightColumn(row, "cu-sa", BAR);
+      const btn = CU.html("button", { type: "button", class: "cu-sa-tok" }, column.col);
       CU.token(btn, tok);
       btn.setAttribute("aria-label", CU.t(`Make "${tok}" the query`));
       btn.addEventListener("click", () => {
@@ -43,7 +40,7 @@ function render({ model, el }) {
         update();
       });
       CU.suppressShortcuts(btn);
-      return { num, bar, btn };
+      return { ...column, btn };
     });
     update();
   }
@@ -56,9 +53,7 @@ function render({ model, el }) {
     let best = 0;
     cols.forEach((c, j) => {
       if (w[j] > w[best]) best = j;
-      c.num.textContent = CU.fmt(w[j], 2);
-      c.bar.style.height = `${Math.round(BAR * w[j])}px`;
-      c.bar.style.background = CU.colour(w[j], "cividis");
+      c.set(w[j]);
       c.bar.setAttribute("data-weight", w[j]);
       c.btn.classList.toggle("cu-sa-query", j === qi);
       c.btn.setAttribute("aria-pressed", j === qi ? "true" : "false");
