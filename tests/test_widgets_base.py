@@ -401,6 +401,37 @@ def test_shared_js_weight_column() -> None:
     assert bar_style["background"].startswith("rgb(")
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+def test_shared_js_cell_grid_geometry() -> None:
+    """CU.cellGrid: the labelled matrix of the four-steps and tiling widgets, one geometry."""
+    fake_dom = (
+        "const document = { createElementNS: (ns, tag) => ({ tag, attrs: {}, kids: [],"
+        " textContent: '', setAttribute(k, v) { this.attrs[k] = v; },"
+        " appendChild(c) { this.kids.push(c); } }) };\n"
+    )
+    script = (
+        fake_dom
+        + (WIDGET_DIR / "_shared.js").read_text()
+        + (
+            "\nconst g = CU.cellGrid({ cell: 52, row: 30, left: 70, top: 34, text: 19 });\n"
+            "const p = { appendChild() {} };\n"
+            "const col = g.colLabel(p, 1, 'cat'), row = g.rowLabel(p, 2, 'sat');\n"
+            "const rect = g.rect(p, 2, 1, { fill: 'red' }), num = g.num(p, 2, 1, { class: 'n' });\n"
+            "console.log(JSON.stringify({ x: g.x(3), y: g.y(2), col: [col.attrs, col.textContent],"
+            " row: [row.attrs, row.textContent], rect: rect.attrs, num: num.attrs }));\n"
+        )
+    )
+    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert (out["x"], out["y"]) == (70 + 3 * 52, 34 + 2 * 30)
+    label = {"text-anchor": "middle", "class": "cu-label"}
+    assert out["col"] == [{"x": "148", "y": "24", **label}, "cat"]  # 70 + 1.5 * 52, 34 - 10
+    assert out["row"] == [{"x": "64", "y": "113", "text-anchor": "end", "class": "cu-label"}, "sat"]
+    assert out["rect"] == {"x": "123", "y": "95", "width": "50", "height": "28", "fill": "red"}
+    assert out["num"] == {"x": "148", "y": "113", "text-anchor": "middle", "class": "n"}
+
+
 def test_check_qkv_shapes_and_messages() -> None:
     """check_qkv: k has q's width, v has k's rows; same_length adds T_k == T_q (self-attention)."""
     q, k, v = check_qkv([[1, 0], [0, 1]], [[1, 0]], [[1, 2, 3]])

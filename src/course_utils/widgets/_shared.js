@@ -232,6 +232,38 @@ const CU = (() => {
     return t > (name === "cividis" ? 0.55 : 0.6) ? "#000" : "#fff";
   }
 
+  /**
+   * The geometry of a labelled matrix drawn in SVG (the four steps, the tiling grid): columns
+   * `cell` px wide and rows `row` px tall, starting at (`left`, `top`), with the row labels left
+   * of it, the column labels above it and numbers on the baseline `text` px below a row's top.
+   */
+  function cellGrid({ cell, row, left, top, text }) {
+    const x = (j) => left + j * cell; // left edge of column j
+    const y = (i) => top + i * row; // top edge of row i
+    const mid = (j) => left + (j + 0.5) * cell;
+    return {
+      cell, row, left, top, x, y,
+      colLabel(parent, j, label) {
+        const node = svg("text", { x: mid(j), y: top - 10, "text-anchor": "middle", class: "cu-label" }, parent);
+        setText(node, label);
+        return node;
+      },
+      rowLabel(parent, i, label) {
+        const node = svg("text", { x: left - 6, y: y(i) + text, "text-anchor": "end", class: "cu-label" }, parent);
+        setText(node, label);
+        return node;
+      },
+      /** The rectangle of cell (i, j), 1 px inside the grid lines. */
+      rect(parent, i, j, attrs = {}) {
+        return svg("rect", { x: x(j) + 1, y: y(i) + 1, width: cell - 2, height: row - 2, ...attrs }, parent);
+      },
+      /** A <text> centred in cell (i, j), on the row's baseline. */
+      num(parent, i, j, attrs = {}) {
+        return svg("text", { x: mid(j), y: y(i) + text, "text-anchor": "middle", ...attrs }, parent);
+      },
+    };
+  }
+
   /** Render one token as text: a <span class="cu-token"> whose textContent is the token. */
   function token(parent, text, attrs = {}) {
     return html("span", { class: "cu-token", ...attrs }, parent, text);
@@ -426,7 +458,7 @@ const CU = (() => {
   }
 
   return {
-    svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, weightColumn, at, slice, bytes, offset,
+    svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, weightColumn, cellGrid, at, slice, bytes, offset,
     fmt, frame, suppressShortcuts, listen, live, save, sync, traits, t, addMessages,
   };
 })();

@@ -16,10 +16,7 @@ function render({ model, el }) {
     CU.t("Step 3 (归一化, normalisation): softmax along each row; every row now sums to 1."),
     CU.t("Step 4 (加权求和, weighted sum): each output row is the weights of that row times the values V."),
   ];
-  const CELL = 52;
-  const ROW = 30;
-  const LEFT = 70;
-  const TOP = 34;
+  const grid = CU.cellGrid({ cell: 52, row: 30, left: 70, top: 34, text: 19 });
   const slider = CU.slider({
     label: CU.t("Step"),
     n: 4,
@@ -39,19 +36,13 @@ function render({ model, el }) {
   /** A rows x cols grid of cells with row and column labels; cells start empty. */
   function makeGrid(rowLabels, colLabels) {
     const g = CU.svg("g", { display: "none" }, body);
-    colLabels.forEach((lab, j) => {
-      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-label" }, g);
-      CU.setText(t, lab);
-    });
+    colLabels.forEach((lab, j) => grid.colLabel(g, j, lab));
     const cells = [];
     rowLabels.forEach((lab, i) => {
-      const t = CU.svg("text", { x: LEFT - 6, y: TOP + i * ROW + 19, "text-anchor": "end", class: "cu-label" }, g);
-      CU.setText(t, lab);
+      grid.rowLabel(g, i, lab);
       for (let j = 0; j < colLabels.length; j++) {
-        const rect = CU.svg("rect", { x: LEFT + j * CELL + 1, y: TOP + i * ROW + 1, width: CELL - 2, height: ROW - 2 }, g);
-        const txt = CU.svg("text", {
-          x: LEFT + (j + 0.5) * CELL, y: TOP + i * ROW + 19, "text-anchor": "middle", class: "cu-steps-num",
-        }, g);
+        const rect = grid.rect(g, i, j);
+        const txt = grid.num(g, i, j, { class: "cu-steps-num" });
         const num = document.createTextNode("");
         txt.appendChild(num);
         // What the cell shows now, so that a step change only touches what differs.
@@ -71,8 +62,8 @@ function render({ model, el }) {
     };
     shownGrid = null;
     const cols = Math.max(frames.scores.shape[1], frames.output.shape[1]);
-    const width = LEFT + cols * CELL + 10;
-    const height = TOP + frames.scores.shape[0] * ROW + 10;
+    const width = grid.x(cols) + 10;
+    const height = grid.y(frames.scores.shape[0]) + 10;
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("width", width);
     svg.setAttribute("height", height);

@@ -6,10 +6,8 @@
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-tiling");
-  const CELL = 34;
-  const ROW = 26;
-  const LEFT = 58;
-  const TOP = 34;
+  const grid = CU.cellGrid({ cell: 34, row: 26, left: 58, top: 34, text: 17 });
+  const { cell: CELL, row: ROW, left: LEFT, top: TOP } = grid; // the side panels line up with it
   const OUT_CELL = 24;
 
   const maskSelect = CU.select({
@@ -114,32 +112,27 @@ function render({ model, el }) {
     CU.svg("rect", { x: LEFT + ks * CELL, y: 4, width: (ke - ks) * CELL, height: TOP - 8, class: "cu-tiling-band" }, body);
     const head = CU.svg("text", { x: LEFT + gridW / 2, y: height - 8, "text-anchor": "middle", class: "cu-label" }, body);
     CU.setText(head, CU.t("scaled scores: rows = queries, columns = keys"));
-    for (let j = 0; j < T; j++) {
-      const t = CU.svg("text", { x: LEFT + (j + 0.5) * CELL, y: TOP - 10, "text-anchor": "middle", class: "cu-label" }, body);
-      CU.setText(t, tokens[j]);
-    }
+    for (let j = 0; j < T; j++) grid.colLabel(body, j, tokens[j]);
     const rowsText = [];
     for (let i = 0; i < T; i++) {
-      const y = TOP + i * ROW;
-      const lab = CU.svg("text", { x: LEFT - 6, y: y + 17, "text-anchor": "end", class: "cu-label" }, body);
-      CU.setText(lab, tokens[i]);
+      const y = grid.y(i);
+      grid.rowLabel(body, i, tokens[i]);
       for (let j = 0; j < T; j++) {
         const masked = causal && j > i;
         const x = CU.at(frames.scores, i, j);
         const tt = (x - lo) / span;
         const seen = done[i * T + j] === 1;
-        const rect = CU.svg("rect", {
-          x: LEFT + j * CELL + 1, y: y + 1, width: CELL - 2, height: ROW - 2,
+        const rect = grid.rect(body, i, j, {
           fill: masked ? "none" : CU.colour(tt),
           "fill-opacity": masked || seen ? 1 : 0.25,
           "data-state": masked ? "masked" : seen ? "seen" : "unseen",
-        }, body);
+        });
         rect.setAttribute("class", masked ? "cu-tiling-cell cu-tiling-masked" : "cu-tiling-cell");
         // Masked and not-yet-seen cells take the theme's text colour (CSS); seen cells black or white.
-        const numAttrs = { x: LEFT + (j + 0.5) * CELL, y: y + 17, "text-anchor": "middle", class: "cu-tiling-cellnum" };
+        const numAttrs = { class: "cu-tiling-cellnum" };
         if (masked || !seen) numAttrs.class += " cu-tiling-dim";
         else numAttrs.fill = CU.inkOn(tt);
-        const num = CU.svg("text", numAttrs, body);
+        const num = grid.num(body, i, j, numAttrs);
         CU.setText(num, masked ? "−∞" : CU.fmt(x, 1));
       }
       // Running statistics and the output estimate of row i.
