@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,31 +98,47 @@ def test_pack_uint8_errors(x, error, match) -> None:
         pack_uint8(x, "percent")
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+
+#: A minimal DOM for the node tests: elements record their attributes, children, text and style.
+FAKE_DOM = (
+    "const element = (tag) => ({ tag, attrs: {}, kids: [], style: {}, textContent: '',"
+    " setAttribute(k, v) { this.attrs[k] = v; }, appendChild(c) { this.kids.push(c); } });\n"
+    "const document = { createElement: element, createElementNS: (ns, tag) => element(tag) };\n"
+)
+
+
+def run_shared_js(script: str, *, dom: bool = False) -> Any:
+    """Run ``_shared.js`` then ``script`` in node (with :data:`FAKE_DOM` first if ``dom``); return
+    the JSON the script printed with ``console.log(JSON.stringify(...))``."""
+    code = (FAKE_DOM if dom else "") + (WIDGET_DIR / "_shared.js").read_text() + "\n" + script
+    run = subprocess.run(["node", "-e", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+@needs_node
 def test_shared_js_decodes_what_python_packs() -> None:
     """CU.bytes + CU.offset (JavaScript) read the same numbers as unpack_array (Python)."""
     x = np.random.default_rng(0).integers(0, 256, size=(2, 3, 4, 5))  # (L, H, T, T)
     packed = pack_uint8(x, "x")
-    script = (WIDGET_DIR / "_shared.js").read_text() + (
-        f"\nconst p = {json.dumps(packed)};\n"
+    out = run_shared_js(
+        f"const p = {json.dumps(packed)};\n"
         "const all = CU.bytes(p);\n"
         "const [start, size] = CU.offset(p.shape, 1, 2);\n"
         "console.log(JSON.stringify({all: Array.from(all), start, size,"
         " sub: Array.from(all.subarray(start, start + size))}));\n"
     )
-    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
     assert out["all"] == x.ravel().tolist()
     assert (out["start"], out["size"]) == ((1 * 3 + 2) * 20, 20)
     assert out["sub"] == x[1, 2].ravel().tolist()
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+@needs_node
 def test_shared_js_listen_unsubscribes_exactly_what_it_subscribed() -> None:
     """CU.listen subscribes every named event and its cleanup removes each of them again."""
-    script = (WIDGET_DIR / "_shared.js").read_text() + (
-        "\nconst log = [];\n"
+    script = (
+        "const log = [];\n"
         "const model = { on: (e, f) => log.push(['on', e, f.name]),"
         " off: (e, f) => log.push(['off', e, f.name]) };\n"
         "function draw() {}\nfunction rebuild() {}\n"
@@ -129,19 +146,17 @@ def test_shared_js_listen_unsubscribes_exactly_what_it_subscribed() -> None:
         "const subscribed = log.length;\ncleanup();\n"
         "console.log(JSON.stringify({log, subscribed}));\n"
     )
-    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
+    out = run_shared_js(script)
     pairs = [["change:a", "draw"], ["change:b", "draw"], ["change:c", "rebuild"]]
     assert out["subscribed"] == 3
     assert out["log"] == [["on", *p] for p in pairs] + [["off", *p] for p in pairs]
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+@needs_node
 def test_shared_js_live_draws_once_after_subscribing_and_save_sets_then_saves() -> None:
     """CU.live = CU.listen + one first draw; CU.save sets every trait, in order, then saves once."""
-    script = (WIDGET_DIR / "_shared.js").read_text() + (
-        "\nconst log = [];\n"
+    script = (
+        "const log = [];\n"
         "const model = { on: (e) => log.push(['on', e]), off: (e) => log.push(['off', e]),"
         " set: (k, v) => log.push(['set', k, v]), save_changes: () => log.push(['save']) };\n"
         "function draw() { log.push(['draw']); }\n"
@@ -151,9 +166,7 @@ def test_shared_js_live_draws_once_after_subscribing_and_save_sets_then_saves() 
         "CU.sync({ sync: () => log.push(['sync', 1]) }, { sync: () => log.push(['sync', 2]) });\n"
         "console.log(JSON.stringify(log));\n"
     )
-    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == [
+    assert run_shared_js(script) == [
         ["on", "change:a"],
         ["on", "change:b"],
         ["draw"],
@@ -348,12 +361,12 @@ def test_repr_is_built_from_the_class_format_and_repr_values() -> None:
     assert "0x" not in repr(w)  # no memory address
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+@needs_node
 def test_shared_js_traits_and_handler_lists() -> None:
     """CU.traits reads several traits at once; a handler of CU.listen/CU.live may be a list of
     functions, called in order with the event (e.g. [build, update] when the data change)."""
-    script = (WIDGET_DIR / "_shared.js").read_text() + (
-        "\nconst log = [];\nconst handlers = {};\n"
+    script = (
+        "const log = [];\nconst handlers = {};\n"
         "const model = { get: (k) => ({ a: 1, b: [2] })[k], on: (e, f) => { handlers[e] = f; },"
         " off: () => {} };\n"
         "const build = (ev) => log.push(['build', ev]);\n"
@@ -362,37 +375,24 @@ def test_shared_js_traits_and_handler_lists() -> None:
         "handlers['change:b']('e');\n"
         "console.log(JSON.stringify({ log, traits: CU.traits(model, 'a', 'b') }));\n"
     )
-    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
+    out = run_shared_js(script)
     assert out["traits"] == {"a": 1, "b": [2]}
     assert out["log"] == [["build", None], ["update", None], ["build", "e"], ["update", "e"]]
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+@needs_node
 def test_shared_js_weight_column() -> None:
     """CU.weightColumn: number, well and bar with the caller's class prefix; set(w) shows w."""
-    fake_dom = (
-        "const document = { createElement: (tag) => ({ tag, attrs: {}, kids: [], style: {},"
-        " textContent: '', setAttribute(k, v) { this.attrs[k] = v; },"
-        " appendChild(c) { this.kids.push(c); } }) };\n"
+    out = run_shared_js(
+        "const parent = document.createElement('div');\n"
+        "const c = CU.weightColumn(parent, 'cu-sa', 90);\n"
+        "c.set(0.25);\n"
+        "const [num, well] = c.col.kids;\n"
+        "console.log(JSON.stringify({ col: c.col.attrs.class, num: [num.attrs.class,"
+        " num.textContent], well: well.attrs, bar: [c.bar.attrs.class, c.bar.style],"
+        " inParent: parent.kids[0] === c.col }));\n",
+        dom=True,
     )
-    script = (
-        fake_dom
-        + (WIDGET_DIR / "_shared.js").read_text()
-        + (
-            "\nconst parent = document.createElement('div');\n"
-            "const c = CU.weightColumn(parent, 'cu-sa', 90);\n"
-            "c.set(0.25);\n"
-            "const [num, well] = c.col.kids;\n"
-            "console.log(JSON.stringify({ col: c.col.attrs.class, num: [num.attrs.class,"
-            " num.textContent], well: well.attrs, bar: [c.bar.attrs.class, c.bar.style],"
-            " inParent: parent.kids[0] === c.col }));\n"
-        )
-    )
-    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
     assert out["col"] == "cu-sa-col" and out["inParent"]
     assert out["num"] == ["cu-sa-num", "0.25"]
     assert out["well"] == {"class": "cu-sa-well", "style": "height:90px"}
@@ -401,29 +401,18 @@ def test_shared_js_weight_column() -> None:
     assert bar_style["background"].startswith("rgb(")
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
+@needs_node
 def test_shared_js_cell_grid_geometry() -> None:
     """CU.cellGrid: the labelled matrix of the four-steps and tiling widgets, one geometry."""
-    fake_dom = (
-        "const document = { createElementNS: (ns, tag) => ({ tag, attrs: {}, kids: [],"
-        " textContent: '', setAttribute(k, v) { this.attrs[k] = v; },"
-        " appendChild(c) { this.kids.push(c); } }) };\n"
+    out = run_shared_js(
+        "const g = CU.cellGrid({ cell: 52, row: 30, left: 70, top: 34, text: 19 });\n"
+        "const p = { appendChild() {} };\n"
+        "const col = g.colLabel(p, 1, 'cat'), row = g.rowLabel(p, 2, 'sat');\n"
+        "const rect = g.rect(p, 2, 1, { fill: 'red' }), num = g.num(p, 2, 1, { class: 'n' });\n"
+        "console.log(JSON.stringify({ x: g.x(3), y: g.y(2), col: [col.attrs, col.textContent],"
+        " row: [row.attrs, row.textContent], rect: rect.attrs, num: num.attrs }));\n",
+        dom=True,
     )
-    script = (
-        fake_dom
-        + (WIDGET_DIR / "_shared.js").read_text()
-        + (
-            "\nconst g = CU.cellGrid({ cell: 52, row: 30, left: 70, top: 34, text: 19 });\n"
-            "const p = { appendChild() {} };\n"
-            "const col = g.colLabel(p, 1, 'cat'), row = g.rowLabel(p, 2, 'sat');\n"
-            "const rect = g.rect(p, 2, 1, { fill: 'red' }), num = g.num(p, 2, 1, { class: 'n' });\n"
-            "console.log(JSON.stringify({ x: g.x(3), y: g.y(2), col: [col.attrs, col.textContent],"
-            " row: [row.attrs, row.textContent], rect: rect.attrs, num: num.attrs }));\n"
-        )
-    )
-    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
-    out = json.loads(run.stdout)
     assert (out["x"], out["y"]) == (70 + 3 * 52, 34 + 2 * 30)
     label = {"text-anchor": "middle", "class": "cu-label"}
     assert out["col"] == [{"x": "148", "y": "24", **label}, "cat"]  # 70 + 1.5 * 52, 34 - 10
