@@ -22,6 +22,7 @@ from course_utils.softmax import softmax
 from course_utils.widgets import QueryKeyPlane
 from course_utils.widgets._base import (
     CourseWidget,
+    check_drawable,
     check_grid_size,
     check_qkv,
     check_tokens,
@@ -194,6 +195,49 @@ def test_shared_js_live_draws_once_after_subscribing_and_save_sets_then_saves() 
 def test_check_tokens_errors(tokens, error, match) -> None:
     with pytest.raises(error, match=match):
         check_tokens(tokens, "tokens")
+
+
+@pytest.mark.parametrize(
+    ("tokens", "limits", "match"),
+    [
+        (["a", "b"], {"count": 3}, r"tokens must have 3 labels \(one per row\); got 2"),
+        (
+            ["a", "b"],
+            {"count": 1, "per": "one per key"},
+            r"must have 1 label \(one per key\); got 2",
+        ),
+        (["a"] * 5, {"max_len": 4}, r"tokens must have 1 to 4 tokens; got 5"),
+        (["a"] * 2, {"min_len": 3, "max_len": 4}, r"tokens must have 3 to 4 tokens; got 2"),
+    ],
+)
+def test_check_tokens_counts(tokens, limits, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        check_tokens(tokens, "tokens", **limits)
+    fitting = {"count": len(tokens)} if "count" in limits else {"max_len": len(tokens) + 1}
+    assert check_tokens(tokens, "tokens", **fitting) == tokens
+
+
+@pytest.mark.parametrize(
+    ("t_q", "t_k", "d_v", "max_d_v", "fits"),
+    [
+        (12, 12, 12, 12, True),
+        (13, 12, 2, 12, False),  # 156 query-key pairs
+        (1, 144, 2, 12, True),
+        (2, 73, 2, 12, False),
+        (4, 4, 9, 8, False),
+        (4, 4, 8, 8, True),
+    ],
+)
+def test_check_drawable(t_q, t_k, d_v, max_d_v, fits) -> None:
+    q, k, v = np.ones((t_q, 2)), np.ones((t_k, 2)), np.ones((t_k, d_v))
+    if fits:
+        assert check_drawable("W", q, k, v, max_d_v=max_d_v) is None
+    else:
+        shapes = rf"got q \({t_q}, 2\), k \({t_k}, 2\), v \({t_k}, {d_v}\)"
+        with pytest.raises(
+            ValueError, match=rf"W draws every number: .*{max_d_v} value .*{shapes}"
+        ):
+            check_drawable("W", q, k, v, max_d_v=max_d_v)
 
 
 def test_check_tokens_keeps_html_like_text_verbatim() -> None:

@@ -91,7 +91,7 @@ def test_plane_recomputes_when_inputs_change() -> None:
         (
             {"keys": [[1.0, 0.0]], "key_labels": ["a", "b"]},
             ValueError,
-            r"one label per key: expected 1, got 2",
+            r"key_labels must have 1 label \(one per key\); got 2",
         ),
         (
             {"keys": [[1.0, 0.0]], "key_labels": "a"},

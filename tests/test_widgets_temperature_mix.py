@@ -63,7 +63,7 @@ def test_every_output_is_inside_the_convex_hull() -> None:
             (SCORES, VALUES),
             {"labels": ["a"]},
             ValueError,
-            r"one label per score: expected 4, got 1",
+            r"labels must have 4 labels \(one per score\); got 1",
         ),
         ((SCORES, VALUES), {"temperatures": [1.0, 0.5]}, ValueError, r"increasing"),
         ((SCORES, VALUES), {"temperatures": [0.0, 1.0]}, ValueError, r"positive"),

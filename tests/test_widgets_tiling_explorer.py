@@ -109,7 +109,7 @@ def test_bad_inputs(bank, kwargs, error, match):
 
 
 def test_too_big_and_bad_shapes_are_rejected():
-    with pytest.raises(ValueError, match=r"at most 12 tokens"):
+    with pytest.raises(ValueError, match=r"at most 144 query-key pairs \(12 tokens\)"):
         TilingExplorer(np.ones((13, 2)), np.ones((13, 2)), np.ones((13, 2)), tokens=["t"] * 13)
     with pytest.raises(ValueError, match=r"k"):
         TilingExplorer(np.ones((4, 2)), np.ones((4, 3)), np.ones((4, 2)), tokens=["t"] * 4)

@@ -26,7 +26,6 @@ True
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -194,7 +193,7 @@ def check_attend_one(attend_one: Callable[[Any, Any, Any], Any]) -> Feedback:
         output, weights = scaled_dot_product_attention(q[None, :], K, V)  # (1, d_v), (1, T_k)
         d_k = q.shape[0]
         raw = attention_scores(q[None, :], K, scale=1.0)[0]  # (T_k,)
-        scaled = raw / math.sqrt(d_k)  # (T_k,)
+        scaled = attention_scores(q[None, :], K)[0]  # (T_k,): · 1/√d_k
         weight_mistakes = [
             Mistake(f"step 2: divide the scores by √d_k = √{d_k} before the softmax", softmax(raw)),
             Mistake("step 3: turn the scaled scores into weights with softmax", scaled),

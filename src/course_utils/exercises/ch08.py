@@ -22,12 +22,12 @@ off by one: position j is real when j < length (j counts from 0)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
@@ -41,8 +41,8 @@ _SEED = 2008
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool = True) -> torch.Tensor:
-    scores = q @ k.T / (math.sqrt(q.shape[-1]) if scale else 1.0)  # (T_q, T_k)
-    return torch.softmax(scores, dim=-1) @ v  # (T_q, d_v)
+    """PyTorch's attention (the reference answer), unscaled for the "forgot √d_k" mistake."""
+    return F.scaled_dot_product_attention(q, k, v, scale=None if scale else 1.0)  # (T_q, d_v)
 
 
 # --- exercise 8.1: cross-attention, one head -----------------------------------------------------

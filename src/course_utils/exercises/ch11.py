@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attention import default_scale
 from ..kv_cache import values_per_token_mha, values_per_token_mla
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
@@ -136,8 +137,8 @@ def _naive_scores(q_c, q_r, c_kv, k_r, w_uk, *, rope=True, scale=None):
     s = np.einsum("hn,hsn->hs", q_c, k_c)  # (h, S)
     if rope:
         s = s + q_r @ k_r.T  # (h, S): the shared RoPE key, same for every head
-    if scale is None:
-        scale = 1.0 / np.sqrt(q_c.shape[-1] + q_r.shape[-1])
+    if scale is None:  # 1/√(d_h + d_h^R): the query and key have both parts
+        scale = default_scale(q_c.shape[-1] + q_r.shape[-1])
     return s * scale
 
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -179,8 +180,19 @@ def unpack_array(packed: dict[str, Any]) -> NDArray[np.float64]:
     return np.asarray(packed["data"], dtype=np.float64).reshape(packed["shape"])
 
 
-def check_tokens(tokens: Any, name: str = "tokens", *, min_len: int = 1) -> list[str]:
+def check_tokens(
+    tokens: Any,
+    name: str = "tokens",
+    *,
+    min_len: int = 1,
+    max_len: int | None = None,
+    count: int | None = None,
+    per: str = "one per row",
+) -> list[str]:
     """Validate a sequence of tokens (non-empty strings of at most ``MAX_TOKEN_CHARS`` characters).
+
+    ``count``: exactly that many (one label per row, per key ...: ``per`` says which, for the
+    message); ``max_len``: at most that many (what fits in the drawing).
 
     Any text is allowed, including ``<`` and ``&``: widgets show tokens as text, never as HTML.
 
@@ -188,6 +200,10 @@ def check_tokens(tokens: Any, name: str = "tokens", *, min_len: int = 1) -> list
     Traceback (most recent call last):
     ...
     TypeError: tokens must be a list of strings, not a single str; got 'cat' (try 'cat'.split())
+    >>> check_tokens(["k1", "k2"], "key_labels", count=3, per="one per key")
+    Traceback (most recent call last):
+    ...
+    ValueError: key_labels must have 3 labels (one per key); got 2
     """
     if isinstance(tokens, str):
         raise TypeError(
@@ -197,6 +213,11 @@ def check_tokens(tokens: Any, name: str = "tokens", *, min_len: int = 1) -> list
     if not isinstance(tokens, Sequence) and not isinstance(tokens, np.ndarray):
         raise TypeError(f"{name} must be a list of strings; got {type(tokens).__name__}")
     out = list(tokens)
+    if count is not None and len(out) != count:
+        plural = "label" if count == 1 else "labels"
+        raise ValueError(f"{name} must have {count} {plural} ({per}); got {len(out)}")
+    if max_len is not None and not min_len <= len(out) <= max_len:
+        raise ValueError(f"{name} must have {min_len} to {max_len} tokens; got {len(out)}")
     if len(out) < min_len:
         raise ValueError(f"{name} must have at least {min_len} token(s); got {len(out)}")
     for i, tok in enumerate(out):
@@ -253,6 +274,26 @@ def check_qkv(
     k_arr = check_vectors(k, "k", rows=rows, dim=q_arr.shape[1])  # (T_k, d_k)
     v_arr = check_vectors(v, "v", rows=k_arr.shape[0])  # (T_k, d_v)
     return q_arr, k_arr, v_arr
+
+
+#: Most query-key pairs a widget that writes every score in a cell can show (12 tokens × 12).
+MAX_DRAWN_PAIRS = 144
+
+
+def check_drawable(widget: str, q: NDArray, k: NDArray, v: NDArray, max_d_v: int = 12) -> None:
+    """Refuse inputs too large for a widget that draws every score and output as a number.
+
+    >>> check_drawable("FourSteps", np.ones((13, 2)), np.ones((13, 2)), np.ones((13, 2)))
+    Traceback (most recent call last):
+    ...
+    ValueError: FourSteps draws every number: at most 144 query-key pairs (12 tokens) and 12 value dimensions; got q (13, 2), k (13, 2), v (13, 2)
+    """  # noqa: E501
+    if q.shape[0] * k.shape[0] > MAX_DRAWN_PAIRS or v.shape[1] > max_d_v:
+        raise ValueError(
+            f"{widget} draws every number: at most {MAX_DRAWN_PAIRS} query-key pairs "
+            f"({math.isqrt(MAX_DRAWN_PAIRS)} tokens) and {max_d_v} value dimensions; got "
+            f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}"
+        )
 
 
 def check_index(i: Any, name: str, n: int) -> int:

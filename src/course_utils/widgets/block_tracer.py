@@ -113,9 +113,7 @@ class BlockTracer(CourseWidget):
                 raise TypeError(f"blocks[{i}] must be a TransformerBlock; got {type(b).__name__}")
         if len({b.norm_first for b in blocks}) > 1:
             raise ValueError("blocks must be all pre-LN or all post-LN (norm_first differs)")
-        tokens = check_tokens(tokens, "tokens")
-        if len(tokens) > MAX_TOKENS:
-            raise ValueError(f"tokens has {len(tokens)} tokens; at most {MAX_TOKENS} fit")
+        tokens = check_tokens(tokens, "tokens", max_len=MAX_TOKENS)
         d_model = blocks[0].d_model
         if isinstance(x, torch.Tensor):
             x = x.detach().cpu().double().numpy()

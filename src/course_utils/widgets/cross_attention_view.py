@@ -6,12 +6,13 @@ Python receives each example's weights ``(T_out, T_src)`` (e.g. from
 distribution; JavaScript only looks rows up. Padding tokens (``"<pad>"``) are drawn in a muted
 style, so a padded example with and without the key-padding mask shows where weight leaks.
 
->>> w = CrossAttentionView([("demo", ["a", "b"], ["b", "a"], [[0.1, 0.9], [0.8, 0.2]])])
+Two output tokens over three source tokens, one of them padding:
+
+>>> weights = [[0.1, 0.9, 0.0], [0.7, 0.2, 0.1]]  # (T_out = 2, T_src = 3)
+>>> w = CrossAttentionView([("demo", ["a", "b", "<pad>"], ["b", "a"], weights)])
+>>> w.step_index = 1  # the second output token, "a": its weights over the three source tokens
 >>> w.weights.round(3)
-array([0.1, 0.9])
->>> w.step_index = 1
->>> w.weights.round(3)
-array([0.8, 0.2])
+array([0.7, 0.2, 0.1])
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from .._validation import as_bool_array, shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..softmax import softmax
-from ._base import DECIMALS, CourseWidget, check_qkv, check_tokens, pack_array
+from ._base import DECIMALS, CourseWidget, check_drawable, check_qkv, check_tokens, pack_array
 from ._text import Text
 
 __all__ = ["STEP_NAMES", "FourSteps"]
@@ -87,29 +87,19 @@ class FourSteps(CourseWidget):
     ) -> None:
         super().__init__(**kwargs)
         q_arr, k_arr, v_arr = check_qkv(q, k, v)  # (T_q, d_k), (T_k, d_k), (T_k, d_v)
-        if q_arr.shape[0] * k_arr.shape[0] > 144 or v_arr.shape[1] > 12:
-            raise ValueError(
-                "FourSteps draws every number: at most 144 query-key pairs and 12 value "
-                f"dimensions; got q {shape_str(q_arr.shape)}, k {shape_str(k_arr.shape)}, "
-                f"v {shape_str(v_arr.shape)}"
-            )
-        keys = check_tokens(tokens, "tokens")
+        check_drawable("FourSteps", q_arr, k_arr, v_arr)
+        t_q, t_k, d_v = q_arr.shape[0], k_arr.shape[0], v_arr.shape[1]
+        keys = check_tokens(tokens, "tokens", count=t_k)
         queries = keys if query_tokens is None else check_tokens(query_tokens, "query_tokens")
-        for name, labels, n in (
-            ("tokens", keys, k_arr.shape[0]),
-            ("query_tokens", queries, q_arr.shape[0]),
-        ):
-            if len(labels) != n:
-                raise ValueError(f"{name} must have {n} labels (one per row); got {len(labels)}")
-        cols = (
-            [f"v{j + 1}" for j in range(v_arr.shape[1])]
-            if value_labels is None
-            else check_tokens(value_labels, "value_labels")
-        )
-        if len(cols) != v_arr.shape[1]:
+        if len(queries) != t_q:  # without query_tokens, the tokens label the queries too
             raise ValueError(
-                f"value_labels must have {v_arr.shape[1]} labels (d_v); got {len(cols)}"
+                f"query_tokens must have {t_q} labels (one per row of q); got {len(queries)}"
             )
+        cols = (
+            [f"v{j + 1}" for j in range(d_v)]
+            if value_labels is None
+            else check_tokens(value_labels, "value_labels", count=d_v, per="one per column of v")
+        )
         expected = (q_arr.shape[0], k_arr.shape[0])
         if mask is None:
             mask_arr = np.ones(expected, dtype=bool)

@@ -38,10 +38,8 @@ def _check_example(example: Any, i: int) -> dict[str, Any]:
             f"examples[{i}] must be a dict with 'tokens' (and optionally 'name', 'weights'); "
             f"got {type(example).__name__}"
         )
-    tokens = check_tokens(example["tokens"], f"examples[{i}]['tokens']")
+    tokens = check_tokens(example["tokens"], f"examples[{i}]['tokens']", max_len=MAX_TOKENS)
     T = len(tokens)
-    if not 1 <= T <= MAX_TOKENS:
-        raise ValueError(f"examples[{i}]['tokens'] must have 1 to {MAX_TOKENS} tokens; got {T}")
     weights = example.get("weights")
     if weights is None:  # the mask alone: uniform over the visible tokens
         w = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]  # (T, T)

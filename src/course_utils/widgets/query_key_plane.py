@@ -127,11 +127,7 @@ class QueryKeyPlane(CourseWidget):
         if key_labels is None:
             labels = [f"k{i + 1}" for i in range(t_k)]
         else:
-            labels = check_tokens(key_labels, "key_labels")
-            if len(labels) != t_k:
-                raise ValueError(
-                    f"key_labels must have one label per key: expected {t_k}, got {len(labels)}"
-                )
+            labels = check_tokens(key_labels, "key_labels", count=t_k, per="one per key")
         return k, v, labels
 
     @staticmethod

@@ -48,9 +48,7 @@ def _as_sentence(entry: Any, i: int) -> tuple[str, list[str], NDArray]:
         )
     if not isinstance(label, str) or not label.strip():
         raise TypeError(f"{where} label must be a non-empty str; got {label!r}")
-    toks = check_tokens(tokens, f"{where} tokens")
-    if len(toks) > MAX_TOKENS:
-        raise ValueError(f"{where} tokens: at most {MAX_TOKENS} tokens fit; got {len(toks)}")
+    toks = check_tokens(tokens, f"{where} tokens", max_len=MAX_TOKENS)
     x = check_vectors(vectors, f"{where} vectors", rows=len(toks))  # (T, d_model)
     return label, toks, x
 

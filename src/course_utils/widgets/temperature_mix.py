@@ -77,11 +77,7 @@ class TemperatureMix(CourseWidget):
         if labels is None:
             names = [f"v{j + 1}" for j in range(s.shape[0])]
         else:
-            names = check_tokens(labels, "labels")
-            if len(names) != s.shape[0]:
-                raise ValueError(
-                    f"labels must have one label per score: expected {s.shape[0]}, got {len(names)}"
-                )
+            names = check_tokens(labels, "labels", count=s.shape[0], per="one per score")
         grid = np.asarray(temperatures, dtype=np.float64)
         if grid.ndim != 1 or not 2 <= grid.size <= 61:
             raise ValueError(

@@ -29,11 +29,10 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from .._validation import shape_str
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..flash import TileStep, attention_memory_bytes, tile_schedule, tiled_attention_steps
 from ..masks import causal_mask
-from ._base import CourseWidget, check_qkv, check_tokens, pack_array
+from ._base import CourseWidget, check_drawable, check_qkv, check_tokens, pack_array
 
 __all__ = ["MEMORY_LENGTHS", "TilingExplorer"]
 
@@ -50,6 +49,12 @@ def _block(value: Any, name: str, t: int) -> int:
     if not 1 <= value <= t:
         raise ValueError(f"{name} must be between 1 and {t} (the number of tokens); got {value}")
     return int(value)
+
+
+def _after_current_tile(field: str, doc: str) -> property:
+    """A read-only property: ``field`` of the :class:`~course_utils.flash.TileStep` after the
+    widget's current tile."""
+    return property(lambda self: getattr(self._current_step, field), doc=doc)
 
 
 class TilingExplorer(CourseWidget):
@@ -94,15 +99,9 @@ class TilingExplorer(CourseWidget):
     ) -> None:
         super().__init__(**kwargs)
         q_arr, k_arr, v_arr = check_qkv(q, k, v, same_length=True)  # (T, d_k), (T, d_k), (T, d_v)
+        check_drawable("TilingExplorer", q_arr, k_arr, v_arr, max_d_v=8)
         t = q_arr.shape[0]
-        if t > 12 or v_arr.shape[1] > 8:
-            raise ValueError(
-                "TilingExplorer draws every score and output: at most 12 tokens and 8 value "
-                f"dimensions; got q {shape_str(q_arr.shape)}, v {shape_str(v_arr.shape)}"
-            )
-        labels = check_tokens(tokens, "tokens")
-        if len(labels) != t:
-            raise ValueError(f"tokens must have {t} labels (one per row of q); got {len(labels)}")
+        labels = check_tokens(tokens, "tokens", count=t, per="one per row of q")
         self._q, self._k, self._v = q_arr, k_arr, v_arr
         self._steps: dict[str, list[TileStep]] = {}
         with self.hold_trait_notifications():
@@ -200,28 +199,17 @@ class TilingExplorer(CourseWidget):
 
     @property
     def _current_step(self) -> TileStep:
-        """The state after the current tile (what the four properties below read)."""
+        """The state after the current tile (what ``tile``, ``running_max`` ... read)."""
         return self._steps[self.mode][self.step_index]
 
-    @property
-    def tile(self) -> tuple[int, int, int, int]:
-        """The current tile ``(q_start, q_stop, k_start, k_stop)``."""
-        return self._current_step.tile
-
-    @property
-    def running_max(self) -> NDArray:
-        """``m`` of every query row after the current tile (``-inf`` where not reached yet)."""
-        return self._current_step.m
-
-    @property
-    def running_sum(self) -> NDArray:
-        """``l`` of every query row after the current tile."""
-        return self._current_step.l
-
-    @property
-    def output(self) -> NDArray:
-        """The output estimate ``o / l`` after the current tile, ``(T, d_v)``."""
-        return self._current_step.output
+    tile = _after_current_tile("tile", "The current tile ``(q_start, q_stop, k_start, k_stop)``.")
+    running_max = _after_current_tile(
+        "m", "``m`` of every query row after the current tile (``-inf`` where not reached yet)."
+    )
+    running_sum = _after_current_tile("l", "``l`` of every query row after the current tile.")
+    output = _after_current_tile(
+        "output", "The output estimate ``o / l`` after the current tile, ``(T, d_v)``."
+    )
 
     @property
     def exact(self) -> NDArray:
