@@ -18,7 +18,7 @@ ifeq ($(shell uname -m),x86_64)
 export ATEN_CPU_CAPABILITY := avx2
 endif
 
-.PHONY: browser-deps help setup book book-zh slides pdf serve lab test test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
+.PHONY: browser-deps help setup book book-zh slides pdf serve lab test test-python test-site test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -136,10 +136,22 @@ browser-deps:
 # Two workers (one Chromium each; the site is served on a free port per worker). --dist loadgroup
 # keeps a module whose tests share one costly fixture on one worker (xdist_group: JupyterLab's
 # server, the PDFs read back); every other test goes to whichever worker is free.
+BROWSER_TESTS = $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "browser or jupyterlab" tests
 test-browser: $(STAMP) browser-deps book pdf
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "browser or jupyterlab" tests
+	$(BROWSER_TESTS)
 
-test: lint test-unit test-notebooks test-book test-browser
+# The package and notebook tests keep both cores busy, while building the book and printing its PDFs
+# keeps about one busy: the two run side by side (nothing in the first reads _build), then the
+# browser tests run on the built site. -Otarget keeps each one's output in one piece.
+test: lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-site
+	$(BROWSER_TESTS)
+
+test-python: $(STAMP)
+	$(MAKE) --no-print-directory test-unit
+	$(MAKE) --no-print-directory test-notebooks
+
+test-site: $(STAMP) browser-deps book pdf
 
 freeze:
 	{ echo "# Exact versions that work together (Python 3.11, CPU). Regenerate with: make freeze"; \

@@ -74,6 +74,11 @@ def site_pages(root: Path, editions: tuple[str, ...] = ("en", "zh")) -> list[str
     return pages
 
 
+def is_redirect_page(root: Path, rel: str) -> bool:
+    """Whether the page only sends the reader on (``<meta http-equiv="Refresh">``: index.html)."""
+    return 'http-equiv="Refresh"' in (root / rel).read_text(encoding="utf-8", errors="replace")
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
     extra: dict[str, bytes] = {}  # noqa: RUF012 - replaced per server
 

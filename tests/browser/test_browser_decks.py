@@ -26,7 +26,7 @@ from course_site.browser import (
     press_key_for,
     wait_for_widgets,
 )
-from tests.browser.test_browser_site import PageRecord
+from tests.browser.live_page import PageRecord
 
 pytestmark = pytest.mark.browser
 

@@ -1,10 +1,13 @@
-"""Every page of the built site, both editions (English, 中文 under ``zh/``), in a real Chromium,
-with every non-local request blocked.
+"""The built site, both editions (English, 中文 under ``zh/``), in a real Chromium, with every
+non-local request blocked.
 
-For each page: no blocked or failed request, no console error or warning, every widget view
-rendered, MathJax typeset without errors where the page has math, and every control of every course
-widget, moved with the keyboard (focus + ArrowRight / ArrowDown), changes the drawing. Learner text
-is never run as HTML. Screenshots of failing pages go to test-artifacts/.
+On every page (``live_page.check_live``): no blocked or failed request, no console error or
+warning, every widget view rendered, MathJax typeset without errors where the page has math, and
+every control of every course widget, moved with the keyboard (focus + ArrowRight / ArrowDown),
+changes the drawing. Learner text is never run as HTML. ``test_site_audit`` runs these checks on
+every content page after its own (one page load a page); here they run on the redirect pages, on
+test pages with hostile learner text, from ``file://`` and on the MathJax shim. Screenshots of
+failing pages go to test-artifacts/.
 """
 
 from __future__ import annotations
@@ -18,227 +21,36 @@ import pytest
 
 from course_site import LOADER, page_widget_scripts
 from course_site.browser import (
-    AT_END_JS,
-    COLLECT_JS,
-    DRAWING_JS,
     SHIM_PAGE,
     XSS_PAGE,
     XSS_TOKENS,
-    block_outside,
-    press_key_for,
+    is_redirect_page,
     site_dir,
     site_pages,
     split_edition,
+)
+from tests.browser.live_page import (
+    FALLBACK_WARNING,
+    move_every_control,
+    open_page,
+    run_page,
+    wait_widgets,
 )
 
 pytestmark = pytest.mark.browser
 
 _SITE = site_dir()
-PAGES = site_pages(_SITE) if _SITE.is_dir() else []
-
-NO_XSS_INIT = """
-window.__xss = 0;
-window.alert = () => { window.__xss += 1; };
-"""
+#: The pages the audit does not load (it checks every other page, these checks included).
+REDIRECT_PAGES = (
+    [rel for rel in site_pages(_SITE) if is_redirect_page(_SITE, rel)] if _SITE.is_dir() else []
+)
 
 
-#: html-manager's own console warning (its JSON-schema compiler). Course pages load our loader,
-#: not html-manager, so they must not show it; only the fallback test page (a core ipywidget) may.
-FALLBACK_WARNING = "strict mode: use allowUnionTypes"
-
-
-class PageRecord:
-    """Everything that went wrong while a page was open."""
-
-    def __init__(self) -> None:
-        self.blocked: list[str] = []
-        self.failed: list[str] = []
-        self.console_errors: list[str] = []
-        self.page_errors: list[str] = []
-
-    def problems(self, allowed: str | None = None) -> list[str]:
-        """Everything that went wrong, but messages containing ``allowed``."""
-        found = (
-            [f"blocked request: {u}" for u in self.blocked]
-            + [f"failed request: {u}" for u in self.failed]
-            + [f"console {m}" for m in self.console_errors]
-            + [f"page error: {m}" for m in self.page_errors]
-        )
-        return [m for m in found if not allowed or allowed not in m]
-
-
-def open_page(browser: Any, url: str, allowed: tuple[str, ...]) -> tuple[Any, Any, PageRecord]:
-    record = PageRecord()
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    block_outside(context, allowed, record.blocked)
-    context.add_init_script(NO_XSS_INIT)
-    page = context.new_page()
-    # No errors and no warnings (html-manager used to log "strict mode: use allowUnionTypes").
-    page.on(
-        "console",
-        lambda msg: (
-            record.console_errors.append(f"{msg.type}: {msg.text}")
-            if msg.type in ("error", "warning")
-            else None
-        ),
-    )
-    page.on("pageerror", lambda err: record.page_errors.append(str(err)))
-    page.on(
-        "requestfailed",
-        lambda req: (
-            record.failed.append(f"{req.url} ({req.failure})")
-            if req.url not in record.blocked
-            else None
-        ),
-    )
-    page.on(
-        "response",
-        lambda resp: (
-            record.failed.append(f"{resp.url} (HTTP {resp.status})") if resp.status >= 400 else None
-        ),
-    )
-    page.goto(url, wait_until="load")
-    # A redirect page (index.html -> intro.html, meta refresh) navigates again right after load.
-    for _ in range(3):
-        try:
-            refresh = page.evaluate("() => !!document.querySelector('meta[http-equiv=refresh]')")
-        except Exception:  # the context was destroyed by the redirect itself
-            page.wait_for_load_state("load")
-            continue
-        if not refresh:
-            break
-        page.wait_for_url(lambda u: u != url, timeout=10_000)
-        page.wait_for_load_state("load")
-    # The check above can run in the redirect's target while that page is still being parsed (on a
-    # loaded machine the refresh fires before the first check): wait until the page we are on has
-    # loaded, or its scripts (MathJax) are not all in the document yet.
-    page.wait_for_load_state("load")
-    return context, page, record
-
-
-def wait_widgets(page: Any) -> dict[str, Any]:
-    info = page.evaluate(COLLECT_JS)
-    if info["views"]:
-        # Our loader (pages whose widgets are all anywidgets) says when every view is drawn.
-        page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
-        page.wait_for_function(
-            """() => {
-              const views = document.querySelectorAll(
-                'script[type="application/vnd.jupyter.widget-view+json"]');
-              return Array.from(views).every((s) => {
-                const a = s.previousElementSibling;
-                return a && a.classList.contains('widget-subarea') && a.childElementCount > 0;
-              });
-            }""",
-            timeout=30_000,
-        )
-        info = page.evaluate(COLLECT_JS)
-    return info
-
-
-def check_math(page: Any) -> int:
-    """Wait for MathJax (if the page loads it); return the number of typeset formulas."""
-    has_mathjax = page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')")
-    n_math = page.evaluate("() => document.querySelectorAll('.math').length")
-    if not has_mathjax:
-        assert n_math == 0, f"{n_math} math elements but MathJax is not loaded"
-        return 0
-    page.wait_for_function(
-        "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000
-    )
-    page.evaluate("() => MathJax.startup.promise")
-    errors = page.evaluate("() => document.querySelectorAll('mjx-merror').length")
-    assert errors == 0, f"{errors} MathJax errors (mjx-merror)"
-    typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
-    assert typeset >= n_math, f"only {typeset} of {n_math} formulas typeset"
-    return typeset
-
-
-def move_every_control(page: Any, info: dict[str, Any]) -> int:
-    """Focus each control of each course widget, press one key, assert the drawing changed."""
-    moved = 0
-    for widget in info["widgets"]:
-        for control_id in widget["controls"]:
-            selector = f"#{control_id}"
-            tag = page.eval_on_selector(selector, "(e) => e.tagName.toLowerCase()")
-            before = page.evaluate(DRAWING_JS, control_id)
-            label = page.evaluate(
-                "(id) => Array.from(document.getElementById(id).labels || [])"
-                ".map((l) => l.textContent.trim()).join(' ')",
-                control_id,
-            )
-            assert label, f"{widget['cls']}: {tag}#{control_id} has no <label> for screen readers"
-            page.focus(selector)
-            assert page.evaluate("(id) => document.activeElement.id === id", control_id), (
-                f"{control_id} cannot take keyboard focus"
-            )
-            key = press_key_for(tag, at_end=page.evaluate(AT_END_JS, control_id))
-            page.keyboard.press(key)
-            try:
-                page.wait_for_function(
-                    f"([id, before]) => ({DRAWING_JS})(id) !== before",
-                    arg=[control_id, before],
-                    timeout=5_000,
-                )
-            except Exception as err:
-                raise AssertionError(
-                    f"{widget['cls']}: pressing {key} on {tag}#{control_id} "
-                    f"did not change the drawing"
-                ) from err
-            outline = page.evaluate(
-                "(id) => { const e = document.getElementById(id);"
-                " const cs = getComputedStyle(e);"
-                " return e.matches(':focus-visible')"
-                " ? cs.outlineStyle + ' ' + cs.outlineWidth : ''; }",
-                control_id,
-            )
-            assert outline and not outline.startswith("none") and not outline.endswith(" 0px"), (
-                f"{widget['cls']}: {tag}#{control_id} has no visible keyboard focus ({outline!r})"
-            )
-            moved += 1
-    return moved
-
-
-def check_no_html_injection(page: Any) -> None:
-    assert page.evaluate("() => window.__xss") == 0, "learner text ran as JavaScript (alert called)"
-    injected = page.evaluate(
-        "() => document.querySelectorAll('.cu-widget img, .cu-widget script, .cu-widget b').length"
-    )
-    assert injected == 0, f"{injected} HTML elements injected from learner text inside widgets"
-
-
-def run_page(browser: Any, base: str, rel: str, artifacts: Path) -> dict[str, Any]:
-    context, page, record = open_page(browser, base + rel, (base,))
-    try:
-        info = wait_widgets(page)
-        assert info["rendered"] == info["views"], (
-            f"{info['views'] - info['rendered']} of {info['views']} widget views not rendered"
-        )
-        # A plain ipywidgets view (interact + matplotlib, say) is frozen without a kernel: the site
-        # only carries course widgets, whose drawings are live.
-        assert info["other"] == 0 or rel.startswith("__course_"), (
-            f"{info['other']} widget view(s) that are not course widgets (frozen on the site)"
-        )
-        typeset = check_math(page)
-        moved = move_every_control(page, info)
-        check_no_html_injection(page)
-        page.wait_for_timeout(100)  # let late errors and requests arrive
-        problems = record.problems()
-        assert not problems, "\n".join(problems)
-        return {"info": info, "typeset": typeset, "moved": moved, "page": page}
-    except BaseException:
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", rel)
-        page.screenshot(path=str(artifacts / f"{name}.png"), full_page=True)
-        (artifacts / f"{name}.log").write_text("\n".join(record.problems()))
-        raise
-    finally:
-        context.close()
-
-
-@pytest.mark.parametrize("rel", PAGES or ["<no site>"])
-def test_page(rel: str, site_url: str, browser: Any, artifacts: Path) -> None:
+@pytest.mark.parametrize("rel", REDIRECT_PAGES or ["<no site>"])
+def test_redirect_page(rel: str, site_url: str, browser: Any, artifacts: Path) -> None:
+    """index.html sends the reader on (a meta refresh): the page it lands on works."""
     if rel == "<no site>":
-        pytest.fail(f"no HTML pages under {_SITE}")
+        pytest.fail(f"no redirect pages under {_SITE} (index.html should be one)")
     run_page(browser, site_url, rel, artifacts)
 
 

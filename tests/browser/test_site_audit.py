@@ -21,6 +21,9 @@ grows), then, on that page:
   as there are links, buttons and scrollable code blocks (the theme makes those tab stops so that
   a keyboard can scroll them) before it, plus a handful (``TAB_SLACK``); formulas are no tab
   stops.
+* last, on the same load, the page works as a reader meets it (``live_page.check_live``, the checks
+  of ``test_browser_site``): every widget view drawn, every control moves its drawing by keyboard,
+  MathJax typeset, no blocked or failed request, no console error or warning.
 
 Every page of the book's table of contents (chapters 1-13, the appendix, the back matter and the
 instructor guide) is audited: ``test_every_toc_page_is_audited`` fails if one is missing.
@@ -43,8 +46,8 @@ from course_site.browser import (
     ROOT,
     WIDGET_SIZES_JS,
     WIDTH_JS,
-    block_outside,
     figure_text_sizes,
+    is_redirect_page,
     mode_init_script,
     run_axe,
     site_dir,
@@ -53,15 +56,14 @@ from course_site.browser import (
     tab_stops_to_widgets,
 )
 from course_utils.plotting import MIN_TEXT_PX
+from tests.browser.live_page import check_live, goto_settled, new_recorded_page, save_failure
 
 pytestmark = pytest.mark.browser
 
 _SITE = site_dir()
 #: Every page but a bare redirect (index.html sends the reader to the first page, audited itself).
 PAGES = [
-    rel
-    for rel in (site_pages(_SITE) if _SITE.is_dir() else [])
-    if 'http-equiv="Refresh"' not in (_SITE / rel).read_text(encoding="utf-8", errors="replace")
+    rel for rel in (site_pages(_SITE) if _SITE.is_dir() else []) if not is_redirect_page(_SITE, rel)
 ]
 PHONE_WIDTH = 390
 PROJECTOR_150 = (853, 480)  # 1280x720 at 150% zoom, in CSS pixels
@@ -149,10 +151,9 @@ def test_page_audit(
 ) -> None:
     if rel == "<no site>":
         pytest.fail(f"no HTML pages under {_SITE}")
-    context = browser.new_context(viewport={"width": DESKTOP, "height": 900})
-    block_outside(context, (site_url,), [])
-    context.add_init_script(mode_init_script("light"))
-    page = context.new_page()
+    context, page, record = new_recorded_page(
+        browser, (site_url,), viewport=(DESKTOP, 900), init_scripts=(mode_init_script("light"),)
+    )
     gzipped: dict[str, int] = {}  # URL -> gzip-compressed bytes of every same-origin response
 
     def on_response(resp: Any) -> None:
@@ -163,7 +164,7 @@ def test_page_audit(
     page.on("response", on_response)
     problems: list[str] = []
     try:
-        page.goto(site_url + rel, wait_until="load")
+        goto_settled(page, site_url + rel)
         page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
         page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
         if split_edition(rel)[1].startswith("chapters/"):
@@ -218,10 +219,17 @@ def test_page_audit(
                     f"projector 150%: {w['cls']} is {w['height']} px high, the screen "
                     f"{PROJECTOR_150[1]} px"
                 )
+
+        # Then the page works as a reader meets it (test_browser_site's checks, on this one load):
+        # widgets drawn and moved by keyboard, math typeset, no console error or warning.
+        page.set_viewport_size({"width": DESKTOP, "height": 900})
+        try:
+            check_live(page, record, rel)
+        except AssertionError as failure:
+            problems.append(f"live: {failure}")
         assert not problems, "\n".join(problems)
     except BaseException:
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", rel)
-        page.screenshot(path=str(artifacts / f"audit-{name}.png"), full_page=True)
+        save_failure(page, record, rel, artifacts, prefix="audit-")
         raise
     finally:
         context.close()
