@@ -61,6 +61,12 @@ def test_four_steps_current_follows_the_step() -> None:
             r"mask has shape \(4, 3\), expected \(4, 4\)",
         ),
         ({"q": np.zeros((40, 3)), "query_tokens": ["x"] * 40}, ValueError, r"at most 144"),
+        ({"q": np.zeros((2, 3))}, ValueError, r"q has 2 rows and k 4: pass query_tokens"),
+        (
+            {"q": np.zeros((2, 3)), "query_tokens": ["x"]},
+            ValueError,
+            r"query_tokens must have 2 labels \(one per row of q\); got 1",
+        ),
     ],
 )
 def test_four_steps_bad_input(kwargs, error, match) -> None:

@@ -90,10 +90,14 @@ class FourSteps(CourseWidget):
         check_drawable("FourSteps", q_arr, k_arr, v_arr)
         t_q, t_k, d_v = q_arr.shape[0], k_arr.shape[0], v_arr.shape[1]
         keys = check_tokens(tokens, "tokens", count=t_k)
-        queries = keys if query_tokens is None else check_tokens(query_tokens, "query_tokens")
-        if len(queries) != t_q:  # without query_tokens, the tokens label the queries too
+        if query_tokens is not None:
+            queries = check_tokens(query_tokens, "query_tokens", count=t_q, per="one per row of q")
+        elif t_q == t_k:  # self-attention: the tokens label the queries too
+            queries = keys
+        else:
             raise ValueError(
-                f"query_tokens must have {t_q} labels (one per row of q); got {len(queries)}"
+                f"q has {t_q} rows and k {t_k}: pass query_tokens (one label per row of q); "
+                "tokens label the rows of k"
             )
         cols = (
             [f"v{j + 1}" for j in range(d_v)]
