@@ -87,6 +87,7 @@ class Page(HTMLParser):
         self.links: list[tuple[str, str]] = []  # (tag description, url) of every local href/src
         self.inline: list[tuple[str, str]] = []  # (kind, text) of inline scripts and styles
         self.ids: set[str] = set()
+        self.icons: list[str] = []  # href of every <link rel="icon">
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: (v or "") for k, v in attrs}
@@ -111,6 +112,8 @@ class Page(HTMLParser):
             self.in_inline = "style"
         elif tag == "link" and a.get("href"):
             rels = set(a.get("rel", "").lower().split())
+            if "icon" in rels:
+                self.icons.append(a["href"])
             if rels & RESOURCE_RELS:
                 self.resources.append((f"<link rel={a.get('rel')}>", a["href"]))
         elif tag in {"img", "source", "iframe", "video", "audio", "embed", "track", "input"}:
@@ -227,6 +230,20 @@ def test_every_page_has_title_and_lang(site: Path):
         if not (page.lang or "").strip():
             problems.append(f"{rel(site, path)}: <html> has no lang attribute")
     report(problems, "pages without <title> or lang")
+
+
+def test_every_page_declares_an_icon_the_site_serves(site: Path):
+    """Without a ``<link rel="icon">`` every browser asks for ``/favicon.ico``: a 404 in the
+    reader's console (seen once per browser, so the live-page tests cannot see it)."""
+    problems = []
+    for path in site_pages(site):
+        icons = parse_page(path).icons
+        if not icons:
+            problems.append(f"{rel(site, path)}: no <link rel=icon>")
+        for href in icons:
+            if not href.startswith("data:") and not resolve(path, href).is_file():
+                problems.append(f"{rel(site, path)}: icon {href} is not in the site")
+    report(problems, "pages without an icon")
 
 
 def test_no_resource_is_loaded_from_outside_the_site(site: Path):

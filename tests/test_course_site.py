@@ -27,6 +27,7 @@ def _config(**overrides):
         "html_theme_options": {"launch_buttons": {"thebe": False}},
         "templates_path": ["_templates"],
         "mathjax3_config": {"options": {"processHtmlClass": "math"}},
+        "html_favicon": None,  # Sphinx's default
     }
     base.update(overrides)
     return SimpleNamespace(**base)
@@ -45,6 +46,7 @@ def test_config_points_everything_at_the_site() -> None:
     assert not any("cdn" in json.dumps(v) for v in config.nb_ipywidgets_js.values())
     assert config.mathjax_path == "course_vendor/mathjax/tex-mml-chtml.js"
     assert config.html_context["default_mode"] == "light"
+    assert Path(config.html_favicon).is_file(), config.html_favicon  # no /favicon.ico 404
     for rel in [*config.nb_ipywidgets_js, config.mathjax_path, sphinx_ext.LOADER]:
         assert (sphinx_ext.STATIC / rel).is_file(), rel
     # Our theme components win over the theme's; formulas are not Tab stops; myst-nb's keys stay.
@@ -52,6 +54,12 @@ def test_config_points_everything_at_the_site() -> None:
     options = config.mathjax3_config["options"]
     assert options["menuOptions"]["settings"]["inTabOrder"] is False
     assert options["processHtmlClass"] == "math"
+
+
+def test_a_favicon_the_book_sets_is_kept() -> None:
+    config = _config(html_favicon="my_icon.png")
+    sphinx_ext._config_inited(None, config)
+    assert config.html_favicon == "my_icon.png"
 
 
 def test_theme_components_we_override_exist_in_the_theme() -> None:
@@ -202,11 +210,17 @@ def test_bare_root_redirect_becomes_a_valid_page(tmp_path) -> None:
     app = SimpleNamespace(
         builder=SimpleNamespace(format="html"),
         outdir=str(tmp_path),
-        config=SimpleNamespace(html_title="Attention <step> by step", project="p", language="en"),
+        config=SimpleNamespace(
+            html_title="Attention <step> by step",
+            project="p",
+            language="en",
+            html_favicon="/somewhere/_ext/course_site/static/course/favicon.svg",
+        ),
     )
     sphinx_ext._build_finished(app, None)
     text = (tmp_path / "index.html").read_text()
     assert '<html lang="en">' in text
+    assert '<link rel="icon" href="_static/favicon.svg">' in text  # no /favicon.ico request
     assert "<title>Attention &lt;step&gt; by step</title>" in text
     assert '<meta http-equiv="Refresh" content="0; url=intro.html">' in text
     assert '<a href="intro.html">' in text

@@ -415,6 +415,7 @@ def _index_html(language: str, heading: str, intro: str, items: str, back: str) 
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="../_static/favicon.svg">
 <title>{heading}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; max-width: 46em; margin: 2em auto; padding: 0 1em;

@@ -15,7 +15,9 @@ At ``config-inited`` (after Jupyter Book generated the Sphinx config):
   to pages whose notebook stored widget state;
 * sets ``mathjax_path`` to the vendored MathJax 3 (Sphinx adds it only to pages with math) and
   keeps formulas out of the Tab order (a reader can turn MathJax's explorer on in its menu);
-* sets the theme's ``default_mode`` to ``light`` when empty (else a console error on first visit).
+* sets the theme's ``default_mode`` to ``light`` when empty (else a console error on first visit);
+* sets ``html_favicon`` to ``static/course/favicon.svg`` when empty (else every browser asks for
+  ``/favicon.ico``, a 404 in the console).
 
 At ``builder-inited``: adds ``course/site.css`` (phones, dark mode, focus; every page).
 
@@ -104,6 +106,9 @@ def _config_inited(app: Any, config: Any) -> None:
         paths.append(static)
     config.html_static_path = paths
     config.nb_ipywidgets_js = widget_scripts()
+    # A favicon of our own: without one every browser asks for /favicon.ico, a 404 in the console.
+    if not config.html_favicon:
+        config.html_favicon = str(STATIC / "course" / "favicon.svg")
     templates = list(config.templates_path or [])
     if str(TEMPLATES) not in templates:
         templates.insert(0, str(TEMPLATES))  # ours win over the theme's components
@@ -279,17 +284,20 @@ def _page_context(app: Any, pagename: str, templatename: str, context: dict, doc
 BARE_REDIRECT = re.compile(r'^\s*<meta http-equiv="Refresh" content="0; url=([^"<>]+)" />\s*$')
 
 
-def redirect_page(target: str, title: str, language: str = "en") -> str:
+def redirect_page(target: str, title: str, language: str = "en", icon: str | None = None) -> str:
     """A complete HTML page that sends the reader to ``target`` (used for the root index.html).
+
+    ``icon``: the site's icon (else the browser asks for ``/favicon.ico`` on the way).
 
     >>> "<title>Course</title>" in redirect_page("intro.html", "Course")
     True
     """
     t = html.escape(title)
     u = html.escape(target, quote=True)
+    link = f'<link rel="icon" href="{html.escape(icon, quote=True)}">\n' if icon else ""
     return (
         f'<!DOCTYPE html>\n<html lang="{html.escape(language)}">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Refresh" content="0; url={u}">\n<title>{t}</title>\n</head>\n'
+        f'<meta http-equiv="Refresh" content="0; url={u}">\n{link}<title>{t}</title>\n</head>\n'
         f'<body>\n<p><a href="{u}">{t}: go to the first page</a></p>\n</body>\n</html>\n'
     )
 
@@ -333,7 +341,11 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     if match:
         title = str(getattr(app.config, "html_title", "") or app.config.project or "Home")
         language = str(app.config.language or "en").replace("_", "-")  # zh_CN -> zh-CN (BCP 47)
-        index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
+        favicon = str(getattr(app.config, "html_favicon", "") or "")  # Sphinx copies it to _static
+        icon = None
+        if favicon:
+            icon = favicon if "://" in favicon else f"_static/{Path(favicon).name}"
+        index.write_text(redirect_page(match.group(1), title, language, icon), encoding="utf-8")
 
 
 class TranslateTocCaptions(SphinxTransform):
