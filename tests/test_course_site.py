@@ -210,17 +210,13 @@ def test_bare_root_redirect_becomes_a_valid_page(tmp_path) -> None:
     app = SimpleNamespace(
         builder=SimpleNamespace(format="html"),
         outdir=str(tmp_path),
-        config=SimpleNamespace(
-            html_title="Attention <step> by step",
-            project="p",
-            language="en",
-            html_favicon="/somewhere/_ext/course_site/static/course/favicon.svg",
-        ),
+        config=SimpleNamespace(html_title="Attention <step> by step", project="p", language="en"),
     )
     sphinx_ext._build_finished(app, None)
     text = (tmp_path / "index.html").read_text()
     assert '<html lang="en">' in text
-    assert '<link rel="icon" href="_static/favicon.svg">' in text  # no /favicon.ico request
+    # An empty icon: no /favicon.ico 404, and no icon fetch that the redirect would abort.
+    assert '<link rel="icon" href="data:,">' in text
     assert "<title>Attention &lt;step&gt; by step</title>" in text
     assert '<meta http-equiv="Refresh" content="0; url=intro.html">' in text
     assert '<a href="intro.html">' in text

@@ -284,20 +284,21 @@ def _page_context(app: Any, pagename: str, templatename: str, context: dict, doc
 BARE_REDIRECT = re.compile(r'^\s*<meta http-equiv="Refresh" content="0; url=([^"<>]+)" />\s*$')
 
 
-def redirect_page(target: str, title: str, language: str = "en", icon: str | None = None) -> str:
+def redirect_page(target: str, title: str, language: str = "en") -> str:
     """A complete HTML page that sends the reader to ``target`` (used for the root index.html).
 
-    ``icon``: the site's icon (else the browser asks for ``/favicon.ico`` on the way).
+    Its icon is empty (``data:,``): without one the browser asks for ``/favicon.ico`` (a 404), and
+    a real file would be fetched only to be aborted by the redirect.
 
     >>> "<title>Course</title>" in redirect_page("intro.html", "Course")
     True
     """
     t = html.escape(title)
     u = html.escape(target, quote=True)
-    link = f'<link rel="icon" href="{html.escape(icon, quote=True)}">\n' if icon else ""
     return (
         f'<!DOCTYPE html>\n<html lang="{html.escape(language)}">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Refresh" content="0; url={u}">\n{link}<title>{t}</title>\n</head>\n'
+        f'<meta http-equiv="Refresh" content="0; url={u}">\n<link rel="icon" href="data:,">\n'
+        f"<title>{t}</title>\n</head>\n"
         f'<body>\n<p><a href="{u}">{t}: go to the first page</a></p>\n</body>\n</html>\n'
     )
 
@@ -341,11 +342,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     if match:
         title = str(getattr(app.config, "html_title", "") or app.config.project or "Home")
         language = str(app.config.language or "en").replace("_", "-")  # zh_CN -> zh-CN (BCP 47)
-        favicon = str(getattr(app.config, "html_favicon", "") or "")  # Sphinx copies it to _static
-        icon = None
-        if favicon:
-            icon = favicon if "://" in favicon else f"_static/{Path(favicon).name}"
-        index.write_text(redirect_page(match.group(1), title, language, icon), encoding="utf-8")
+        index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
 
 
 class TranslateTocCaptions(SphinxTransform):
