@@ -11,14 +11,8 @@ PORT ?= 8000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
-# PyTorch picks its CPU kernels by the processor (AVX-512 or AVX2), and they round differently: the
-# seeded experiments' last digits (chapters 4, 6, 8) would depend on the machine. AVX2 kernels on
-# every x86-64 machine make the committed outputs reproducible wherever they are run.
-ifeq ($(shell uname -m),x86_64)
-export ATEN_CPU_CAPABILITY := avx2
-endif
 
-.PHONY: browser-deps help setup book book-zh slides pdf serve lab test test-python test-site test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
+.PHONY: browser-deps help setup book book-zh slides pdf serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -111,7 +105,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src _ext tests scripts benchmarks
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not browser and not jupyterlab" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
+	$(BIN)/python -m pytest -q -n 2 -m "not browser and not jupyterlab and not cross_machine" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval -n 2 --dist loadfile chapters appendix
@@ -152,6 +146,12 @@ test-python: $(STAMP)
 	$(MAKE) --no-print-directory test-notebooks
 
 test-site: $(STAMP) browser-deps book pdf
+
+# "Another machine": every notebook (nbval) and the prose-number tests under each of torch's CPU
+# kernel sets (default, avx2, avx512 where the processor has it) x 1, 2 and 4 threads. Slow (it
+# re-runs the notebooks 6-9 times), so it is not part of `make test`; .ci/run runs it after.
+test-machines: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m cross_machine tests/test_cross_machine.py
 
 freeze:
 	{ echo "# Exact versions that work together (Python 3.11, CPU). Regenerate with: make freeze"; \

@@ -4,7 +4,6 @@ alike (tests/conftest.py is not loaded when pytest is given only notebooks)."""
 from __future__ import annotations
 
 import os
-import platform
 import tempfile
 from pathlib import Path
 
@@ -18,10 +17,6 @@ def pytest_configure(config: pytest.Config) -> None:
     (``~/.ipython/profile_default/startup/``) or settings (``~/.jupyter``) cannot change what the
     notebooks print, and so that a read-only home directory does not matter.
     """
-    # The kernels the notebooks were executed with (see the Makefile): AVX2 on any x86-64 processor,
-    # so a seeded experiment prints the same digits on an AVX-512 machine. Set before torch runs.
-    if platform.machine() == "x86_64":
-        os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
     clean = Path(tempfile.mkdtemp(prefix="course-utils-test-config-"))
     os.environ["IPYTHONDIR"] = str(clean / "ipython")
     os.environ["JUPYTER_CONFIG_DIR"] = str(clean / "jupyter")

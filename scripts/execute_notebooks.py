@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -38,9 +37,6 @@ LANGUAGES = {"zh": "zh"}
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-# AVX2 kernels on any x86-64 processor, as in `make test`: the outputs do not depend on AVX-512.
-if platform.machine() == "x86_64":
-    os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 # An empty IPython/Jupyter configuration, as in the tests: a user's startup files or settings must
 # not change the committed outputs.
 _CLEAN = tempfile.mkdtemp(prefix="course-utils-execute-config-")

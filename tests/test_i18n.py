@@ -19,7 +19,6 @@ import ast
 import inspect
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -37,6 +36,8 @@ from course_utils.i18n import (
     translate,
     untranslated_english,
 )
+
+from .system_tools import require
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "course_utils"
@@ -547,7 +548,6 @@ def test_a_learner_can_switch_to_chinese_before_creating_a_widget(en):
     assert "\nCU.addMessages(" in w._esm
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
 def test_cu_t_translates_formatted_text_in_javascript(zh, tmp_path):
     from course_utils.widgets._base import widget_esm
 
@@ -563,7 +563,9 @@ def test_cu_t_translates_formatted_text_in_javascript(zh, tmp_path):
         f"import({json.dumps(module.as_uri())}).then((m) => "
         f"console.log(JSON.stringify({json.dumps(probe)}.map((s) => m.CU.t(s)))));"
     )
-    run = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [require("node"), "-e", script], capture_output=True, text=True, timeout=60
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == [
         "温度 τ",

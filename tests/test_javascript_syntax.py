@@ -8,11 +8,12 @@ file, an ES module).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from .system_tools import require
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGETS = ROOT / "src" / "course_utils" / "widgets"
@@ -21,14 +22,12 @@ FILES = sorted(
     + list((ROOT / "_ext" / "course_site" / "static" / "course").glob("*.js"))
     + list((ROOT / "src" / "course_utils" / "pretrained" / "web").glob("*.mjs"))
 )
-NODE = shutil.which("node")
 
 
 def test_the_files_are_found() -> None:
     assert len([p for p in FILES if p.parent == WIDGETS]) >= 15
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_javascript_parses(path: Path, tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
@@ -36,5 +35,5 @@ def test_javascript_parses(path: Path, tmp_path: Path) -> None:
         text = (WIDGETS / "_shared.js").read_text(encoding="utf-8") + "\n" + text
     module = tmp_path / (path.stem + (".mjs" if "export " in text or "import " in text else ".js"))
     module.write_text(text, encoding="utf-8")
-    done = subprocess.run([NODE, "--check", str(module)], capture_output=True, text=True)
+    done = subprocess.run([require("node"), "--check", str(module)], capture_output=True, text=True)
     assert done.returncode == 0, f"{path.relative_to(ROOT)}:\n{done.stderr[-1500:]}"

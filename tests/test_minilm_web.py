@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -30,6 +29,8 @@ from course_utils.pretrained.web import (
     read_export,
 )
 from course_utils.topic_focus import attention_rollout
+
+from .system_tools import require
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_TEST = ROOT / "tests" / "js" / "minilm.test.mjs"
@@ -164,11 +165,7 @@ def _cases() -> dict:
 
 
 def test_javascript_in_node(exports: dict[str, Path], tmp_path: Path) -> None:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip(
-            "Node.js (`node`) is not installed: the JavaScript tests of the browser path need it"
-        )
+    node = require("node")
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps(_cases(), ensure_ascii=False), encoding="utf-8")
     report = tmp_path / "report.json"

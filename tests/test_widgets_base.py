@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,8 @@ from course_utils.widgets._base import (
     unpack_array,
     widget_esm,
 )
+
+from .system_tools import require
 
 WIDGET_DIR = Path(__file__).resolve().parents[1] / "src" / "course_utils" / "widgets"
 WIDGET_STEMS = sorted(p.stem for p in WIDGET_DIR.glob("[a-z]*.js"))
@@ -99,8 +100,6 @@ def test_pack_uint8_errors(x, error, match) -> None:
         pack_uint8(x, "percent")
 
 
-needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run _shared.js")
-
 #: A minimal DOM for the node tests: elements record their attributes, children, text and style.
 FAKE_DOM = (
     "const element = (tag) => ({ tag, attrs: {}, kids: [], style: {}, textContent: '',"
@@ -113,12 +112,11 @@ def run_shared_js(script: str, *, dom: bool = False) -> Any:
     """Run ``_shared.js`` then ``script`` in node (with :data:`FAKE_DOM` first if ``dom``); return
     the JSON the script printed with ``console.log(JSON.stringify(...))``."""
     code = (FAKE_DOM if dom else "") + (WIDGET_DIR / "_shared.js").read_text() + "\n" + script
-    run = subprocess.run(["node", "-e", code], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([require("node"), "-e", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
 
 
-@needs_node
 def test_shared_js_decodes_what_python_packs() -> None:
     """CU.bytes + CU.offset (JavaScript) read the same numbers as unpack_array (Python)."""
     x = np.random.default_rng(0).integers(0, 256, size=(2, 3, 4, 5))  # (L, H, T, T)
@@ -135,7 +133,6 @@ def test_shared_js_decodes_what_python_packs() -> None:
     assert out["sub"] == x[1, 2].ravel().tolist()
 
 
-@needs_node
 def test_shared_js_listen_unsubscribes_exactly_what_it_subscribed() -> None:
     """CU.listen subscribes every named event and its cleanup removes each of them again."""
     script = (
@@ -153,7 +150,6 @@ def test_shared_js_listen_unsubscribes_exactly_what_it_subscribed() -> None:
     assert out["log"] == [["on", *p] for p in pairs] + [["off", *p] for p in pairs]
 
 
-@needs_node
 def test_shared_js_live_draws_once_after_subscribing_and_save_sets_then_saves() -> None:
     """CU.live = CU.listen + one first draw; CU.save sets every trait, in order, then saves once."""
     script = (
@@ -405,7 +401,6 @@ def test_repr_is_built_from_the_class_format_and_repr_values() -> None:
     assert "0x" not in repr(w)  # no memory address
 
 
-@needs_node
 def test_shared_js_traits_and_handler_lists() -> None:
     """CU.traits reads several traits at once; a handler of CU.listen/CU.live may be a list of
     functions, called in order with the event (e.g. [build, update] when the data change)."""
@@ -424,7 +419,6 @@ def test_shared_js_traits_and_handler_lists() -> None:
     assert out["log"] == [["build", None], ["update", None], ["build", "e"], ["update", "e"]]
 
 
-@needs_node
 def test_shared_js_weight_column() -> None:
     """CU.weightColumn: number, well and bar with the caller's class prefix; set(w) shows w."""
     out = run_shared_js(
@@ -445,7 +439,6 @@ def test_shared_js_weight_column() -> None:
     assert bar_style["background"].startswith("rgb(")
 
 
-@needs_node
 def test_shared_js_cell_grid_geometry() -> None:
     """CU.cellGrid: the labelled matrix of the four-steps and tiling widgets, one geometry."""
     out = run_shared_js(

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._determinism import snap_to_float32
 from ._validation import check_int, check_positive_finite
 
 __all__ = [
@@ -98,6 +99,7 @@ def train_adam(
     train_mode: bool = False,
     linear_decay: bool = False,
     fused: bool = False,
+    snap: bool = True,
 ) -> tuple[list[int], list[M]]:
     """Train ``model`` with Adam; return the steps at which it was measured, and the measurements.
 
@@ -112,7 +114,10 @@ def train_adam(
     switches it to ``eval()``); ``linear_decay`` lowers the learning rate linearly to 0 over the
     steps (``LambdaLR`` with ``1 - s / steps``). ``fused`` uses Adam's fused kernel: the same
     update in one kernel per step (~25% less time per step for the small models here, where the
-    per-operation overhead dominates), equal to the default up to rounding.
+    per-operation overhead dominates), equal to the default up to rounding. ``snap`` rounds
+    float64 weights to float32's grid before the first step and after every step
+    (``_determinism.snap_to_float32``), so a run under ``_determinism.deterministic`` gives
+    the same numbers on every machine.
     """
     if schedule is None:
         schedule = Schedule(steps=steps, lr=lr, eval_every=eval_every)  # type: ignore[arg-type]
@@ -131,6 +136,8 @@ def train_adam(
             measured.append(evaluate())
         at.append(step)
 
+    if snap:
+        snap_to_float32(model)  # the initial weights too
     if at_start:
         measure(0)
     for step in range(1, steps + 1):
@@ -140,6 +147,8 @@ def train_adam(
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if snap:
+            snap_to_float32(model)  # the same weights on every machine (see _determinism)
         if decay is not None:
             decay.step()
         if step % eval_every == 0 or (at_end and step == steps):

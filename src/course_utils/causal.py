@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._determinism import deterministic, snap_to_float32
 from ._validation import shape_str
 from .kv_cache import kv_cache_bytes  # one home; re-exported for chapter 7
 from .masks import causal_mask
@@ -372,15 +373,23 @@ def train_tiny_lm(
     """Train a :class:`TinyCausalLM` on ``text`` by next-character prediction (teacher forcing).
 
     Every position of every window predicts the next character in one causal forward pass.
-    Seeded and deterministic on one machine.
+    Seeded, and trained in float64 on one thread, so the numbers are the same on every machine.
     """
+    with deterministic():  # float64, one thread: the same numbers on every machine
+        return _train_tiny_lm(text, steps, context, batch, seed, lr, model_kwargs)
+
+
+def _train_tiny_lm(
+    text: str, steps: int, context: int, batch: int, seed: int, lr: float,
+    model_kwargs: dict[str, int],
+) -> TinyRun:  # fmt: skip
     torch.manual_seed(seed)
-    torch.set_num_threads(1)  # deterministic, and faster than threads fighting over a busy CPU
     tok = CharTokenizer(text)
     data = torch.tensor(tok.encode(text))  # (N,)
     if len(data) <= context + 1:
         raise ValueError(f"text must be longer than context + 1 = {context + 1} characters")
     model = TinyCausalLM(len(tok), max_len=64, **model_kwargs)
+    snap_to_float32(model)  # the same initial weights on every machine (see _determinism)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
     losses = []
@@ -394,5 +403,6 @@ def train_tiny_lm(
         opt.zero_grad()
         loss.backward()
         opt.step()
+        snap_to_float32(model)  # the same weights on every machine (see _determinism)
         losses.append(float(loss.detach()))
     return TinyRun(model.eval(), tok, losses)

@@ -6,7 +6,6 @@ with a message, except in CI (``CI=true``), where a missing site is a failure.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,11 +23,9 @@ from course_site.browser import (
     xss_page_html,
 )
 
+from ..system_tools import in_ci, require
+
 ARTIFACTS = ROOT / "test-artifacts"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
 @pytest.fixture(scope="session")
@@ -60,11 +57,7 @@ def site_url(site_root: Path, xss_html: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")).exists():
-        message = "Chromium not found at /usr/bin/chromium (apt-get install -y chromium)"
-        if in_ci():
-            pytest.fail(message)
-        pytest.skip(message)
+    require("chromium")
     with playwright_api.sync_playwright() as p:
         b = launch(p)
         yield b

@@ -44,6 +44,16 @@ RESULT_JS = """
 STATE_JS = "() => document.querySelector('.cu-head-explorer').dataset.cuOwn || ''"
 
 
+def _wait_for_map_of(page: Any, sentence: str) -> None:
+    """Wait until the widget shows the map of ``sentence`` itself. "ready" alone is not enough:
+    while the text is typed, each edit starts a run, and on a busy machine the widget can be
+    "ready" with the map of a half-typed sentence before the last edit's run has finished."""
+    shown = "(document.querySelector('.cu-head-explorer').cuHeadExplorer || {}).text"
+    page.wait_for_function(
+        f"(s) => ({STATE_JS})() === 'ready' && {shown} === s", arg=sentence, timeout=180_000
+    )
+
+
 def _open(browser: Any, url: str) -> tuple[Any, Any, dict[str, list[Any]]]:
     record: dict[str, list[Any]] = {"blocked": [], "problems": [], "requests": []}
     context = browser.new_context(viewport={"width": 1200, "height": 900})
@@ -102,7 +112,7 @@ def test_typed_sentence_runs_in_the_browser(site_url: str, browser: Any) -> None
 
         edited = time.monotonic()
         root.locator(".cu-he-input").press_sequentially(SENTENCE, delay=5)
-        page.wait_for_function(f"() => ({STATE_JS})() === 'ready'", timeout=180_000)
+        _wait_for_map_of(page, SENTENCE)
         assert _model_requests(record, after=edited), "the first edit did not load the model"
         result = page.evaluate(RESULT_JS)
         tokens, expected = attention_maps(SENTENCE)  # (L, H, T, T)
@@ -143,7 +153,7 @@ def test_typed_sentence_passes_the_audit(site_url: str, browser: Any) -> None:
         box.focus()
         page.keyboard.type("A phone, a projector and a dark room.")
         page.keyboard.press("Enter")
-        page.wait_for_function(f"() => ({STATE_JS})() === 'ready'", timeout=180_000)
+        _wait_for_map_of(page, "A phone, a projector and a dark room.")
         problems = []
         for mode, rules in (("light", None), ("dark", ["color-contrast", "link-in-text-block"])):
             page.evaluate(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,6 +27,8 @@ from course_kit.pdf import (
     title_pattern,
     top_of_page,
 )
+
+from ..system_tools import require, require_cjk_font
 
 # The PDFs are read back once per edition (module fixture `pages`): under xdist the module stays on
 # one worker (--dist loadgroup).
@@ -59,13 +60,6 @@ def _title(path: Path, edition: str = "en") -> str:
 EDITIONS = {"en": (PDF_NAME, "en"), "zh": (PDF_NAME_ZH, "zh-CN")}
 
 
-def _cjk_font() -> bool:
-    if not shutil.which("fc-list"):
-        return False
-    out = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
-    return bool(out.strip())
-
-
 @pytest.fixture(scope="module", params=sorted(EDITIONS))
 def edition(request: pytest.FixtureRequest) -> str:
     return str(request.param)
@@ -79,10 +73,8 @@ def pages(edition: str) -> list[str]:
         if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
             pytest.fail(message)
         pytest.skip(message)
-    if not shutil.which("pdftotext"):
-        pytest.fail("pdftotext not found (apt-get install poppler-utils)")
     text = subprocess.run(
-        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+        [require("pdftotext"), "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
     ).stdout
     found = text.split("\f")
     if found and not found[-1].strip():
@@ -98,8 +90,9 @@ def test_chapter_starts_a_page(path: Path, pages: list[str], edition: str) -> No
     key = english_part(title)
     starts = [i for i, page in enumerate(pages[2:], start=3) if starts_with_title(page, title)]
     assert starts, f"no page starts with the chapter title {title!r}"
-    if _cjk_font():  # the Chinese of the title is drawn (not tofu) on that page
-        cjk = [ch for ch in title if "\u3000" <= ch <= "\u9fff"]
+    cjk = [ch for ch in title if "\u3000" <= ch <= "\u9fff"]
+    if cjk:  # the Chinese of the title is drawn (not tofu) on that page
+        require_cjk_font()
         top = top_of_page(pages[starts[0] - 1], lines=8)
         assert all(ch in top for ch in cjk), f"{title!r}: Chinese not drawn: {top!r}"
     # The contents fill the pages after the title page, up to the first page of the book itself.
@@ -155,10 +148,7 @@ def test_zh_pdf_is_the_chinese_edition(pages: list[str], edition: str) -> None:
     """The 中文 book is printed from the 中文 pages: its own contents heading, Chinese text."""
     if edition != "zh":
         pytest.skip("the English book")
-    if not _cjk_font():
-        pytest.skip(
-            "no CJK font: Chromium cannot draw the Chinese (apt-get install fonts-noto-cjk)"
-        )
+    require_cjk_font()
     text = re.sub(r"\s+", "", "\n".join(pages[:3]))
     assert PRINT_TEXT["zh-CN"]["contents"] in text, "no 目录 (contents) in the 中文 book"
     assert "打印版" in text, "the title page of the 中文 book is not in Chinese"

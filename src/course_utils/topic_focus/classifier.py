@@ -31,7 +31,7 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
-from .._determinism import one_thread
+from .._determinism import deterministic, one_thread
 from .._settings import configure
 from .._training import Schedule, ScheduleSettings, train_adam
 from ..multihead import attention_weights
@@ -272,7 +272,7 @@ def train_classifier(
             "batch must be None: train_classifier trains on the whole training set at every "
             f"step; got {cfg.schedule.batch!r}"
         )
-    with one_thread():
+    with deterministic():  # float64, one thread: the same numbers on every machine
         return _train(data, seed, cfg)
 
 

@@ -1,0 +1,76 @@
+"""The programs from outside Python that some tests need, and what happens when one is missing.
+
+Each is a Debian package (`.ci/run` and `make browser-deps` install them; the README lists them).
+On a developer's machine a test that needs a missing one is skipped with a message naming the
+package; in CI (``CI=true``) it **fails** with that message, so a missing tool can never turn
+part of the suite silently into skips.
+
+>>> SYSTEM_TOOLS["node"].package
+'nodejs'
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+__all__ = ["SYSTEM_TOOLS", "SystemTool", "in_ci", "missing", "require", "require_cjk_font"]
+
+
+@dataclass(frozen=True)
+class SystemTool:
+    command: str  # what is looked up on PATH (or an absolute path)
+    package: str  # the Debian package that installs it
+    used_for: str
+
+
+SYSTEM_TOOLS = {
+    "node": SystemTool("node", "nodejs", "the JavaScript tests of the widgets and the web model"),
+    "chromium": SystemTool(
+        os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"),
+        "chromium",
+        "the browser tests, the slide decks and the PDF",
+    ),
+    "pdftotext": SystemTool("pdftotext", "poppler-utils", "reading the printed book back"),
+    "fc-list": SystemTool("fc-list", "fontconfig", "the font tests"),
+}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def missing(what: str, package: str, used_for: str) -> NoReturn:
+    """Skip (on a developer's machine) or fail (in CI) naming the Debian package to install."""
+    message = (
+        f"{what} not found: install Debian's package {package} "
+        f"(apt-get install {package}); it is needed for {used_for}"
+    )
+    if in_ci():
+        pytest.fail(message + " (CI=true: a missing tool is a failure, not a skip)")
+    pytest.skip(message)
+
+
+def require(name: str) -> str:
+    """The path of the tool ``name`` (a key of :data:`SYSTEM_TOOLS`), or skip/fail naming it."""
+    tool = SYSTEM_TOOLS[name]
+    found = tool.command if Path(tool.command).is_absolute() else shutil.which(tool.command)
+    if found is None or not Path(found).exists():
+        missing(f"{name} ({tool.command})", tool.package, tool.used_for)
+    return str(found)
+
+
+def require_cjk_font() -> None:
+    """A CJK font fontconfig can find (Chromium draws the book's Chinese with it)."""
+    fc_list = require("fc-list")
+    found = subprocess.run(
+        [fc_list, ":lang=zh", "family"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if not found:
+        missing("a CJK font", "fonts-noto-cjk", "drawing the Chinese of the PDF and the decks")

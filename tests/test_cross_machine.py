@@ -1,0 +1,121 @@
+"""Another machine, simulated: every notebook (nbval, strict) and the prose-number tests pass under
+each of torch's CPU kernel sets and several thread counts.
+
+The committed outputs were executed on one machine. A learner's laptop, a school server or a
+Binder node has another processor, so torch (and MKL) run other kernels there, and a different
+thread count splits sums differently: both change the last bits of floats. Nothing the notebooks
+print may depend on those bits (the seeded experiments train in float64,
+:func:`course_utils._determinism.deterministic`; errors are printed as bounds). This test runs
+the whole notebook suite in a child process per setting:
+
+- ``ATEN_CPU_CAPABILITY`` in ``default`` (no vector kernels), ``avx2``, and ``avx512`` where the
+  processor has it (on another one torch would silently fall back, which would prove nothing);
+- ``OMP_NUM_THREADS`` (torch's and MKL's intra-op threads) in 1, 2 and 4.
+
+Slow (each setting re-runs every notebook): ``make test-machines`` runs it, and ``.ci/run`` after
+``make test``. One setting: ``pytest -m cross_machine tests/test_cross_machine.py -k 'default-1'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ["chapters", "appendix"]
+#: The tests that compare numbers in the chapters' prose with what the package computes.
+PROSE_NUMBER_TESTS = sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "tests").glob("test_chapter*_*.py")
+)
+THREADS = (1, 2, 4)
+
+pytestmark = pytest.mark.cross_machine
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def _kernel_sets() -> list[object]:
+    sets: list[object] = ["default", "avx2"]
+    has_avx512 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= _cpu_flags()
+    sets.append(
+        "avx512"
+        if has_avx512
+        else pytest.param(
+            "avx512", marks=pytest.mark.skip(reason="this processor has no AVX-512 kernels to run")
+        )
+    )
+    return sets
+
+
+def _environment(kernels: str, threads: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        ATEN_CPU_CAPABILITY=kernels,
+        OMP_NUM_THREADS=str(threads),
+        MKL_NUM_THREADS=str(threads),
+        PYTHONHASHSEED="0",
+    )
+    return env
+
+
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("kernels", _kernel_sets())
+def test_every_notebook_and_prose_number_under(kernels: str, threads: int) -> None:
+    env = _environment(kernels, threads)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, torch; print(json.dumps([torch.backends.cpu.get_cpu_capability(),"
+            " torch.get_num_threads()]))",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    capability, got_threads = json.loads(probe.stdout)
+    # The setting really reached torch (a kernel nbval starts inherits the same environment).
+    assert (capability, got_threads) == (
+        {"default": "DEFAULT"}.get(kernels, kernels.upper()),
+        threads,
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadfile",
+            "--nbval",
+            *NOTEBOOKS,
+            *PROSE_NUMBER_TESTS,
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    tail = "\n".join(run.stdout.splitlines()[-60:])
+    assert run.returncode == 0, f"ATEN_CPU_CAPABILITY={kernels}, {threads} threads:\n{tail}"
+    assert " passed" in tail and " failed" not in tail, tail
