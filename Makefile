@@ -105,7 +105,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src _ext tests scripts benchmarks
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 -m "not browser and not jupyterlab and not cross_machine" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval -n 2 --dist loadfile chapters appendix
@@ -114,10 +114,11 @@ test-book: book
 
 # Debian's Chromium drives the browser tests (Playwright cannot download its own browsers here);
 # fonts-noto-cjk lets it draw the book's Chinese (PDF, screenshots, decks); poppler-utils
-# (pdftotext) reads the PDF back in its test.
-BROWSER_PACKAGES := chromium fonts-noto-cjk poppler-utils
+# (pdftotext) reads the PDF back in its test; nodejs runs the JavaScript tests.
+BROWSER_PACKAGES := chromium fonts-noto-cjk poppler-utils nodejs
 browser-deps:
 	@missing=""; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
 	command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \
@@ -137,7 +138,7 @@ test-browser: $(STAMP) browser-deps book pdf
 # The package and notebook tests keep both cores busy, while building the book and printing its PDFs
 # keeps about one busy: the two run side by side (nothing in the first reads _build), then the
 # browser tests run on the built site. -Otarget keeps each one's output in one piece.
-test: lint
+test: lint browser-deps
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-site
 	$(BROWSER_TESTS)
 

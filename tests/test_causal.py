@@ -128,8 +128,10 @@ def test_kv_cache_bytes_formula_matches_a_real_cache(tiny_run):
     cache = model.new_cache()
     model(torch.zeros(1, 10, dtype=torch.long), cache=cache)
     block = model.blocks[0].attn
-    expected = kv_cache_bytes(len(model.blocks), block.n_kv_heads, block.d_k, 10, bytes_per_value=4)
-    assert cache_nbytes(cache) == expected
+    size = next(model.parameters()).element_size()  # 8: the tiny model is trained in float64
+    n_layers = len(model.blocks)
+    expected = kv_cache_bytes(n_layers, block.n_kv_heads, block.d_k, 10, bytes_per_value=size)
+    assert size == 8 and cache_nbytes(cache) == expected
 
 
 def test_model_cache_equals_full_in_float64(tiny_run):

@@ -30,15 +30,25 @@ def prose() -> str:
     return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
-def test_topic_share_of_seed_0(prose):
-    result = train_classifier(
-        make_split(n_train=400, n_test=200, seed=0), seed=0, steps=40, eval_every=2
-    )
+def test_topic_share_over_five_seeds(prose):
+    split = make_split(n_train=400, n_test=200, seed=0)
     real = list(real_sentences())
-    _, weights = result.predict(real)
     masks = [topic_mask(word_tokens(s.text)[1], s.topic_spans) for s in real]
-    share = np.array([w[m].sum() for w, m in zip(weights, masks, strict=True)])
-    assert f"{share.mean():.2f}" == "0.96" and "0.84 to 0.96" in prose
+    english = np.array([s.lang == "en" for s in real])
+    means = []
+    for seed in range(5):
+        result = train_classifier(split, seed=seed, steps=40, eval_every=2)
+        _, weights = result.predict(real)
+        share = np.array([w[m].sum() for w, m in zip(weights, masks, strict=True)])
+        means.append(share.mean())
+        if seed == 0:
+            by_language = "(0.94 for seed 0) than on English (0.97)"
+            assert (
+                f"({share[~english].mean():.2f} for seed 0) than on English "
+                f"({share[english].mean():.2f})" == by_language
+            )
+            assert by_language in prose
+    assert f"{min(means):.2f} to {max(means):.2f}" == "0.86 to 0.97" and "0.86 to 0.97" in prose
     assert f"{np.mean([m.mean() for m in masks]):.3f}" == "0.245" and "(0.245)" in prose
 
 

