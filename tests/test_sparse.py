@@ -3,7 +3,7 @@ construction, and sliding_window_attention against torch's scaled_dot_product_at
 
 Oracles:
 - masks: ``torch.tril``/``torch.triu`` bands (written independently of our index arithmetic), the
-  Sparse Transformer's set definition (Child et al. 2019, section 4.2) as Python sets, and
+  Sparse Transformer's set definition (Child et al. 2019, section 4.3) as Python sets, and
   hypothesis properties checking the inequalities that define each pattern entry by entry;
 - attention: ``torch.nn.functional.scaled_dot_product_attention`` with the boolean band mask, and
   a dispatch mode that records every tensor the function creates (none may be ``T × T``).

@@ -11,10 +11,11 @@ model where each token is that the course teaches (chapter 5):
 - :func:`apply_rope`: rotary position embedding (旋转位置编码; Su et al. 2021). Each 2-D pair of
   dimensions of a query or key is rotated by ``position * theta_i`` with
   ``theta_i = base^(-2i/d)`` (:func:`rope_frequencies`), so ``q_m · k_n`` depends only on
-  ``m - n``. Two pairings exist: *rotate-half* (dimension ``i`` with ``i + d/2``, what Llama-family
-  models and Hugging Face ``transformers`` use; the default) and *interleaved* (``2i`` with
-  ``2i + 1``, the RoFormer paper's). They are the same up to the fixed permutation
-  :func:`interleaved_to_half`.
+  ``m - n``. Two pairings exist: *rotate-half* (dimension ``i`` with ``i + d/2``, what GPT-NeoX and
+  Hugging Face ``transformers`` use; the default) and *interleaved* (``2i`` with ``2i + 1``, the
+  RoFormer paper's and Meta's reference Llama code's). They are the same up to the fixed
+  permutation :func:`interleaved_to_half`, which Hugging Face's Llama converter applies once to the
+  rows of ``W_Q`` and ``W_K`` so that Meta's checkpoints run with rotate-half.
 - :func:`alibi_bias`: ALiBi (Press et al. 2022) adds ``-m_h * distance`` to the scores of head
   ``h`` instead of adding anything to the tokens; :func:`alibi_slopes` gives the paper's ``m_h``.
 
@@ -250,9 +251,9 @@ def apply_rope(
         ``theta_i = base^(-2i/d)``. 10000 in the RoFormer paper and Llama 2; SmolLM2-135M uses
         100000; long-context models raise it further.
     interleaved:
-        ``False`` (default): rotate-half pairing, dimension ``i`` with ``i + d/2``, as in
-        Llama-family models and ``transformers``' ``apply_rotary_pos_emb``. ``True``: the RoFormer
-        paper's pairing of ``2i`` with ``2i + 1``.
+        ``False`` (default): rotate-half pairing, dimension ``i`` with ``i + d/2``, as in GPT-NeoX
+        and ``transformers``' ``apply_rotary_pos_emb`` (its Llama models included). ``True``: the
+        pairing of ``2i`` with ``2i + 1`` of the RoFormer paper and Meta's reference Llama code.
 
     Each pair ``(a, b)`` becomes ``(a cos(p theta_i) - b sin(p theta_i),
     a sin(p theta_i) + b cos(p theta_i))``: a rotation, so norms are preserved and

@@ -141,13 +141,14 @@ def dilated_window_mask(
 
 
 def strided_mask(t: int, *, stride: int, causal: bool = True) -> NDArray[np.bool_]:
-    """The strided pattern of the Sparse Transformer (Child et al. 2019, section 4.2).
+    """The strided pattern of the Sparse Transformer (Child et al. 2019, section 4.3).
 
     Causal (the paper's, autoregressive): query ``i`` sees key ``j <= i`` when
-    ``i - j < stride`` (the local band, the paper's ``A_i^(1)``) or when ``(i - j) mod stride = 0``
-    (every ``stride``-th key before it, ``A_i^(2)``). The paper writes the band as
-    ``{max(0, i - stride), ..., i}``; its extra key ``i - stride`` is also in ``A^(2)``, so the
-    union is the same. Two such layers connect every pair (see :func:`~course_utils.sparse.reach`).
+    ``i - j < stride`` (the local band of ``stride`` keys, the paper's ``A_i^(1)``) or when
+    ``(i - j) mod stride = 0`` (every ``stride``-th key before it, ``A_i^(2)``). The paper writes
+    the band as ``{max(0, i - stride), ..., i}``, ``stride + 1`` keys; its extra key
+    ``i - stride`` is also in ``A^(2)``, so the union is the same. Two such layers connect every
+    pair (see :func:`~course_utils.sparse.reach`).
 
     ``causal=False`` is the two-sided version (``|i - j| < stride`` or ``|i - j|`` a multiple of
     ``stride``), a natural extension for encoders, not a pattern from the paper.
