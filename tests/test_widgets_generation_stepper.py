@@ -49,9 +49,9 @@ def test_cache_and_new_at_every_step():
 
 def test_switching_example_clamps_the_step():
     stepper = GenerationStepper(
-        [{"tokens": list("abcdef")}, {"tokens": list("xy")}], example=0, step=5
+        [{"tokens": list("abcdef")}, {"tokens": list("xy")}], example_index=0, step=5
     )
-    stepper.example = 1
+    stepper.example_index = 1
     assert stepper.step == 1 and stepper.new == "y"
 
 

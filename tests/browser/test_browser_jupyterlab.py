@@ -1,19 +1,28 @@
-"""Every widget of every chapter in a real JupyterLab with a kernel, driven through the notebook UI.
+"""Every widget class in a real JupyterLab with a kernel, driven through the notebook UI.
+
+The chapters are not re-run here: nbval runs every cell of every chapter (``make test-notebooks``),
+and the site tests (``test_site_audit.py``) draw and move every saved widget view of every chapter
+page. What only JupyterLab can show is the kernel half of a widget: its JavaScript and its Python
+object in step. One small instance per widget class checks that in well under a minute of kernel
+time, where running the chapters (which train small models before their widgets) cost minutes.
 
 What the tests do:
 
-1. Copy every chapter notebook that shows a widget into a temporary ``chapters/`` folder (stored
-   outputs and widget state cleared, so every widget view on the page comes from this run's kernel)
-   and start ONE JupyterLab on 127.0.0.1 for all of them (free port, random token,
-   ``--no-browser``, temporary ``JUPYTER_*``/``IPYTHONDIR``); Chromium may only talk to that server.
-   A chapter shows a widget when a code cell is tagged ``widget`` or its stored outputs hold a
-   widget view: new chapters are covered with no change here.
-2. Per chapter: open it, Run > Run All Cells, wait (bounded) until every code cell has run and the
-   kernel is idle; no cell may raise. Every widget output must be drawn as a course widget view.
-3. For every control of every view: press one key; the drawing (``.cu-stage``) must change, the
-   key must stay with the control (not JupyterLab), and Python must see the new value: a silent
-   kernel request reads the integer traits of every course widget before and after, and some trait
-   of that view's model must have changed.
+1. Write ONE gallery notebook, ``chapters/widget_gallery.ipynb`` in a temporary folder, with one
+   code cell per class of ``course_utils.widgets.__all__`` (the base ``CourseWidget`` aside):
+   ``from course_utils.widgets import X`` / ``X.example()``. Every widget class has its own
+   ``example()`` (``tests/test_widget_examples.py`` fails without it), so a new widget is covered
+   with no change here. Start ONE JupyterLab on 127.0.0.1 for it and for a scratch notebook (free
+   port, random token, ``--no-browser``, temporary ``JUPYTER_*``/``IPYTHONDIR``); Chromium may only
+   talk to that server.
+2. Open the gallery, Run > Run All Cells once, wait (bounded) until every code cell has run and the
+   kernel is idle; no cell may raise. Every cell's widget output must be drawn as a course widget
+   view.
+3. Per widget class (one test each, on that one page): for every control of its view press one key;
+   the drawing (``.cu-stage``) must change, the key must stay with the control (not JupyterLab),
+   and Python must see the new value: a silent kernel request reads the integer traits of every
+   course widget before and after, and some trait of that view's model must have changed. No page
+   error, dialog or outside request may happen meanwhile.
 4. A scratch notebook shows widgets with hostile tokens and titles: the text is shown as text (no
    ``<img>``/``<script>`` element appears) and no dialog (``alert``) fires.
 
@@ -23,6 +32,7 @@ On failure a screenshot goes to ``test-artifacts/jupyterlab-<name>.png`` and the
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -47,12 +57,11 @@ from course_site.browser import AT_END_JS, ROOT, XSS_TOKENS, block_outside, pres
 pytestmark = [pytest.mark.jupyterlab, pytest.mark.slow, pytest.mark.xdist_group("jupyterlab")]
 
 ARTIFACTS = ROOT / "test-artifacts"
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 # Bounded waits (ms). Generous: the machine may be shared and the first run imports torch.
 START_S = 120  # JupyterLab server answers /api/status
 APP_MS = 120_000  # the notebook page, its kernel connected and idle
-RUN_ALL_MS = 300_000  # every cell of the chapter has run
+RUN_ALL_MS = 300_000  # every cell of the notebook has run
 CELL_MS = 90_000  # one appended cell has run
 DRAW_MS = 10_000  # a key press redraws the widget
 
@@ -88,65 +97,40 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _read(path: Path) -> Any:
-    """A notebook, read with a retry (another helper may be saving it at this moment)."""
-    for attempt in range(5):
-        try:
-            return nbformat.read(path, as_version=4)
-        except (ValueError, OSError):  # half-written file: JSON error
-            if attempt == 4:
-                raise
-            time.sleep(1)
-    raise AssertionError("unreachable")
+def widget_classes() -> list[str]:
+    """The names in ``course_utils.widgets.__all__`` but the base, read without importing torch."""
+    init = ROOT / "src" / "course_utils" / "widgets" / "__init__.py"
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return [name for name in ast.literal_eval(node.value) if name != "CourseWidget"]
+    raise AssertionError(f"no __all__ in {init}")
 
 
-def _shows_widget(cell: Any) -> bool:
-    if cell.cell_type != "code":
-        return False
-    if "widget" in cell.get("metadata", {}).get("tags", []):
-        return True
-    return any(WIDGET_VIEW in o.get("data", {}) for o in cell.get("outputs", []))
+WIDGETS = widget_classes()
+GALLERY = "chapters/widget_gallery.ipynb"
+SCRATCH = "chapters/scratch_hostile_text.ipynb"
 
 
-def widget_chapters() -> list[Path]:
-    """Every chapter notebook with at least one widget (tagged ``widget`` or a stored view)."""
-    return [
-        path
-        for path in sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
-        if any(_shows_widget(c) for c in _read(path).cells)
-    ]
-
-
-CHAPTERS = widget_chapters()
-
-
-def _copy_chapters(work: Path) -> None:
-    """Copy the chapters to ``work/chapters/`` without stored outputs or widget state.
-
-    Each copy ends at the chapter's last widget cell: the cells after it (exercises, solutions,
-    the summary) cannot affect a widget, and nbval already runs every cell of every chapter, so
-    running them here too would only cost minutes of the test budget.
-    """
-    (work / "chapters").mkdir()
-    for path in CHAPTERS:
-        nb = _read(path)
-        last_widget = max(i for i, cell in enumerate(nb.cells) if _shows_widget(cell))
-        nb.cells = nb.cells[: last_widget + 1]
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                cell.outputs = []
-                cell.execution_count = None
-        nb.metadata.pop("widgets", None)
-        nbformat.write(nb, work / "chapters" / path.name)
-    scratch = nbformat.v4.new_notebook()
+def _notebook(cells: list[str]) -> Any:
+    nb = nbformat.v4.new_notebook()
     # A kernel named up front, or JupyterLab asks which one to start.
-    scratch.metadata["kernelspec"] = {
+    nb.metadata["kernelspec"] = {
         "name": "python3",
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
     }
-    scratch.cells = [nbformat.v4.new_code_cell(XSS_CELL)]
-    nbformat.write(scratch, work / "chapters" / "scratch_hostile_text.ipynb")
+    nb.cells = [nbformat.v4.new_code_cell(code) for code in cells]
+    return nb
+
+
+def _write_notebooks(work: Path) -> None:
+    """The gallery (cell ``i`` shows ``WIDGETS[i].example()``) and the scratch notebook."""
+    (work / "chapters").mkdir()
+    gallery = [f"from course_utils.widgets import {name}\n{name}.example()" for name in WIDGETS]
+    nbformat.write(_notebook(gallery), work / GALLERY)
+    nbformat.write(_notebook([XSS_CELL]), work / SCRATCH)
 
 
 def _stop(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
@@ -175,7 +159,7 @@ def _stop(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     work = tmp_path_factory.mktemp("lab")
-    _copy_chapters(work)
+    _write_notebooks(work)
     dirs = tmp_path_factory.mktemp("lab-dirs")
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep plt.show() working
     for var in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "IPYTHONDIR"):
@@ -370,13 +354,15 @@ def _open(page: Any, lab: dict[str, Any], notebook: str) -> None:
     page.wait_for_function(KERNEL_IDLE_JS, timeout=APP_MS)
 
 
-def _shut_down_kernels(lab: dict[str, Any]) -> None:
-    """End every kernel session, so that one chapter's kernel does not slow the next chapter."""
+def _shut_down_kernel(lab: dict[str, Any], notebook: str) -> None:
+    """End the kernel session of one notebook (another notebook's page may still be open)."""
     headers = {"Authorization": f"token {lab['token']}"}
     request = urllib.request.Request(f"{lab['base']}api/sessions", headers=headers)
     with urllib.request.urlopen(request, timeout=10) as r:
         sessions = json.load(r)
     for session in sessions:
+        if session.get("path") != notebook:
+            continue
         delete = urllib.request.Request(
             f"{lab['base']}api/sessions/{session['id']}", method="DELETE", headers=headers
         )
@@ -394,13 +380,14 @@ def _run_all(page: Any) -> None:
 
 
 class _Session:
-    """A browser page on the lab server that records every outside request, dialog and error."""
+    """A browser page on one notebook of the lab server that records every outside request,
+    dialog and page error; on leaving it ends that notebook's kernel."""
 
-    def __init__(self, browser: Any, lab: dict[str, Any], name: str) -> None:
+    def __init__(self, browser: Any, lab: dict[str, Any], name: str, notebook: str) -> None:
         self.blocked: list[str] = []
         self.dialogs: list[str] = []
         self.page_errors: list[str] = []
-        self.lab, self.name = lab, name
+        self.lab, self.name, self.notebook = lab, name, notebook
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
         self.context.set_default_timeout(60_000)
         block_outside(self.context, (lab["base"],), self.blocked)
@@ -412,6 +399,9 @@ class _Session:
         self.dialogs.append(f"{dialog.type}: {dialog.message}")
         dialog.dismiss()
 
+    def open(self) -> None:
+        _open(self.page, self.lab, self.notebook)
+
     def __enter__(self) -> _Session:
         ARTIFACTS.mkdir(exist_ok=True)
         return self
@@ -419,50 +409,72 @@ class _Session:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         try:
             if exc_type is not None:
-                try:
-                    shot = ARTIFACTS / f"jupyterlab-{self.name}.png"
-                    self.page.screenshot(path=str(shot), full_page=True)
-                finally:
-                    shutil.copyfile(self.lab["log"], ARTIFACTS / "jupyterlab-server.log")
+                self.save_failure(self.name)
         finally:
             self.context.close()
-            _shut_down_kernels(self.lab)
+            _shut_down_kernel(self.lab, self.notebook)
 
-    def check_clean(self) -> None:
-        assert self.dialogs == [], self.dialogs
-        assert not self.page_errors, self.page_errors
-        assert not self.blocked, f"JupyterLab page requested outside addresses: {self.blocked}"
+    def save_failure(self, name: str) -> None:
+        """A screenshot of the page and the server log, for a failed test."""
+        try:
+            self.page.screenshot(path=str(ARTIFACTS / f"jupyterlab-{name}.png"), full_page=True)
+        finally:
+            shutil.copyfile(self.lab["log"], ARTIFACTS / "jupyterlab-server.log")
+
+    def mark(self) -> tuple[int, int, int]:
+        """How many dialogs, page errors and outside requests there were so far."""
+        return len(self.dialogs), len(self.page_errors), len(self.blocked)
+
+    def check_clean(self, since: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """No dialog, page error or outside request since ``since`` (a :meth:`mark`)."""
+        dialogs, errors, blocked = since
+        assert self.dialogs[dialogs:] == [], self.dialogs[dialogs:]
+        assert not self.page_errors[errors:], self.page_errors[errors:]
+        assert not self.blocked[blocked:], (
+            f"JupyterLab page requested outside addresses: {self.blocked[blocked:]}"
+        )
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_chapter_widgets_in_jupyterlab(chapter: Path, lab: dict[str, Any], browser: Any) -> None:
-    expected = sum(
-        _shows_widget(c) and any(WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", []))
-        for c in _read(chapter).cells
-    )
-    with _Session(browser, lab, chapter.stem) as s:
-        _open(s.page, lab, f"chapters/{chapter.name}")
+@pytest.fixture(scope="module")
+def gallery(lab: dict[str, Any], browser: Any) -> Iterator[dict[str, Any]]:
+    """The gallery notebook, run once: its session and the course widget view of every cell."""
+    with _Session(browser, lab, "gallery", GALLERY) as s:
+        s.open()
         _run_all(s.page)
-        # Every widget output of the chapter is rendered as a course widget view.
+        # Every widget output of the gallery is rendered as a course widget view.
         s.page.wait_for_function(
-            f"() => {{ const r = ({VIEWS_JS})(); "
-            "return r.expected > 0 && r.views.length === r.expected; }",
+            f"(n) => {{ const r = ({VIEWS_JS})(); "
+            "return r.expected === n && r.views.length === r.expected; }",
+            arg=len(WIDGETS),
             timeout=CELL_MS,
         )
         views = s.page.evaluate(VIEWS_JS)["views"]
-        assert len(views) >= expected, (
-            f"{len(views)} widget views, the stored chapter has {expected}"
-        )
-        checked = _move_controls(s.page, views)
-        assert checked >= len(views), f"only {checked} control(s) checked"
         s.check_clean()
+        yield {"session": s, "views": views}
+
+
+@pytest.mark.parametrize("name", WIDGETS)
+def test_widget_example_in_jupyterlab(name: str, gallery: dict[str, Any]) -> None:
+    """``name.example()`` in the gallery: every control redraws it and Python sees the move."""
+    s = gallery["session"]
+    cell = WIDGETS.index(name)
+    views = [v for v in gallery["views"] if v["cell"] == cell]
+    assert len(views) == 1, f"cell {cell} ({name}.example()) shows {len(views)} widget views"
+    since = s.mark()
+    try:
+        checked = _move_controls(s.page, views)
+        assert checked >= 1, f"{name}: no control checked"
+        s.check_clean(since)
+    except BaseException:
+        s.save_failure(name)
+        raise
 
 
 def test_learner_text_is_never_html_in_jupyterlab(lab: dict[str, Any], browser: Any) -> None:
     """Hostile tokens and titles stay text in JupyterLab too, and no dialog fires."""
-    with _Session(browser, lab, "hostile-text") as s:
+    with _Session(browser, lab, "hostile-text", SCRATCH) as s:
         page = s.page
-        _open(page, lab, "chapters/scratch_hostile_text.ipynb")
+        s.open()
         _run_all(page)
         sel = ".jp-Notebook .cu-widget"
         page.wait_for_function(

@@ -22,7 +22,7 @@ the layer.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -138,6 +138,40 @@ class BlockTracer(CourseWidget):
             self.token = check_index(token, "token", len(tokens))
             self.layer = check_index(layer, "layer", len(blocks))
         self._check_budget("use fewer tokens or layers")
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 6's counting model (two pre-LN blocks, ``d_model = 16``, 4 heads), untrained
+        (seed 0), on the chapter's letters ``abacdbaeaf``; each line under the drawing gives the
+        count the model is meant to learn.
+
+        >>> w = BlockTracer.example()
+        >>> w
+        BlockTracer(2 layers, 10 tokens, token=0, layer=0)
+        >>> w.answers[0]
+        "'a' occurs 4 time(s) in abacdbaeaf"
+        >>> s = w.steps                                  # (7 steps, d_model)
+        >>> bool(np.allclose(s[3], s[0] + s[2]))         # stream after attention = in + attention
+        True
+        >>> w.layer = 1
+        >>> w.weights.shape                              # (heads, T): token 0's weights in layer 1
+        (4, 10)
+        """
+        from ..experiments.counting import CountingModel, encode
+
+        text = "abacdbaeaf"
+        with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
+            torch.manual_seed(0)
+            model = CountingModel(6, len(text)).eval()
+        with torch.no_grad():
+            embedded = model.embed(encode(text))[0]  # (T, d_model)
+        return cls(
+            list(model.blocks),
+            embedded,
+            list(text),
+            answers=[f"'{c}' occurs {text.count(c)} time(s) in {text}" for c in text],
+            title="One token's vector through two untrained blocks",
+        )
 
     @staticmethod
     def _run(blocks: Sequence[TransformerBlock], x: NDArray) -> tuple[NDArray, NDArray]:

@@ -18,7 +18,7 @@ array([0.7, 0.2, 0.1])
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -86,6 +86,32 @@ class CrossAttentionView(CourseWidget):
         self._weights = [p[3] for p in parsed]
         self.example_index = example_index
         self._check_budget()
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 8's reversal model, untrained (seed 0), on one batch of ``"cab"`` and ``"ja"``
+        (padded to 3), decoded with and without the key-padding mask.
+
+        >>> w = CrossAttentionView.example()
+        >>> w.sources[1]
+        ['j', 'a', '<pad>']
+        >>> w.example_index = 1                    # "ja" with the mask: no weight on its padding
+        >>> float(w.frame(1)[:, 2].max())
+        0.0
+        >>> bool(w.frame(3)[:, 2].min() > 0)       # the same word without the mask: some
+        True
+        """
+        import torch
+
+        from ..experiments.reversal import ReversalModel, cross_attention_rows
+
+        with torch.random.fork_rng(devices=[]):  # seed the weights, leave the caller's RNG alone
+            torch.manual_seed(0)
+            model = ReversalModel().eval()
+        words = ["cab", "ja"]
+        rows = cross_attention_rows(model, words)
+        rows += cross_attention_rows(model, words, use_padding_mask=False)
+        return cls(rows, title="Cross-attention: where each output step looks in the source")
 
     _sequence_index = ("example_index", "step_index", "outputs")
     _v_index = traitlets.validate("example_index", "step_index")(CourseWidget._valid_index)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -121,6 +121,31 @@ class FourSteps(CourseWidget):
             self.value_labels = cols
         self._recompute()
         self.step_index = step_index
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 3's four steps on 小明在银行边的长椅上看书
+        (:func:`course_utils.data.bank_example`): eight words as queries and keys, the six
+        features as value columns.
+
+        >>> w = FourSteps.example()
+        >>> w.key_tokens[5], w.value_labels[:2]
+        ('长椅', ['person', 'action'])
+        >>> w.step_index = 2                  # the softmax weights
+        >>> w.current[5].round(2)             # 长椅 (bench) looks at 银行 (bank) and 边 (side)
+        array([0.04, 0.11, 0.31, 0.31, 0.04, 0.04, 0.11, 0.04])
+        """
+        from ..data import FEATURES, bank_example
+
+        bank = bank_example()
+        return cls(
+            bank.Q,
+            bank.K,
+            bank.V,
+            tokens=list(bank.tokens),
+            value_labels=list(FEATURES),
+            title="The four steps on 小明在银行边的长椅上看书",
+        )
 
     _v_index = traitlets.validate("step_index")(CourseWidget._valid_index)
 

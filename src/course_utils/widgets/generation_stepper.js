@@ -9,7 +9,7 @@ function render({ model, el }) {
   // keeps its id and focus.
   const picker = CU.sequenceControls({
     model,
-    outer: "example",
+    outer: "example_index",
     inner: "step",
     sequences: "tokens",
     options: model.get("names"),
@@ -28,7 +28,7 @@ function render({ model, el }) {
   const out = CU.html("p", { class: "cu-gstep-out", "aria-live": "polite" }, stage);
 
   function update() {
-    const ex = model.get("example");
+    const ex = model.get("example_index");
     const tokens = model.get("tokens")[ex];
     const packed = model.get("frames")[ex];
     const T = tokens.length;
@@ -93,7 +93,7 @@ function render({ model, el }) {
     picker.sync();
   }
 
-  return CU.live(model, [["change:step change:example change:frames", update]], update);
+  return CU.live(model, [["change:step change:example_index change:frames", update]], update);
 }
 
 export default { render };

@@ -18,7 +18,7 @@ are *new*. Python checks and packs the weights; the JavaScript only looks them u
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -74,7 +74,7 @@ class GenerationStepper(CourseWidget):
         Each ``{"name": str, "tokens": list[str], "weights": (T, T) array}``; ``weights`` are the
         causal attention weights of one head (default: uniform over the visible tokens, i.e. just
         the mask). 1 to 16 tokens each.
-    example, step : int
+    example_index, step : int
         Initial example and generation step.
     """
 
@@ -83,11 +83,16 @@ class GenerationStepper(CourseWidget):
     names = traitlets.List(Text()).tag(sync=True)
     tokens = traitlets.List().tag(sync=True)  # per example: list of T tokens
     frames = traitlets.List().tag(sync=True)  # per example: packed weights (T, T)
-    example = traitlets.Int(0).tag(sync=True)
+    example_index = traitlets.Int(0).tag(sync=True)  # which example is shown
     step = traitlets.Int(0).tag(sync=True)
 
     def __init__(
-        self, examples: Sequence[dict[str, Any]], *, example: int = 0, step: int = 0, **kwargs: Any
+        self,
+        examples: Sequence[dict[str, Any]],
+        *,
+        example_index: int = 0,
+        step: int = 0,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if isinstance(examples, dict) or not isinstance(examples, Sequence) or not examples:
@@ -98,22 +103,55 @@ class GenerationStepper(CourseWidget):
             self.tokens = [c["tokens"] for c in checked]
             self.frames = [pack_array(c["weights"]) for c in checked]
         self._check_budget()
-        self.example = example
+        self.example_index = example_index
         self.step = step
 
-    _sequence_index = ("example", "step", "tokens")
-    _v_index = traitlets.validate("example", "step")(CourseWidget._valid_index)
-    _clamp_step = traitlets.observe("example")(CourseWidget._keep_position_within)
+    @classmethod
+    def example(cls) -> Self:
+        """A small example: the seed's 看书真好 twice, with the causal weights of
+        :func:`course_utils.data.reading_example` and with the mask alone (uniform over the
+        visible tokens), at step 2.
+
+        >>> w = GenerationStepper.example()
+        >>> w.names
+        ['看书真好 (reading_example, causal weights)', "看书真好 (the seed's table)"]
+        >>> w.cached, w.new, w.row.round(2).tolist()     # 真 reads 看 and 书 from the cache
+        (['看', '书'], '真', [0.07, 0.56, 0.37, 0.0])
+        >>> w.example_index = 1                          # the second example
+        >>> w.row.round(2).tolist()
+        [0.33, 0.33, 0.33, 0.0]
+        """
+        from ..data import reading_example
+        from ..masks import causal_mask
+
+        reading = reading_example()
+        _, weights = reading.attention(causal_mask(reading.T))  # (T, T), lower triangular
+        tokens = list(reading.tokens)
+        return cls(
+            [
+                {
+                    "name": "看书真好 (reading_example, causal weights)",
+                    "tokens": tokens,
+                    "weights": weights,
+                },
+                {"name": "看书真好 (the seed's table)", "tokens": tokens},
+            ],
+            step=2,
+        )
+
+    _sequence_index = ("example_index", "step", "tokens")
+    _v_index = traitlets.validate("example_index", "step")(CourseWidget._valid_index)
+    _clamp_step = traitlets.observe("example_index")(CourseWidget._keep_position_within)
 
     _repr_format = "{name!r}, step={step}"
 
     def _repr_values(self) -> dict[str, Any]:
-        return {"name": self.names[self.example]}
+        return {"name": self.names[self.example_index]}
 
     @property
     def weights(self) -> NDArray:
         """The current example's weights ``(T, T)`` as packed (3 decimals)."""
-        packed = self.frames[self.example]
+        packed = self.frames[self.example_index]
         return np.asarray(packed["data"], dtype=np.float64).reshape(packed["shape"])
 
     @property
@@ -124,9 +162,9 @@ class GenerationStepper(CourseWidget):
     @property
     def cached(self) -> list[str]:
         """Tokens whose keys and values come from the cache at this step."""
-        return self.tokens[self.example][: self.step]
+        return self.tokens[self.example_index][: self.step]
 
     @property
     def new(self) -> str:
         """The token whose query, key and value are computed at this step."""
-        return self.tokens[self.example][self.step]
+        return self.tokens[self.example_index][self.step]

@@ -35,7 +35,7 @@ A text box lets the reader type a sentence of their own (at most ``MAX_BROWSER_T
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -139,6 +139,30 @@ class HeadExplorer(CourseWidget):
             f"{L}-{H}": translate_parts(str(t)) for (L, H), t in (notes or {}).items()
         }
         self._check_budget(BUDGET_HINT)
+
+    @classmethod
+    def example(cls) -> Self:
+        """Two of chapter 4's sentences through all-MiniLM-L6-v2 (the shipped model), showing head
+        2 of layer 0, a head that looks at the previous token.
+
+        >>> w = HeadExplorer.example()
+        >>> len(w.labels), w.n_layers, w.n_heads
+        (2, 6, 12)
+        >>> w.tokens[1]
+        ['[CLS]', 'snow', ',', 'snow', 'and', 'more', 'snow', '.', '[SEP]']
+        >>> w.sentence_index = 1
+        >>> w.weights.argmax(axis=1)[2:8].tolist()   # each word looks at the one before it
+        [1, 2, 3, 4, 5, 6]
+        """
+        import torch
+
+        with torch.random.fork_rng(devices=[]):  # loading the model draws initial weights
+            return cls(
+                ["The cat sat on the mat.", "Snow, snow and more snow."],
+                layer=0,
+                head=2,
+                title="all-MiniLM-L6-v2: one head's attention map",
+            )
 
     def _append(self, text: str) -> None:
         from ..pretrained import attention_maps

@@ -17,7 +17,7 @@ by mean-pooling, :func:`course_utils.gqa.relative_output_change`); JavaScript on
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -88,6 +88,21 @@ class HeadGrouping(CourseWidget):
             if n_kv_heads not in options:
                 raise ValueError(f"n_kv_heads must be one of {options}; got {n_kv_heads!r}")
             self.kv_index = options.index(n_kv_heads)
+
+    @classmethod
+    def example(cls) -> Self:
+        """Twelve query heads (all-MiniLM-L6-v2's, chapter 10), four of them per k/v head.
+
+        >>> w = HeadGrouping.example()
+        >>> w.kv_options, w.n_kv_heads
+        ([12, 6, 4, 3, 2, 1], 3)
+        >>> w.groups()[1]                      # k/v head 1 serves query heads 4 to 7
+        [4, 5, 6, 7]
+        >>> w.kv_index = len(w.kv_options) - 1  # multi-query: one k/v head for all
+        >>> len(w.groups()[0])
+        12
+        """
+        return cls(12, n_kv_heads=3)
 
     _v_index = traitlets.validate("kv_index", "query_index")(CourseWidget._valid_index)
 

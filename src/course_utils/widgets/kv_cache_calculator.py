@@ -17,7 +17,7 @@ in the memory, with bars of the total at every context of the grid.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -123,6 +123,19 @@ class KVCacheCalculator(CourseWidget):
         self._apply_preset()
         self.context_index = CONTEXTS.index(context)
         self.memory_index = MEMORIES_GIB.index(memory_gib)
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 10's calculator: Llama 3 8B at a context of 32k tokens, 40 GiB for the cache.
+
+        >>> w = KVCacheCalculator.example()
+        >>> w.model_name, w.total_bytes() / 2**30, w.batch_that_fits()
+        ('Llama 3 8B', 4.0, 10)
+        >>> w.dtype_index = 2                     # 8-bit numbers: half the cache, twice the batch
+        >>> w.total_bytes() / 2**30, w.batch_that_fits()
+        (2.0, 20)
+        """
+        return cls("Llama 3 8B", context=32768, memory_gib=40)
 
     # -- validation of every index trait ---------------------------------------------------
     _v_index = traitlets.validate(*INDEX_SIZES)(CourseWidget._valid_index)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -120,6 +120,19 @@ class KVCacheCompare(CourseWidget):
         self.latent_index = self._nearest(self.latents, DEEPSEEK_V2["d_latent_kv"])
         self.rope_index = self._nearest(self.ropes, DEEPSEEK_V2["d_head_rope"])
         self.context_index = self._nearest(self.contexts, 32768)
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 11's comparison: DeepSeek-V2's shape, MLA with ``d_c = 512`` and
+        ``d_h^R = 64``, at 32k tokens.
+
+        >>> w = KVCacheCompare.example()
+        >>> w
+        KVCacheCompare(d_c=512, d_h^R=64, context=32768)
+        >>> {k: round(v / 2**30, 2) for k, v in w.total_bytes().items()}     # GiB, one sequence
+        {'MHA': 120.0, 'GQA': 7.5, 'MQA': 0.94, 'MLA': 2.11}
+        """
+        return cls()
 
     @staticmethod
     def _nearest(grid: list[int], value: int) -> int:

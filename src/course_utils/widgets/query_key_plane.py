@@ -21,7 +21,7 @@ array([0.164, 0.673, 0.164])
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -114,6 +114,35 @@ class QueryKeyPlane(CourseWidget):
         default_len = max(0, len(grid_lengths) - 2)
         self.length_index = check_index(
             default_len if length_index is None else length_index, "length_index", len(grid_lengths)
+        )
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 1's plane (:func:`course_utils.data.query_plane_example`): four keys, plain dot
+        products, the query at 190 degrees and length 2, close to the chapter's query.
+
+        >>> w = QueryKeyPlane.example()
+        >>> w.key_labels, (w.angle, w.length)
+        (['cat', 'tiger', 'bicycle', 'truck'], (190.0, 2.0))
+        >>> w.weights.round(3)                 # the small animal wins
+        array([0.702, 0.295, 0.002, 0.001])
+        >>> w.angle_index = 4                  # 40 degrees: towards the big vehicles
+        >>> w.key_labels[int(w.weights.argmax())]
+        'truck'
+        """
+        from ..data import query_plane_example
+
+        plane = query_plane_example()
+        return cls(
+            plane.keys,
+            plane.values,
+            key_labels=list(plane.labels),
+            scale=1.0,
+            n_angles=36,
+            lengths=[0.25, 0.5, 1.0, 2.0, 4.0],
+            angle_index=19,
+            length_index=3,
+            title="Soft lookup in a plane: move the query",
         )
 
     # ---- validation ---------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -124,6 +124,23 @@ class RopeDial(CourseWidget):
         )
         self.position_index = check_index(position_index, "position_index", self.n_positions)
         self.distance_index = check_index(distance_index, "distance_index", self.n_distances)
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 5's dials: the seeded pair of 8 dimensions (4 dials), bases 10, 100 and 10000.
+
+        >>> w = RopeDial.example()
+        >>> w.bases, w.base, (w.key_position, w.query_position)
+        ([10.0, 100.0, 10000.0], 10000.0, (0, 3))
+        >>> s = w.score
+        >>> w.position_index = 20                 # both tokens 20 places on: the dials turn ...
+        >>> (w.key_position, w.query_position), bool(abs(w.score - s) < 1e-9)   # ... same score
+        ((20, 23), True)
+        >>> w.base_index = 0                      # base 10: faster dials, another score at Δ = 3
+        >>> bool(abs(w.score - s) > 0.01)
+        True
+        """
+        return cls(title="RoPE: one dial per pair of dimensions")
 
     _v_index = traitlets.validate("base_index", "position_index", "distance_index")(
         CourseWidget._valid_index

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -93,6 +93,23 @@ class ScalingExplorer(CourseWidget):
         middle = len(grid) // 2
         self.d_k_index = check_index(
             middle if d_k_index is None else d_k_index, "d_k_index", len(grid)
+        )
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 2's explorer: ``d_k`` from 1 to 1024, 8 keys per query, 400 seeded rows.
+
+        >>> w = ScalingExplorer.example()
+        >>> w.d_k
+        32
+        >>> w.d_k_index = len(w.d_ks) - 1       # d_k = 1024: raw scores saturate the softmax
+        >>> stats = w.stats
+        >>> round(stats["unscaled"].max_weight, 2), round(stats["scaled"].max_weight, 2)
+        (0.97, 0.37)
+        """
+        return cls(
+            seed=0,
+            title="Scores and softmax as d_k grows: without scaling (left), with 1/√d_k (right)",
         )
 
     @staticmethod

@@ -16,7 +16,7 @@ array([0.33, 0.67])
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 import traitlets
 from numpy.typing import NDArray
@@ -100,6 +100,35 @@ class SentenceAttention(CourseWidget):
         self.set_sentences(sentences, w_q=w_q, w_k=w_k)
         self.sentence_index = sentence_index
         self.query_index = query_index
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 1's two sentences (:func:`course_utils.data.bank_example` and
+        :func:`~course_utils.data.english_example`) with their shared ``W_Q`` and ``W_K``; the
+        query is 看书 (reading).
+
+        >>> w = SentenceAttention.example()
+        >>> w.labels
+        ['小明在银行边的长椅上看书', 'the cat sat on the mat']
+        >>> w.query_token, w.sentence[int(w.weights.argmax())]   # who reads?
+        ('看书', '小明')
+        >>> w.sentence_index, w.query_index = 1, 2
+        >>> w.query_token, w.sentence[int(w.weights.argmax())]   # who sat?
+        ('sat', 'cat')
+        """
+        from ..data import bank_example, english_example
+
+        bank, cat = bank_example(), english_example()
+        return cls(
+            [
+                ("".join(bank.tokens), list(bank.tokens), bank.X),
+                (cat.translation, list(cat.tokens), cat.X),
+            ],
+            w_q=bank.W_Q,
+            w_k=bank.W_K,
+            query_index=bank.tokens.index("看书"),
+            title="Self-attention over a sentence: pick a query token",
+        )
 
     def set_sentences(
         self, sentences: Sequence[Any], *, w_q: Any | None = None, w_k: Any | None = None

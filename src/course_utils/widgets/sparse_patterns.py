@@ -21,7 +21,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -161,6 +161,27 @@ class SparsePatterns(CourseWidget):
         self.pattern_index = names.index(pattern)
         self.t_index, self.param_index = T_VALUES.index(t), PARAM_VALUES.index(param)
         self.extra_index = EXTRA_VALUES.index(extra)
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 9's explorer: window + global, ``T = 24``, window 3, one global token.
+
+        >>> w = SparsePatterns.example()
+        >>> w.pattern_names[w.pattern_index], round(w.density, 3)
+        ('window + global', 0.271)
+        >>> w.pattern_index = 0                # causal, window 3: itself and the 2 tokens before
+        >>> w.pattern_names[w.pattern_index], round(w.density, 3)
+        ('sliding window', 0.12)
+        >>> int(w.reach[0].sum()), int(w.reach[-1].sum())   # heard from after 1 and 8 layers
+        (3, 17)
+        """
+        return cls(
+            "window + global",
+            t=24,
+            param=3,
+            extra=1,
+            title="Sparse patterns: the mask, its cost, and the receptive field of the last token",
+        )
 
     def _recompute(self) -> None:
         frames: dict[str, Any] = {}

@@ -19,7 +19,7 @@ array([1.33, 0.99])
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -98,6 +98,31 @@ class TemperatureMix(CourseWidget):
         if isinstance(start, bool) or not isinstance(start, int | np.integer):
             raise TypeError(f"t_index must be an int; got {type(start).__name__}")
         self.t_index = int(start)
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 3's row: the plane query's scaled scores against the four keys of
+        :func:`course_utils.data.query_plane_example`, whose values are the keys' own points.
+
+        >>> w = TemperatureMix.example()
+        >>> w.labels, w.temperature
+        (['cat', 'tiger', 'bicycle', 'truck'], 1.0)
+        >>> w.weights.round(3)
+        array([0.621, 0.365, 0.009, 0.005])
+        >>> w.t_index = 0                     # τ = 0.1: the output is almost cat's value
+        >>> w.output.round(2)
+        array([-1.5 , -0.99])
+        """
+        from ..data import query_plane_example
+
+        plane = query_plane_example()
+        scores = plane.keys @ plane.query / np.sqrt(2.0)  # (T_k,): scaled scores of the query
+        return cls(
+            scores,
+            plane.values,
+            labels=list(plane.labels),
+            title="One row of scores at different temperatures: weights (left) and output (right)",
+        )
 
     _v_index = traitlets.validate("t_index")(CourseWidget._valid_index)
 

@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import traitlets
@@ -112,6 +112,31 @@ class TilingExplorer(CourseWidget):
         self._recompute()
         self.causal = bool(causal)
         self.step_index = step_index
+
+    @classmethod
+    def example(cls) -> Self:
+        """Chapter 12's tiles: 小明在银行边的长椅上看书 (:func:`course_utils.data.bank_example`),
+        tiles of 4 query rows by 2 key columns.
+
+        >>> w = TilingExplorer.example()
+        >>> w.n_steps, w.tile                # 8 tiles; the first: rows 0-3, columns 0-1
+        (8, (0, 4, 0, 2))
+        >>> w.step_index = 3                 # after the first row of tiles: rows 0-3 are exact
+        >>> float(np.abs(w.output - w.exact)[:4].max()) < 1e-12
+        True
+        """
+        from ..data import bank_example
+
+        bank = bank_example()
+        return cls(
+            bank.Q,
+            bank.K,
+            bank.V,
+            tokens=list(bank.tokens),
+            block_q=4,
+            block_k=2,
+            title="Tiled attention on 小明在银行边的长椅上看书, one tile at a time",
+        )
 
     # -- validation of the controls ------------------------------------------------------------
     _v_index = traitlets.validate("step_index", "memory_index")(CourseWidget._valid_index)

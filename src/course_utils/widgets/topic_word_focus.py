@@ -22,9 +22,10 @@ real model); JavaScript only looks them up, so the widget works on the static si
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
+import torch
 import traitlets
 from numpy.typing import NDArray
 
@@ -146,6 +147,30 @@ class TopicWordFocus(CourseWidget):
             self.option_index = option_index
             self.k_index = 0
         self._check_budget("use fewer or shorter sentences, or a smaller k_max")
+
+    @classmethod
+    def example(cls) -> Self:
+        """A briefly trained classifier (40 full-batch steps on 300 template sentences, seed 0) on
+        two hand-written sentences, one English and one Chinese; removal by attention chosen.
+
+        >>> w = TopicWordFocus.example()
+        >>> w.labels[0], w.topic[0]
+        ('The striker scored a late goal and the team won the match.', 'sport')
+        >>> w.option_names[w.option_index], w.removed_words        # the top-1 word by attention
+        ('top-k words by attention', ['team'])
+        """
+        from ..topic_focus import make_split, real_sentences, train_classifier
+
+        # Training seeds torch and loading MiniLM draws initial weights: leave the caller's RNG.
+        with torch.random.fork_rng(devices=[]):
+            result = train_classifier(make_split(300, 60, seed=0), seed=0, steps=40)
+            return cls(
+                result,
+                [real_sentences()[i] for i in (0, 44)],
+                k_max=2,
+                option_index=1,
+                title="Which words does the decision rest on?",
+            )
 
     _v_index = traitlets.validate("sentence_index", "option_index", "k_index")(
         CourseWidget._valid_index
