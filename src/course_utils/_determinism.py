@@ -1,23 +1,25 @@
-"""Run torch reproducibly: one thread, deterministic algorithms and (for training) float64.
+"""Run torch reproducibly on any machine: one thread, deterministic algorithms, float64 training
+with the weights kept on float32's grid.
 
 One home for the context managers every seeded experiment and measurement uses.
 
 - One thread fixes the order of every floating-point sum, and on a busy two-core machine it is
   also much faster for the course's tiny models than two threads competing for the cores.
-- Float64 makes the numbers the same on *other* machines too. Which kernels torch and MKL run
-  depends on the processor (AVX2, AVX-512, Intel or AMD code paths), and each rounds the last
-  bits differently. In float32 (about 7 digits) a training run of a few hundred steps amplifies
-  that noise until a printed accuracy or a generated word changes (0.989 on one machine, 0.976
-  on another). In float64 (about 16 digits) the same noise stays around 1e-12, far below the
-  two to four digits the chapters print. The models are tiny, so it costs little time
-  (measured: 1.2 to 1.6 times the float32 time of the chapters' experiments).
-- Float64 alone is not enough: training is chaotic, and a difference of 1e-16 grows by a few
-  per cent a step until, after a few hundred steps, a held-out loss differs in its third digit
-  (measured: 0.0251 against 0.0253 in chapter 8). So :func:`snap_to_float32` rounds the weights
-  to float32's grid after every step. Two machines then hold the *same* weights after each step
+- Which kernels torch and MKL run depends on the processor (AVX2, AVX-512, Intel or AMD code
+  paths) and on the thread count, and each rounds the last bits differently. Training is chaotic:
+  a difference in the last bits grows by a few per cent a step, so in float32 (about 7 digits) a
+  run of a few hundred steps prints another accuracy or generates another word on another
+  machine (0.989 against 0.976 in chapter 6 on an Intel Xeon). Float64 (about 16 digits) alone only
+  delays this (measured here: a held-out loss of 0.0251 under AVX2 kernels, 0.0253 under the
+  default ones, in chapter 8).
+- So the experiments train in float64 and :func:`snap_to_float32` rounds the weights to
+  float32's grid after every step. Two machines then hold the *same* weights after each step
   unless a float64 value falls within about 1e-16 of a point halfway between two float32
-  numbers (odds of about 1e-9 per weight and step; a run of the chapters' experiments makes
-  1e6 to 3e7 such roundings), so the noise is wiped out instead of amplified.
+  numbers (odds of about 1e-9 per weight and step; one of the chapters' experiments makes 1e6 to
+  3e7 such roundings), so the noise is wiped out at every step instead of amplified. Measured:
+  the same weights, bit for bit, under torch's default and AVX2 kernels, 1 to 4 threads and
+  MKL's other code paths (``MKL_CBWR``). The models are tiny, so float64 costs little (1.2 to 1.6
+  times the float32 time).
 - The initial weights are drawn in float64 and snapped too: torch's float32 random normal
   numbers themselves differ in their last bits between kernel sets (measured: up to 1.3e-6).
 
