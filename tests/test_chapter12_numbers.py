@@ -54,7 +54,7 @@ def test_the_time_ratios_quoted_are_the_recorded_ones(reading, bench):
     )
     recorded = tuple(f"{x:.2f}" for x in (min(two), max(two), min(one), max(one)))
     assert quoted == recorded
-    # "inside the goal of 1.5 times ... in all six cases"
+    # "under 1.5 times in all six cases"
     assert "in all six cases" in reading
     assert len(two + one) == 6 and max(two + one) <= 1.5
 
