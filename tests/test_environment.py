@@ -254,3 +254,34 @@ def test_no_file_pins_torchs_cpu_kernels(path):
     ``tests/test_cross_machine.py`` runs nbval under each kernel set and thread count."""
     text = (REPO / path).read_text(encoding="utf-8")
     assert "ATEN_CPU_CAPABILITY" not in text, f"{path} pins torch's CPU kernels"
+
+
+def test_xdist_group_keeps_a_group_on_one_worker(tmp_path):
+    """`make test` relies on ``--dist loadgroup`` to run an expensive module on one worker (the
+    SmolLM2 reference, JupyterLab's server, the PDFs read back). pytest 9.2 stores node ids in a
+    way pytest-xdist 3.8 cannot tag, and every group was silently split across both workers (each
+    loaded its own 25-60 s fixtures): requirements.txt pins pytest 9.1.1 for that reason."""
+    (tmp_path / "test_grouped.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+            import pathlib
+            import pytest
+
+            pytestmark = pytest.mark.xdist_group("together")
+
+            @pytest.mark.parametrize("i", range(6))
+            def test_here(i):
+                with open(pathlib.Path(__file__).with_name("workers.txt"), "a") as out:
+                    out.write(os.environ["PYTEST_XDIST_WORKER"] + "\\n")
+            """
+        )
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadgroup", "-o", "addopts=", str(tmp_path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    workers = set((tmp_path / "workers.txt").read_text().split())
+    assert len(workers) == 1, f"one group ran on {sorted(workers)}"
