@@ -330,7 +330,7 @@ def _chapter_widgets():
     """Every widget of every chapter, with the notebooks' own titles and text arguments."""
     import torch
 
-    from course_utils.data import FEATURES, bank_example, english_example, query_plane_example
+    from course_utils.data import bank_example, english_example, query_plane_example
     from course_utils.experiments.reversal import cross_attention_rows, train_reversal
     from course_utils.transformer import TransformerBlock
     from course_utils.widgets import (
@@ -377,14 +377,7 @@ def _chapter_widgets():
             labels=list(plane.labels),
             title="One row of scores at different temperatures: weights (left) and output (right)",
         ),
-        FourSteps(
-            bank.Q,
-            bank.K,
-            bank.V,
-            tokens=list(bank.tokens),
-            value_labels=list(FEATURES),
-            title="The four steps on 小明在银行边的长椅上看书",
-        ),
+        FourSteps.example(),
         RopeDial(title="RoPE: one dial per pair of dimensions"),
         GenerationStepper(
             [
@@ -407,15 +400,7 @@ def _chapter_widgets():
             measured_label="MiniLM, output change of mean-pooling alone (mean of 6 layers)",
         ),
         KVCacheCompare(),
-        TilingExplorer(
-            bank.Q,
-            bank.K,
-            bank.V,
-            tokens=list(bank.tokens),
-            block_q=4,
-            block_k=2,
-            title="Tiled attention on 小明在银行边的长椅上看书, one tile at a time",
-        ),
+        TilingExplorer.example(),
     ]
     torch.manual_seed(0)
     blocks = [TransformerBlock(16, 4, 64).double().eval() for _ in range(2)]
