@@ -277,10 +277,13 @@ def test_xdist_group_keeps_a_group_on_one_worker(tmp_path):
             """
         )
     )
+    # Only xdist is loaded (no other plugin autoloads): starting three pytest processes with every
+    # installed plugin (nbval, Jupyter, hypothesis...) took 16-23 s, this takes a few.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
+        [sys.executable, "-m", "pytest", "-q", "-p", "xdist", "-p", "no:cacheprovider", "-n", "2",
          "--dist", "loadgroup", "-o", "addopts=", str(tmp_path)],
-        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-2000:]
     workers = set((tmp_path / "workers.txt").read_text().split())

@@ -451,6 +451,8 @@ def _text_values(widget) -> list[str]:
     return [v for v in values if v]
 
 
+# Both tests of the zh_widgets fixture on one xdist worker (--dist loadgroup): it takes 15-18 s.
+@pytest.mark.xdist_group("zh_widgets")
 def test_widget_text_traits_are_chinese(zh_widgets):
     bad = {}
     for w in zh_widgets:
@@ -502,6 +504,7 @@ def _messages_in_esm(esm: str) -> dict[str, str]:
     return json.loads(m.group(1))
 
 
+@pytest.mark.xdist_group("zh_widgets")
 def test_every_widget_js_string_has_chinese_in_its_module(zh_widgets):
     for w in zh_widgets:
         stem = w._widget_file

@@ -294,12 +294,72 @@ STARTUP_JS = """
 #: axe-core violations as [{id, impact, nodes, targets}] (axe must be injected first); the
 #: argument: a list of rule ids to run, or null for every rule.
 AXE_RUN_JS = """
-async (rules) => {
+async ([rules, include]) => {
   const options = {resultTypes: ['violations']};
   if (rules) options.runOnly = {type: 'rule', values: rules};
-  const r = await axe.run(document, options);
+  const r = await axe.run(include ? {include: [include]} : document, options);
   return r.violations.map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
     targets: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}));
+}
+"""
+
+#: Before axe runs on a page: each highlighted code block keeps its text, colour and background but
+#: loses its token spans (one text node instead of one element a token: 4,300 of ch04's 8,200
+#: elements). axe's colour rules cost time per element, and they halve (ch04: 5.8 s to 2.6 s,
+#: measured). The token colours themselves are checked once, every class the site's pygments CSS
+#: defines, in both colour modes (``TOKEN_SAMPLE_JS``, ``test_site_audit``). ``RESTORE_CODE_JS``
+#: puts the spans back before the page's other checks.
+FLATTEN_CODE_JS = """
+() => {
+  const blocks = Array.from(document.querySelectorAll('div.highlight pre'));
+  window.__cuCodeHTML = blocks.map((pre) => pre.innerHTML);
+  blocks.forEach((pre) => { pre.textContent = pre.textContent; });
+  return blocks.length;
+}
+"""
+
+RESTORE_CODE_JS = """
+() => {
+  const saved = window.__cuCodeHTML || [];
+  document.querySelectorAll('div.highlight pre').forEach((pre, i) => {
+    if (i < saved.length) pre.innerHTML = saved[i];
+  });
+  delete window.__cuCodeHTML;
+  return saved.length;
+}
+"""
+
+#: A code block with one span of every token class the page's stylesheets colour inside
+#: ``.highlight`` (pygments), appended to the article: its id, and the classes it holds.
+TOKEN_SAMPLE_JS = """
+() => {
+  const classes = new Set();
+  for (const sheet of Array.from(document.styleSheets)) {
+    let rules;
+    try { rules = sheet.cssRules; } catch (e) { continue; }
+    for (const rule of Array.from(rules || [])) {
+      const sel = rule.selectorText || '';
+      for (const m of sel.matchAll(/\\.highlight \\.([A-Za-z0-9]+)(?![\\w-])/g)) classes.add(m[1]);
+    }
+  }
+  classes.delete('hll');  // a highlighted line's background, not a token colour
+  const article = document.querySelector('article') || document.querySelector('main');
+  const block = document.createElement('div');
+  block.className = 'highlight-python notranslate';
+  block.id = 'cu-token-sample';
+  const inner = document.createElement('div');
+  inner.className = 'highlight';
+  const pre = document.createElement('pre');
+  for (const c of Array.from(classes).sort()) {
+    const span = document.createElement('span');
+    span.className = c;
+    span.textContent = 'token_' + c;
+    pre.append(span, document.createTextNode(' '));
+  }
+  inner.append(pre);
+  block.append(inner);
+  article.append(block);
+  return Array.from(classes).sort();
 }
 """
 
@@ -353,11 +413,14 @@ WIDGET_SIZES_JS = """
 """
 
 
-def run_axe(page: Any, rules: list[str] | None = None) -> list[dict[str, Any]]:
-    """Inject the vendored axe-core (tests only, never served by the site) and run it."""
+def run_axe(
+    page: Any, rules: list[str] | None = None, include: str | None = None
+) -> list[dict[str, Any]]:
+    """Inject the vendored axe-core (tests only, never served by the site) and run it: every rule
+    or only ``rules``, on the whole page or only the element matching the selector ``include``."""
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.add_script_tag(content=AXE_JS.read_text(encoding="utf-8"))
-    return page.evaluate(AXE_RUN_JS, rules)
+    return page.evaluate(AXE_RUN_JS, [rules, include])
 
 
 #: Every figure a notebook cell drew (an image in a cell's output) as the page shows it: its
@@ -457,27 +520,41 @@ TAB_FOCUS_JS = """
 """
 
 
-def tab_stops_to_widgets(page: Any, most: int = 600) -> list[dict[str, Any]]:
+#: Records, at each focus change, what ``TAB_FOCUS_JS`` says: one entry a Tab press, read in
+#: batches (one round trip to the page for many presses instead of one a press).
+TAB_LOG_JS = (
+    "() => { window.__cuTabLog = []; document.addEventListener('focusin', () => "
+    "window.__cuTabLog.push((" + TAB_FOCUS_JS.strip() + ")()), true); }"
+)
+
+
+def tab_stops_to_widgets(page: Any, most: int = 600, batch: int = 16) -> list[dict[str, Any]]:
     """Press Tab from the top of the article until every widget's first control had the focus.
 
     Returns one row a widget: ``tabs`` (the Tab press that reached its first control, ``None`` if
     ``most`` presses did not), ``links_before`` (links, buttons, form controls and scrollable code
     blocks in the article before it) and ``formulas`` (tab stops on formulas met on the way).
+    Each press moves the focus once; a ``focusin`` listener logs where it went, read every
+    ``batch`` presses.
     """
     widgets = page.evaluate(TAB_START_JS)
+    page.evaluate(TAB_LOG_JS)
     waiting = {str(w["widget"]) for w in widgets if w["first"]}
     reached: dict[str, tuple[int, int]] = {}
     formulas = 0
-    for n in range(1, most + 1):
-        if not waiting:
-            break
-        page.keyboard.press("Tab")
-        focus = page.evaluate(TAB_FOCUS_JS)
-        formulas += bool(focus["formula"])
-        target = focus["target"]
-        if target in waiting:
-            reached[target] = (n, formulas)
-            waiting.discard(target)
+    pressed = 0
+    while waiting and pressed < most:
+        for _ in range(min(batch, most - pressed)):
+            page.keyboard.press("Tab")
+        pressed += min(batch, most - pressed)
+        log = page.evaluate("() => window.__cuTabLog")
+        formulas = 0
+        for n, focus in enumerate(log[:pressed], start=1):
+            formulas += bool(focus["formula"])
+            target = focus["target"]
+            if target in waiting:
+                reached[target] = (n, formulas)
+                waiting.discard(target)
     for w in widgets:
         n, f = reached.get(str(w["widget"]), (None, formulas))
         w["tabs"], w["formulas"] = n, f

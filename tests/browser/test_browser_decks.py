@@ -26,7 +26,7 @@ from course_site.browser import (
     press_key_for,
     wait_for_widgets,
 )
-from tests.browser.live_page import PageRecord, next_frames
+from tests.browser.live_page import PageRecord
 
 pytestmark = pytest.mark.browser
 
@@ -60,6 +60,13 @@ FIT_JS = """
           title: (slide.querySelector('h1, h2, h3') || {textContent: ''}).textContent.trim()};
 }
 """
+
+EVERY_SLIDE_FIT_JS = (
+    "async (total) => { const fit = " + FIT_JS.strip() + "; const out = []; Reveal.slide(0, 0);"
+    " for (let i = 0; i < total; i++) {"
+    " await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));"
+    " out.push(fit()); Reveal.next(); } return out; }"
+)
 
 WIDGETS_JS = """
 () => Array.from(document.querySelectorAll('.cu-widget')).map((w) => {
@@ -145,15 +152,11 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
         page.keyboard.press("ArrowLeft")
         assert page.evaluate("() => Reveal.getSlidePastCount()") == 0, "ArrowLeft did not move"
 
-        # Every slide fits 1280x720 without scrolling.
-        overflowing = []
-        page.evaluate("() => Reveal.slide(0, 0)")
-        for _ in range(total):
-            next_frames(page)  # the fit runs on slidechanged
-            fit = page.evaluate(FIT_JS)
-            if fit["bottom"] > fit["limit"] + 2 or fit["pageScroll"] > 0:
-                overflowing.append(fit)
-            page.evaluate("() => Reveal.next()")
+        # Every slide fits 1280x720 without scrolling: each slide in turn, measured after the two
+        # frames that follow its slidechanged (the fit runs then), all in one call to the page.
+        fits = page.evaluate(EVERY_SLIDE_FIT_JS, total)
+        overflowing = [f for f in fits if f["bottom"] > f["limit"] + 2 or f["pageScroll"] > 0]
+        assert len(fits) == total, f"measured {len(fits)} of {total} slides"
         assert not overflowing, f"slides that do not fit 1280x720: {overflowing}"
 
         page.wait_for_timeout(100)

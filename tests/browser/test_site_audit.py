@@ -6,7 +6,10 @@ grows), then, on that page:
 
 * axe-core (pinned, vendored for tests only: ``tests/browser/vendor/axe-core``) finds no critical
   or serious violation: every rule in light mode, then the colour rules again after switching the
-  theme to dark mode; a 中文 page is held to the same result, with ``<html lang="zh-CN">``;
+  theme to dark mode; a 中文 page is held to the same result, with ``<html lang="zh-CN">``; axe
+  reads the code blocks as plain text in their own colour and background (the token spans cost
+  half of axe's time on a chapter page), and ``test_code_token_colours`` checks every token colour
+  the site's stylesheets define, in both modes, once an edition;
 * at 390 px wide (a phone) the page does not scroll sideways;
 * on a 1280x720 projector at 150% zoom (a CSS viewport of 853x480) every course widget fits on one
   screen; every saved widget view of the page must have been drawn and measured, so a widget that
@@ -42,8 +45,11 @@ from typing import Any
 import pytest
 
 from course_site.browser import (
+    FLATTEN_CODE_JS,
     N_VIEWS_JS,
+    RESTORE_CODE_JS,
     ROOT,
+    TOKEN_SAMPLE_JS,
     WIDGET_SIZES_JS,
     WIDTH_JS,
     figure_text_sizes,
@@ -151,6 +157,39 @@ def _violations(page: Any, mode: str, rules: list[str] | None = None) -> list[st
     ]
 
 
+#: A chapter page of each edition, where the token-colour sample is added.
+TOKEN_PAGES = ["chapters/01_queries_keys_values.html", "zh/chapters/01_queries_keys_values.html"]
+
+
+@pytest.mark.parametrize("rel", TOKEN_PAGES)
+def test_code_token_colours(rel: str, site_url: str, browser: Any, artifacts: Path) -> None:
+    """Every token colour of the code blocks (each class the site's pygments CSS defines inside
+    ``.highlight``) has enough contrast on the code background, in light and in dark mode. The
+    page audit reads code blocks without their token spans; this is where the tokens are read."""
+    context, page, record = new_recorded_page(
+        browser, (site_url,), viewport=(DESKTOP, 900), init_scripts=(mode_init_script("light"),)
+    )
+    try:
+        goto_settled(page, site_url + rel)
+        classes = page.evaluate(TOKEN_SAMPLE_JS)
+        # Names, keywords, strings, numbers, comments, operators at least (pygments' short names).
+        assert {"n", "k", "s2", "mi", "c1", "o"} <= set(classes), classes
+        problems = []
+        for mode in ("light", "dark"):
+            page.evaluate(SWITCH_THEME_JS, mode)
+            problems += [
+                f"{mode}: axe {v['impact']} {v['id']} ({v['nodes']} token(s), e.g. {v['targets']})"
+                for v in run_axe(page, ["color-contrast"], include="#cu-token-sample")
+                if v["impact"] in BLOCKING
+            ]
+        assert not problems, "\n".join(problems)
+    except BaseException:
+        save_failure(page, record, rel, artifacts, prefix="tokens-")
+        raise
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("rel", PAGES or ["<no site>"])
 def test_page_audit(
     rel: str, site_root: Path, site_url: str, browser: Any, artifacts: Path
@@ -190,12 +229,16 @@ def test_page_audit(
         lang = page.evaluate("() => document.documentElement.lang")
         if split_edition(rel)[0] == "zh" and lang != "zh-CN":
             problems.append(f'<html lang="{lang}">, expected "zh-CN" on a 中文 page')
+        # axe reads the code blocks without their token spans (same text, colour and background;
+        # the token colours are test_code_token_colours' job): half the time on a chapter page.
+        page.evaluate(FLATTEN_CODE_JS)
         problems += _violations(page, "light")
 
         # The theme's dark mode is a data attribute on <html>: CSS variables do the rest.
         page.evaluate(SWITCH_THEME_JS, "dark")
         problems += _violations(page, "dark", COLOUR_RULES)
         page.evaluate(SWITCH_THEME_JS, "light")
+        page.evaluate(RESTORE_CODE_JS)
 
         problems += _figure_problems(page, site_root, site_url)
         problems += _tab_problems(page)
