@@ -10,7 +10,10 @@ the whole notebook suite in a child process per setting:
 
 - ``ATEN_CPU_CAPABILITY`` in ``default`` (no vector kernels), ``avx2``, and ``avx512`` where the
   processor has it (on another one torch would silently fall back, which would prove nothing);
-- ``OMP_NUM_THREADS`` (torch's and MKL's intra-op threads) in 1, 2 and 4.
+- torch's intra-op threads in 1, 2 and 4: ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``, and, since torch
+  caps those at the number of cores (4 would silently be 2 on a 2-core machine), an explicit
+  ``torch.set_num_threads`` in every notebook kernel (an IPython startup file of a profile made for
+  the run, ``IPYTHONDIR``) and in the pytest processes (a plugin loaded with ``-p``).
 
 Slow (each setting re-runs every notebook): ``make test-machines`` runs it, and ``.ci/run`` after
 ``make test``. One setting: ``pytest -m cross_machine tests/test_cross_machine.py -k 'default-1'``.
@@ -66,24 +69,44 @@ def _kernel_sets() -> list[object]:
     return sets
 
 
-def _environment(kernels: str, threads: int) -> dict[str, str]:
+SET_THREADS = "import torch\n\ntorch.set_num_threads({threads})\n"
+#: The module name of the pytest plugin that sets the threads in each pytest process.
+THREADS_PLUGIN = "cross_machine_threads"
+
+
+def _environment(kernels: str, threads: int, work: Path) -> dict[str, str]:
+    """The environment of one setting; ``work`` receives the IPython profile and pytest plugin
+    that set torch's thread count where the environment variables alone would be capped."""
+    startup = work / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-threads.py").write_text(SET_THREADS.format(threads=threads))
+    plugins = work / "plugins"
+    plugins.mkdir()
+    (plugins / f"{THREADS_PLUGIN}.py").write_text(SET_THREADS.format(threads=threads))
     env = dict(os.environ)
     env.update(
         ATEN_CPU_CAPABILITY=kernels,
         OMP_NUM_THREADS=str(threads),
         MKL_NUM_THREADS=str(threads),
         PYTHONHASHSEED="0",
+        IPYTHONDIR=str(work / "ipython"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(plugins), env.get("PYTHONPATH")])),
     )
     return env
 
 
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("kernels", _kernel_sets())
-def test_every_notebook_and_prose_number_under(kernels: str, threads: int) -> None:
-    env = _environment(kernels, threads)
+def test_every_notebook_and_prose_number_under(kernels: str, threads: int, tmp_path: Path) -> None:
+    env = _environment(kernels, threads, tmp_path)
+    # A kernel of this profile, as nbval starts it (IPython runs the profile's startup files).
     probe = subprocess.run(
         [
             sys.executable,
+            "-m",
+            "IPython",
+            "--no-banner",
+            "--HistoryManager.enabled=False",
             "-c",
             "import json, torch; print(json.dumps([torch.backends.cpu.get_cpu_capability(),"
             " torch.get_num_threads()]))",
@@ -93,7 +116,7 @@ def test_every_notebook_and_prose_number_under(kernels: str, threads: int) -> No
         text=True,
         check=True,
     )
-    capability, got_threads = json.loads(probe.stdout)
+    capability, got_threads = json.loads(probe.stdout.strip().splitlines()[-1])
     # The setting really reached torch (a kernel nbval starts inherits the same environment).
     assert (capability, got_threads) == (
         {"default": "DEFAULT"}.get(kernels, kernels.upper()),
@@ -107,6 +130,8 @@ def test_every_notebook_and_prose_number_under(kernels: str, threads: int) -> No
             "-q",
             "-p",
             "no:cacheprovider",
+            "-p",
+            THREADS_PLUGIN,
             "-n",
             "2",
             "--dist",
