@@ -149,10 +149,13 @@ def _tab_problems(page: Any) -> list[str]:
     return problems
 
 
-def _violations(page: Any, mode: str, rules: list[str] | None = None) -> list[str]:
+def _violations(
+    page: Any, mode: str, rules: list[str] | None = None, include: str | None = None
+) -> list[str]:
+    """axe's critical and serious violations (``rules`` only; ``include``: one element only)."""
     return [
         f"{mode}: axe {v['impact']} {v['id']} ({v['nodes']} node(s), e.g. {v['targets'][:2]})"
-        for v in run_axe(page, rules)
+        for v in run_axe(page, rules, include=include)
         if v["impact"] in BLOCKING
     ]
 
@@ -177,11 +180,7 @@ def test_code_token_colours(rel: str, site_url: str, browser: Any, artifacts: Pa
         problems = []
         for mode in ("light", "dark"):
             page.evaluate(SWITCH_THEME_JS, mode)
-            problems += [
-                f"{mode}: axe {v['impact']} {v['id']} ({v['nodes']} token(s), e.g. {v['targets']})"
-                for v in run_axe(page, ["color-contrast"], include="#cu-token-sample")
-                if v["impact"] in BLOCKING
-            ]
+            problems += _violations(page, mode, ["color-contrast"], include="#cu-token-sample")
         assert not problems, "\n".join(problems)
     except BaseException:
         save_failure(page, record, rel, artifacts, prefix="tokens-")
