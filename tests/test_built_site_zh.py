@@ -118,6 +118,13 @@ def widget_kinds(path: Path) -> list[str]:
     return kinds
 
 
+def article_links(path: Path) -> int:
+    """The links of a page's article: with its code blocks and widgets, its keyboard tab stops."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    start, end = text.find("<article"), text.find("</article>")
+    return len(re.findall(r"<a\s", text[start:end])) if start >= 0 else 0
+
+
 def numbers(texts: list[str]) -> list[str]:
     return [m.group(0) for t in texts for m in NUMBER.finditer(t)]
 
@@ -158,6 +165,8 @@ def test_zh_page_matches_english(rel: str, built: Path) -> None:
     assert zh.code == en.code, f"{rel}: the code cells differ between the editions"
     assert numbers(zh.outputs) == numbers(en.outputs), f"{rel}: the printed numbers differ"
     assert widget_kinds(zh_path) == widget_kinds(en_path), f"{rel}: the widgets differ"
+    # The same tab stops (the browser audit walks them with Tab on the English page only).
+    assert article_links(zh_path) == article_links(en_path), f"{rel}: the links differ"
 
 
 def test_the_comparison_sees_code_and_outputs(built: Path) -> None:

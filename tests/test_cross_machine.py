@@ -12,8 +12,13 @@ the whole notebook suite in a child process per setting:
   processor has it (on another one torch would silently fall back, which would prove nothing);
 - torch's intra-op threads in 1, 2 and 4: ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``, and, since torch
   caps those at the number of cores (4 would silently be 2 on a 2-core machine), an explicit
-  ``torch.set_num_threads`` in every notebook kernel (an IPython startup file of a profile made for
-  the run, ``IPYTHONDIR``) and in the pytest processes (a plugin loaded with ``-p``).
+  ``torch.set_num_threads`` in every Python process of the run (a ``sitecustomize`` module put first
+  on ``PYTHONPATH``: the notebook kernels nbval starts, pytest and its workers). An IPython profile
+  would not do: the repository's conftest gives the kernels an empty IPython directory.
+
+Each run starts with two probes that fail if the setting did not arrive: a notebook (run by nbval
+like the chapters, its saved output the expected ``[capability, threads]``) and a test in a pytest
+worker.
 
 Slow (each setting re-runs every notebook): ``make test-machines`` runs it, and ``.ci/run`` after
 ``make test``. One setting: ``pytest -m cross_machine tests/test_cross_machine.py -k 'default-1'``.
@@ -69,59 +74,71 @@ def _kernel_sets() -> list[object]:
     return sets
 
 
-SET_THREADS = "import torch\n\ntorch.set_num_threads({threads})\n"
-#: The module name of the pytest plugin that sets the threads in each pytest process.
-THREADS_PLUGIN = "cross_machine_threads"
+#: Imported by every Python process of a run (``site`` imports ``sitecustomize`` from the path).
+SITECUSTOMIZE = "import torch\n\ntorch.set_num_threads({threads})\n"
+PROBE_CODE = (
+    "import json, torch\n"
+    "print(json.dumps([torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()]))"
+)
+
+
+def _expected(kernels: str, threads: int) -> list[object]:
+    return [{"default": "DEFAULT"}.get(kernels, kernels.upper()), threads]
 
 
 def _environment(kernels: str, threads: int, work: Path) -> dict[str, str]:
-    """The environment of one setting; ``work`` receives the IPython profile and pytest plugin
-    that set torch's thread count where the environment variables alone would be capped."""
-    startup = work / "ipython" / "profile_default" / "startup"
-    startup.mkdir(parents=True)
-    (startup / "00-threads.py").write_text(SET_THREADS.format(threads=threads))
-    plugins = work / "plugins"
-    plugins.mkdir()
-    (plugins / f"{THREADS_PLUGIN}.py").write_text(SET_THREADS.format(threads=threads))
+    """The environment of one setting; ``work`` receives the ``sitecustomize`` module that sets
+    torch's thread count where the environment variables alone would be capped."""
+    site = work / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(threads=threads))
     env = dict(os.environ)
     env.update(
         ATEN_CPU_CAPABILITY=kernels,
         OMP_NUM_THREADS=str(threads),
         MKL_NUM_THREADS=str(threads),
         PYTHONHASHSEED="0",
-        IPYTHONDIR=str(work / "ipython"),
-        PYTHONPATH=os.pathsep.join(filter(None, [str(plugins), env.get("PYTHONPATH")])),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")])),
     )
     return env
+
+
+def _probes(kernels: str, threads: int, work: Path) -> list[str]:
+    """A notebook whose saved output is the expected setting (nbval fails it otherwise) and a test
+    that asserts it in a pytest worker: the setting reached both kinds of process."""
+    expected = json.dumps(_expected(kernels, threads))
+    cell = {
+        "cell_type": "code",
+        "execution_count": 1,
+        "id": "probe",
+        "metadata": {},
+        "outputs": [{"name": "stdout", "output_type": "stream", "text": [expected + "\n"]}],
+        "source": PROBE_CODE,
+    }
+    notebook = {
+        "cells": [cell],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    probe_nb = work / "probe_setting.ipynb"
+    probe_nb.write_text(json.dumps(notebook), encoding="utf-8")
+    probe_test = work / "test_probe_setting.py"
+    probe_test.write_text(
+        "import torch\n\n\ndef test_setting():\n"
+        "    got = [torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()]\n"
+        f"    assert got == {_expected(kernels, threads)!r}\n",
+        encoding="utf-8",
+    )
+    return [str(probe_nb), str(probe_test)]
 
 
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("kernels", _kernel_sets())
 def test_every_notebook_and_prose_number_under(kernels: str, threads: int, tmp_path: Path) -> None:
     env = _environment(kernels, threads, tmp_path)
-    # A kernel of this profile, as nbval starts it (IPython runs the profile's startup files).
-    probe = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "IPython",
-            "--no-banner",
-            "--HistoryManager.enabled=False",
-            "-c",
-            "import json, torch; print(json.dumps([torch.backends.cpu.get_cpu_capability(),"
-            " torch.get_num_threads()]))",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    capability, got_threads = json.loads(probe.stdout.strip().splitlines()[-1])
-    # The setting really reached torch (a kernel nbval starts inherits the same environment).
-    assert (capability, got_threads) == (
-        {"default": "DEFAULT"}.get(kernels, kernels.upper()),
-        threads,
-    )
     run = subprocess.run(
         [
             sys.executable,
@@ -130,13 +147,12 @@ def test_every_notebook_and_prose_number_under(kernels: str, threads: int, tmp_p
             "-q",
             "-p",
             "no:cacheprovider",
-            "-p",
-            THREADS_PLUGIN,
             "-n",
             "2",
             "--dist",
             "loadfile",
             "--nbval",
+            *_probes(kernels, threads, tmp_path),
             *NOTEBOOKS,
             *PROSE_NUMBER_TESTS,
         ],
