@@ -5,7 +5,7 @@
 Each configuration is a stack of ``--layers`` causal self-attention layers
 (:class:`course_utils.causal.CausalSelfAttention`, d_model 1024, 16 query heads of 64) with 16
 (MHA), 4 (GQA) or 1 (MQA) key/value heads, float32, batch 1, one thread. For each context ``S``
-every layer's :class:`~course_utils.causal.KVCache` is filled with ``S`` random keys and values
+every layer's :class:`~course_utils.kv_cache.KVCache` is filled with ``S`` random keys and values
 (prefill is not what we time), then one decoding step is timed: project the new token, append
 its key and value to the cache (our cache concatenates, so this copies the cache), and attend to
 all ``S + 1`` keys (``scaled_dot_product_attention`` with ``enable_gqa``). Best of ``--reps``;
@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 
 from course_utils._determinism import one_thread
-from course_utils.causal import CausalSelfAttention, KVCache, cache_nbytes
+from course_utils.causal import CausalSelfAttention
+from course_utils.kv_cache import KVCache, cache_nbytes
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gqa_decoding.json"
 CONFIGS = {"MHA": 16, "GQA": 4, "MQA": 1}  # name -> n_kv_heads, all with 16 query heads

@@ -19,7 +19,8 @@ import time
 import torch
 from torch import nn
 
-from course_utils.causal import TinyCausalLM, cache_nbytes
+from course_utils.causal import TinyCausalLM
+from course_utils.kv_cache import cache_nbytes
 
 
 class Stack(nn.Module):
@@ -34,7 +35,7 @@ class Stack(nn.Module):
         )
 
     def new_cache(self):
-        from course_utils.causal import KVCache
+        from course_utils.kv_cache import KVCache
 
         return [KVCache() for _ in self.blocks]
 

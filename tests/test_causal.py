@@ -8,15 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.causal import (
-    CausalSelfAttention,
-    KVCache,
-    TinyCausalLM,
-    cache_nbytes,
-    generate,
-    kv_cache_bytes,
-    train_tiny_lm,
-)
+from course_utils.causal import CausalSelfAttention, TinyCausalLM, generate, train_tiny_lm
+from course_utils.kv_cache import KVCache, cache_nbytes, kv_cache_bytes
 from course_utils.multihead import MultiHeadAttention
 
 D64 = torch.float64

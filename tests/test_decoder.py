@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from course_utils.decoder import DecoderBlock
 from course_utils.masks import causal_mask, key_padding_mask
-from course_utils.transformer import DecoderBlock
 
 
 def _pair(d_model, n_heads, d_ff, *, norm_first, activation, bias=True, seed=0):

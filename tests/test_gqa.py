@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.causal import CausalSelfAttention, KVCache
+from course_utils.causal import CausalSelfAttention
 from course_utils.gqa import (
     group_similarity,
     head_groups,
@@ -20,7 +20,7 @@ from course_utils.gqa import (
     mean_pool_kv,
     relative_output_change,
 )
-from course_utils.kv_cache import kv_cache_bytes, max_batch
+from course_utils.kv_cache import KVCache, kv_cache_bytes, max_batch
 from course_utils.model_configs import MODEL_CONFIGS, ModelConfig, kv_cache_table
 from course_utils.multihead import MultiHeadAttention
 

@@ -8,6 +8,7 @@ bibliography style is ``_ext/course_site/bibstyle.py``; both are loaded by the b
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import yaml
@@ -66,3 +67,138 @@ def test_widget_tests_mirror_the_widget_modules() -> None:
     widget_tests = {p.stem.removeprefix("test_widgets_") for p in tests.glob("test_widgets_*.py")}
     assert modules <= widget_tests, f"widget modules without a test file: {modules - widget_tests}"
     assert widget_tests <= modules | {"base"}, f"not named after a module: {widget_tests - modules}"
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports: every import statement, at module level or in
+    a function, under ``TYPE_CHECKING`` or not (a cycle held by a late import is still a cycle)."""
+    files = {_module_name(p, root): p for p in (root / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        here = name.split(".") if is_package else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here[: len(here) - node.level + 1] if node.level else []
+                module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                # ``from pkg import sub`` imports the submodule ``pkg.sub`` when there is one.
+                targets = [
+                    f"{module}.{a.name}" if f"{module}.{a.name}" in files else module
+                    for a in node.names
+                ]
+            for target in targets:
+                while target and target not in files:  # a name inside a module: its module
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_cycle_finder_finds_a_cycle_through_a_late_import(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import f\n")
+    (pkg / "b.py").write_text("def f():\n    from . import a\n")
+    (pkg / "c.py").write_text("from pkg.a import f\n")
+    assert _cycles(_import_graph(tmp_path, "pkg")) == [["pkg.a", "pkg.b"]]
+
+
+def test_no_import_cycles() -> None:
+    """No module of the package or of the build machinery imports, however late, a module that
+    imports it back (``course_utils.causal`` -> ``transformer`` -> ``causal`` used to be held
+    together by a function-local import, a ``TYPE_CHECKING`` import and a module __getattr__)."""
+    cycles = {
+        package: _cycles(_import_graph(root, package))
+        for root, package in (
+            (REPO / "src", "course_utils"),
+            (REPO / "_ext", "course_site"),
+            (REPO / "_ext", "course_kit"),
+        )
+    }
+    cycles = {k: v for k, v in cycles.items() if v}
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_no_module_getattr() -> None:
+    """A name is imported from the module that defines it: no module __getattr__ forwards one."""
+    offenders = [
+        p.relative_to(REPO).as_posix()
+        for p in PACKAGE.rglob("*.py")
+        if any(
+            isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+            for node in ast.parse(p.read_text(encoding="utf-8")).body
+        )
+    ]
+    assert not offenders, f"module __getattr__ in {offenders}"
+
+
+def _concept_homes() -> str:
+    """The "home" column of CONTRIBUTING's concept table, as one string."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text[text.index("## One home per concept") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = [r for r in section.splitlines() if r.startswith("|") and r.count("|") >= 3]
+    return " ".join(r.split("|")[2] for r in rows[2:])
+
+
+def test_every_module_has_a_row_in_the_concept_table() -> None:
+    """CONTRIBUTING's map of the house names every top-level module and subpackage of the package
+    and every module of the build machinery, so that a concept leads to its one home."""
+    homes = _concept_homes()
+    top = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    top |= {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    missing = sorted(f"course_utils.{name}" for name in top if not re.search(rf"\b{name}\b", homes))
+    missing += sorted(
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "_ext").glob("*/*.py")
+        if p.stem not in ("__init__", "__main__")
+        and p.relative_to(REPO).as_posix() not in homes
+        and f"`{p.stem}`" not in homes
+    )
+    assert not missing, f"modules without a row in CONTRIBUTING's concept table: {missing}"

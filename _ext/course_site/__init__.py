@@ -19,7 +19,8 @@ At ``config-inited`` (after Jupyter Book generated the Sphinx config):
 * sets ``html_favicon`` to ``static/course/favicon.svg`` when empty (else every browser asks for
   ``/favicon.ico``, a 404 in the console).
 
-At ``builder-inited``: adds ``course/site.css`` (phones, dark mode, focus; every page).
+At ``builder-inited``: adds ``course/site.css`` (phones, dark mode, focus; every page) and
+``course/nav_toggles.js`` (the ☰ and contents buttons work on every copy; every page).
 
 At ``html-page-context``:
 
@@ -67,6 +68,8 @@ MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
 #: Our anywidget loader; a stable URL (``_static/course/widget_loader.js``) the slide decks use too.
 LOADER = "course/widget_loader.js"
 SITE_CSS = "course/site.css"
+#: Makes every copy of the theme's ☰ and contents buttons work (the theme binds the first only).
+NAV_TOGGLES = "course/nav_toggles.js"
 #: Makes a display formula that overflows its column a Tab stop (only pages with maths load it).
 SCROLLABLE_MATH = "course/scrollable_math.js"
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
@@ -153,6 +156,7 @@ def _is_thebe(script: Any) -> bool:
 def _builder_inited(app: Any) -> None:
     if getattr(app.builder, "format", "") == "html":
         app.add_css_file(SITE_CSS)
+        app.add_js_file(NAV_TOGGLES, defer="defer")
 
 
 def _saved_models(scripts: list[Any]) -> dict[str, Any] | None:
@@ -406,7 +410,11 @@ def _reuse_myst_default_settings() -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    from .search import ChineseSearch, EnglishWithChineseSearch
+
     _reuse_myst_default_settings()
+    app.add_search_language(EnglishWithChineseSearch)  # Chinese words findable in both editions
+    app.add_search_language(ChineseSearch)
     app.add_transform(TranslateTocCaptions)
     # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
     app.connect("config-inited", _config_inited, priority=900)

@@ -7,13 +7,15 @@ table, :func:`course_utils.masks.causal_mask`). Two consequences, both tested:
   ``t``, so one forward pass over a whole sentence trains every next-token prediction at once
   (teacher forcing).
 - **The KV cache.** The keys and values of past tokens never change when a token is appended, so
-  a generator keeps them (:class:`KVCache`) and computes q, k and v for the *new* token only. The
-  outputs for the new tokens equal the matching rows of a full recomputation.
+  a generator keeps them and computes q, k and v for the *new* token only. The outputs for the
+  new tokens equal the matching rows of a full recomputation.
 
-Everything here is built on :class:`course_utils.multihead.MultiHeadAttention` (including its
-grouped-query form, ``n_kv_heads < n_heads``): :func:`cached_self_attention` projects the new
-tokens, appends their keys and values to the cache and calls :meth:`MultiHeadAttention.attend`
-with a bottom-right-aligned causal mask.
+The cache and cached attention live in :mod:`course_utils.kv_cache` (:class:`KVCache`,
+:func:`cached_self_attention`, beside the byte counts): :func:`cached_self_attention` projects
+the new tokens, appends their keys and values to the cache and calls
+:meth:`MultiHeadAttention.attend` with a bottom-right-aligned causal mask. Everything here is built
+on :class:`course_utils.multihead.MultiHeadAttention` (including its grouped-query form,
+``n_kv_heads < n_heads``) and :class:`course_utils.transformer.TransformerBlock`.
 """
 
 from __future__ import annotations
@@ -27,157 +29,18 @@ from torch import Tensor, nn
 
 from ._determinism import deterministic, snap_to_float32
 from ._validation import shape_str
-from .kv_cache import kv_cache_bytes  # one home; re-exported for chapter 7
-from .masks import causal_mask
+from .kv_cache import KVCache, cached_self_attention
 from .multihead import MultiHeadAttention
-from .positions import apply_rope
 from .transformer import TransformerBlock
 
 __all__ = [
     "TINY_CORPUS",
     "CausalSelfAttention",
     "CharTokenizer",
-    "KVCache",
     "TinyCausalLM",
-    "cache_nbytes",
-    "cached_self_attention",
     "generate",
-    "kv_cache_bytes",
     "train_tiny_lm",
 ]
-
-
-class KVCache:
-    """The keys and values of the tokens seen so far, for one attention layer.
-
-    Starts empty. :func:`cached_self_attention` (and so ``CausalSelfAttention(x_new, cache=c)``)
-    appends the new tokens' keys and values, both ``(B, n_kv_heads, T, d_k)``. ``len(cache)`` is
-    the number of tokens held; :attr:`nbytes` is the memory of the two tensors.
-
-    >>> cache = KVCache()
-    >>> len(cache), cache.nbytes
-    (0, 0)
-    >>> k = v = torch.zeros(1, 2, 3, 4)              # (B, n_kv_heads, T, d_k)
-    >>> _ = cache.append(k, v)
-    >>> len(cache), cache.nbytes                       # 2 tensors * 1*2*3*4 floats * 4 bytes
-    (3, 192)
-    """
-
-    def __init__(self) -> None:
-        self.keys: Tensor | None = None  # (B, n_kv_heads, T, d_k)
-        self.values: Tensor | None = None  # (B, n_kv_heads, T, d_k)
-
-    def __len__(self) -> int:
-        return 0 if self.keys is None else int(self.keys.size(2))
-
-    def __repr__(self) -> str:
-        shape = "empty" if self.keys is None else f"keys/values {shape_str(tuple(self.keys.shape))}"
-        return f"KVCache({shape}, {self.nbytes} bytes)"
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held: ``2 * B * n_kv_heads * T * d_k * bytes per value``."""
-        if self.keys is None or self.values is None:
-            return 0
-        return sum(t.numel() * t.element_size() for t in (self.keys, self.values))
-
-    def clear(self) -> None:
-        """Forget every token (start a new sequence)."""
-        self.keys = self.values = None
-
-    def check(self, x: Tensor, n_kv_heads: int, d_k: int) -> None:
-        """Raise if new tokens ``x`` ``(B, T_new, d_model)`` cannot extend this cache."""
-        if self.keys is None:
-            return
-        B, h, _, d = self.keys.shape
-        if x.size(0) != B:
-            raise ValueError(
-                f"the cache holds {B} sequence(s) (keys {shape_str(tuple(self.keys.shape))}) but "
-                f"x has shape {shape_str(tuple(x.shape))} with batch size {x.size(0)}; use a new "
-                "KVCache (or cache.clear()) for a different batch"
-            )
-        if (h, d) != (n_kv_heads, d_k):
-            raise ValueError(
-                f"the cache holds keys {shape_str(tuple(self.keys.shape))}, expected "
-                f"({B}, {n_kv_heads}, T, {d_k}) (n_kv_heads, d_k of this layer): it was filled by "
-                "another layer"
-            )
-        if self.keys.dtype != x.dtype:
-            raise TypeError(
-                f"the cache holds {self.keys.dtype} keys but x has dtype {x.dtype}; shape "
-                f"{shape_str(tuple(x.shape))}"
-            )
-
-    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Append ``k``, ``v`` ``(B, n_kv_heads, T_new, d_k)``; return all keys and values."""
-        if self.keys is None or self.values is None:
-            self.keys, self.values = k, v  # (B, n_kv_heads, T_new, d_k)
-        else:
-            self.keys = torch.cat([self.keys, k], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
-            self.values = torch.cat([self.values, v], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
-        return self.keys, self.values
-
-
-def cache_nbytes(caches: Sequence[KVCache]) -> int:
-    """Total bytes of a model's caches (one per layer)."""
-    return sum(c.nbytes for c in caches)
-
-
-def _check_x(x: object, d_model: int, dtype: torch.dtype) -> Tensor:
-    expected = f"(B, T, d_model) with d_model = {d_model}"
-    if not isinstance(x, Tensor) or not x.is_floating_point():
-        got = f"dtype {x.dtype}" if isinstance(x, Tensor) else type(x).__name__
-        raise TypeError(f"x must be a floating-point torch.Tensor {expected}; got {got}")
-    if x.dim() != 3 or x.size(-1) != d_model or x.size(1) == 0:
-        raise ValueError(f"x has shape {shape_str(tuple(x.shape))}, expected {expected} and T >= 1")
-    if x.dtype != dtype:
-        raise TypeError(
-            f"x has dtype {x.dtype}, expected {dtype} (the dtype of the module's weights); "
-            f"shape {shape_str(tuple(x.shape))}"
-        )
-    return x
-
-
-def cached_self_attention(
-    attn: MultiHeadAttention,
-    x: Tensor,
-    cache: KVCache | None = None,
-    *,
-    return_weights: bool = False,
-    rope_base: float | None = None,
-    fast: bool | None = None,
-) -> Tensor | tuple[Tensor, Tensor]:
-    """Causal self-attention of ``attn`` on the new tokens ``x`` ``(B, T_new, d_model)``.
-
-    With ``cache`` holding ``P`` earlier tokens, the new tokens sit at positions ``P..P+T_new-1``;
-    their keys and values are appended to the cache, and new token ``i`` attends to every cached
-    token and to new tokens ``0..i`` (the causal mask aligned bottom-right). Without a cache this
-    is plain causal self-attention. ``rope_base`` (e.g. 100000 for SmolLM2) rotates q and k by
-    their absolute positions with :func:`course_utils.positions.apply_rope` *before* caching, so
-    a cached key is never rotated again. Returns ``(B, T_new, d_model)``, or ``(output,
-    weights)`` with weights ``(B, n_heads, T_new, P + T_new)``.
-    """
-    x = _check_x(x, attn.d_model, attn.W_Q.weight.dtype)
-    if cache is not None:
-        if not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
-        cache.check(x, attn.n_kv_heads, attn.d_k)
-    past = 0 if cache is None else len(cache)
-    T = x.size(1)
-    q = attn.split_heads(attn.W_Q(x))  # (B, n_heads, T, d_k)
-    k = attn.split_heads(attn.W_K(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
-    v = attn.split_heads(attn.W_V(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
-    if rope_base is not None:
-        positions = torch.arange(past, past + T, device=x.device)  # (T,) absolute positions
-        q = apply_rope(q, positions, base=rope_base)  # (B, n_heads, T, d_k)
-        k = apply_rope(k, positions, base=rope_base)  # (B, n_kv_heads, T, d_k)
-    if cache is not None:
-        k, v = cache.append(k, v)  # (B, n_kv_heads, past + T, d_k) each
-    mask = None
-    if T > 1:  # one new token may see every key: no mask needed
-        tri = causal_mask(T, past + T, align="bottom_right")  # (T, past + T)
-        mask = torch.from_numpy(tri).to(x.device)[None, None]  # (1, 1, T, past + T)
-    return attn.attend(q, k, v, mask, return_weights, fast=fast)
 
 
 class CausalSelfAttention(nn.Module):

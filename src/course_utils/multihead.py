@@ -31,8 +31,6 @@ weights, not masks, so invert a mask (``~mask``) when you hand it to PyTorch's m
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -45,6 +43,7 @@ from ._validation import (
     check_qkv_shapes,
     shape_str,
 )
+from .attention import default_scale
 
 __all__ = ["MultiHeadAttention", "attention_weights"]
 
@@ -106,7 +105,7 @@ def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tenso
     d_k = q.size(-1)
     # Scaling q before the product gives the same scores as dividing them afterwards, and touches
     # T_q * d_k numbers instead of T_q * T_k (much fewer for long sequences).
-    scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)  # (..., T_q, T_k)
+    scores = (q * default_scale(d_k)) @ k.transpose(-2, -1)  # (..., T_q, T_k)
     if mask is None:
         return torch.softmax(scores, dim=-1)  # (..., T_q, T_k)
     scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k); masked -> -inf

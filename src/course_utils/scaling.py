@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._validation import as_float_array, check_int, shape_str
+from .attention import default_scale
 from .saturation import softmax_entropy, softmax_jacobian_norm
 from .softmax import softmax
 
@@ -208,7 +209,7 @@ def saturation_sweep(
         scores = sample_scores(d_k, t_k, n_rows, rng, distribution=distribution)  # (n_rows, t_k)
         variance[i] = scores.var(ddof=1)
         raw = saturation_stats(scores, scale=1.0)
-        fixed = saturation_stats(scores, scale=1.0 / math.sqrt(d_k))
+        fixed = saturation_stats(scores, scale=default_scale(d_k))
         for key in keys:
             unscaled[key][i] = getattr(raw, key)
             scaled[key][i] = getattr(fixed, key)

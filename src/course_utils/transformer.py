@@ -29,17 +29,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validation import check_int, shape_str
+from .kv_cache import KVCache, cached_self_attention
 from .multihead import MultiHeadAttention, attention_weights
-
-if TYPE_CHECKING:
-    from .causal import KVCache
 
 __all__ = [
     "ACTIVATIONS",
@@ -269,7 +267,7 @@ class TransformerBlock(_Block):
         """``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``mask``: True = may attend.
 
         ``causal=True`` masks the future (a decoder block, chapter 7). ``cache`` (a
-        :class:`course_utils.causal.KVCache`) makes ``x`` the *new* tokens of a sequence whose
+        :class:`course_utils.kv_cache.KVCache`) makes ``x`` the *new* tokens of a sequence whose
         earlier keys and values are cached: the block is then causal and only ``x`` is computed.
         """
         self._check_x(x)
@@ -278,8 +276,6 @@ class TransformerBlock(_Block):
         if cache is not None:
             if self.training and self.p_dropout > 0:
                 raise ValueError("the KV cache is for inference: call .eval() first (dropout > 0)")
-            # Imported here: course_utils.causal builds its tiny model from this module's blocks.
-            from .causal import cached_self_attention
 
             def attend(h: Tensor) -> Tensor:
                 return cached_self_attention(self.attn, h, cache)  # (B, T, d_model)
@@ -416,13 +412,3 @@ class SizeSettings(TypedDict, total=False):
     n_heads: int
     d_ff: int
     n_layers: int
-
-
-def __getattr__(name: str) -> object:
-    """``DecoderBlock`` and ``DecoderWeights`` live in :mod:`course_utils.decoder` (which builds
-    on this module); they are importable from here too, loaded on first use."""
-    if name in ("DecoderBlock", "DecoderWeights"):
-        from . import decoder
-
-        return getattr(decoder, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

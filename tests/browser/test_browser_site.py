@@ -251,3 +251,87 @@ def test_mathjax2_calls_from_widget_controls_are_shimmed(site_url: str, browser:
         assert not record.problems(FALLBACK_WARNING), record.problems(FALLBACK_WARNING)
     finally:
         context.close()
+
+
+#: Where a reader finds the two sidebars once a button opened them: a link of the chapter list and
+#: a link of the page's own sections.
+CHAPTER_LIST_LINK = ".bd-sidebar-primary a[href*='02_scaling']"
+SECTION_LINK = ".bd-sidebar-secondary #pst-page-toc-nav a"
+
+
+@pytest.mark.parametrize(
+    ("edition", "viewport", "touch"),
+    [
+        ("", (390, 844), True),
+        ("zh/", (390, 844), True),
+        ("", (853, 480), False),  # a 1280x720 projector at 150 % zoom
+    ],
+    ids=["phone-en", "phone-zh", "projector-150"],
+)
+def test_navigation_and_contents_buttons_open_their_sidebars(
+    edition: str, viewport: tuple[int, int], touch: bool, site_url: str, browser: Any
+) -> None:
+    """On a phone (a tap) and on a projector at 150 % (a click), the ☰ button shows the chapter
+    list and the contents button the page's sections. Both sidebars start hidden there; the
+    buttons a reader sees are the article header's (the theme bound only its hidden header's)."""
+    context = browser.new_context(
+        viewport={"width": viewport[0], "height": viewport[1]}, has_touch=touch, is_mobile=touch
+    )
+    try:
+        page = context.new_page()
+        page.goto(f"{site_url}{edition}chapters/01_queries_keys_values.html", wait_until="load")
+        for button, target in (
+            (".primary-toggle", CHAPTER_LIST_LINK),
+            (".secondary-toggle", SECTION_LINK),
+        ):
+            assert not page.locator(target).first.is_visible(), f"{target} visible before {button}"
+            visible = page.locator(f"{button}:visible").first
+            if touch:
+                visible.tap()
+            else:
+                visible.click()
+            page.locator(target).first.wait_for(state="visible", timeout=5_000)
+            page.keyboard.press("Escape")  # close the dialog before the next button
+            page.locator(target).first.wait_for(state="hidden", timeout=5_000)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(
+    ("edition", "query", "page"),
+    [
+        ("zh/", "缩放", "02_scaling"),
+        ("zh/", "因果", "07_causal_attention"),
+        ("zh/", "注意力", "04_multi_head_attention"),
+        ("zh/", "掩码", "07_causal_attention"),
+        ("zh/", "头", "04_multi_head_attention"),
+        ("", "因果", "07_causal_attention"),
+        ("", "头", "04_multi_head_attention"),
+        ("", "softmax", "03_softmax_weighted_sum"),
+    ],
+)
+def test_search_finds_chinese_and_english_words(
+    edition: str, query: str, page: str, site_url: str, browser: Any
+) -> None:
+    """The site's own search page (Sphinx's, no server) lists the chapter for a Chinese word in
+    the 中文 edition, and for a Chinese word quoted from the seed in the English one."""
+    context, tab, _ = open_page(browser, f"{site_url}{edition}search.html?q={query}", (site_url,))
+    try:
+        tab.wait_for_function(
+            "() => document.querySelector('#search-results .search-summary, "
+            "#search-results p') !== null",
+            timeout=20_000,
+        )
+        tab.wait_for_function(
+            "() => !document.querySelector('#search-progress') ||"
+            " document.querySelector('#search-progress').textContent === ''",
+            timeout=20_000,
+        )
+        links = tab.eval_on_selector_all(
+            "#search-results ul.search li a", "(as) => as.map((a) => a.getAttribute('href'))"
+        )
+        assert any(f"chapters/{page}" in (href or "") for href in links), (
+            f"searching {edition or 'en/'} for {query!r}: {page} not among {links[:10]}"
+        )
+    finally:
+        context.close()

@@ -1,7 +1,7 @@
 """Checkers for the exercises of chapter 7, "Causal attention, generation and the KV cache".
 
 The learner writes a *function*; the checker calls it on its own cases and compares with the
-package (:func:`course_utils.masks.causal_mask`, :func:`course_utils.causal.kv_cache_bytes`,
+package (:func:`course_utils.masks.causal_mask`, :func:`course_utils.kv_cache.kv_cache_bytes`,
 :func:`course_utils.softmax.softmax`). A checker never raises on a wrong answer, and names the
 typical mistake when it recognises one.
 
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..causal import kv_cache_bytes
+from ..kv_cache import kv_cache_bytes
 from ..softmax import softmax
 from ._checks import Mistake, check_array, check_causal_mask
 from ._feedback import Feedback

@@ -21,7 +21,6 @@ The run is seeded and deterministic (``torch.use_deterministic_algorithms``, one
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -33,6 +32,7 @@ from torch import Tensor, nn
 from .._determinism import deterministic as _deterministic
 from .._settings import Sequences, SequenceSettings, configure
 from .._training import Schedule, ScheduleSettings, batch_loss, held_out_loss, train_adam
+from ..attention import default_scale
 from ..positions import apply_rope, sinusoidal_encoding
 
 __all__ = [
@@ -128,7 +128,7 @@ class PreviousTokenModel(nn.Module):
         q, k = self.W_Q(h), self.W_K(h)  # (B, T, d_model) each
         if self.kind == "rope":
             q, k = apply_rope(q), apply_rope(k)  # positions 0..T-1
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_model)  # (B, T, T)
+        scores = q @ k.transpose(-2, -1) * default_scale(self.d_model)  # (B, T, T)
         return torch.softmax(scores, dim=-1)  # (B, T, T)
 
     def forward(self, x: Tensor) -> Tensor:

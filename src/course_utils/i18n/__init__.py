@@ -266,7 +266,7 @@ def install_matplotlib_hook() -> None:
     """
     from .figures import install
 
-    install()
+    install(get_language, translate)
 
 
 def _js_literal(src: str, i: int) -> tuple[str, int]:

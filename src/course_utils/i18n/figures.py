@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["drawn_texts", "install"]
@@ -40,8 +41,13 @@ _in_tick = threading.local()
 
 
 @functools.cache
-def install() -> None:
-    """Wrap ``Text.draw`` once per process (idempotent)."""
+def install(get_language: Callable[[], str], translate: Callable[[str], str]) -> None:
+    """Wrap ``Text.draw`` once per process (idempotent).
+
+    ``get_language`` and ``translate`` are :mod:`course_utils.i18n`'s own, passed in by
+    :func:`course_utils.i18n.install_matplotlib_hook` (so this module never imports its package
+    back: no import cycle).
+    """
     from matplotlib.axis import Tick
     from matplotlib.text import Text
 
@@ -60,8 +66,6 @@ def install() -> None:
 
     @functools.wraps(original)
     def draw(self: Text, renderer: Any, *args: Any, **kwargs: Any) -> Any:
-        from . import get_language, translate
-
         if get_language() == "en" or getattr(_in_tick, "on", False):
             return original(self, renderer, *args, **kwargs)
         text = self.get_text()

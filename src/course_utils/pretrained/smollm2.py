@@ -38,7 +38,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._validation import shape_str
-from ..causal import CausalSelfAttention, KVCache
+from ..causal import CausalSelfAttention
+from ..kv_cache import KVCache
 from ..norms import RMSNorm
 
 __all__ = ["SmolLM2", "SmolLM2Config", "load_smollm2", "read_gguf", "smollm2_gguf_path"]
@@ -208,7 +209,7 @@ class SmolLM2(nn.Module):
     """SmolLM2-135M run by our own modules. Build it with :func:`load_smollm2`.
 
     ``model(input_ids)`` -> logits ``(B, T, vocab)``; ``model(ids_new, cache=model.new_cache())``
-    continues a sequence (one :class:`~course_utils.causal.KVCache` per layer), so
+    continues a sequence (one :class:`~course_utils.kv_cache.KVCache` per layer), so
     :func:`course_utils.causal.generate` works with it; ``return_weights=True`` also returns the
     attention weights of every layer, a list of ``(B, 9, T, T_k)`` tensors.
     """

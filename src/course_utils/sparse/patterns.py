@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validation import as_bool_array, shape_str
+from ..masks import diagonal_offset
 
 __all__ = [
     "bigbird_mask",
@@ -57,18 +58,9 @@ def _check_int(value: object, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def _shift(t_q: int, t_k: int, align: Align) -> int:
-    """Where query 0 stands among the keys: 0 (``top_left``) or ``t_k - t_q`` (``bottom_right``)."""
-    if align == "top_left":
-        return 0
-    if align == "bottom_right":
-        return t_k - t_q
-    raise ValueError(f"align must be 'top_left' or 'bottom_right'; got {align!r}")
-
-
 def _offsets(t_q: int, t_k: int, align: Align) -> NDArray[np.int64]:
     """``i_pos - j`` for every (query, key) pair ``(t_q, t_k)``: how far back key ``j`` lies."""
-    shift = _shift(t_q, t_k, align)
+    shift = diagonal_offset(t_q, t_k, align)
     query_pos = np.arange(t_q)[:, None] + shift  # (t_q, 1): the query's position among the keys
     key_pos = np.arange(t_k)[None, :]  # (1, t_k)
     return query_pos - key_pos  # (t_q, t_k)
@@ -105,7 +97,7 @@ def sliding_window_mask(
     t_q = _check_int(t_q, "t_q")
     t_k = t_q if t_k is None else _check_int(t_k, "t_k")
     window = _check_int(window, "window")
-    shift = _shift(t_q, t_k, align)
+    shift = diagonal_offset(t_q, t_k, align)
     # np.tri(N, M, k)[i, j] is j <= i + k: bands from two triangles, no (t_q, t_k) integer matrix
     # (at T = 16k that would be 2 GB of int64).
     if causal:  # i + shift - window < j <= i + shift

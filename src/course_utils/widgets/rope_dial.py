@@ -32,6 +32,7 @@ import traitlets
 from numpy.typing import NDArray
 
 from .._validation import as_float_array, check_positive_finite, shape_str
+from ..attention import default_scale
 from ..positions import apply_rope, rope_frequencies
 from ._base import DECIMALS, CourseWidget, check_grid_size, check_index, check_vectors, pack_array
 
@@ -215,7 +216,7 @@ class RopeDial(CourseWidget):
         """The current score ``q_{p+Δ} · k_p / √d`` (full precision)."""
         q = self.rotated("q", [self.query_position], self.base)[0]  # (d,)
         k = self.rotated("k", [self.key_position], self.base)[0]  # (d,)
-        return float(q @ k / math.sqrt(self.d))
+        return float(q @ k * default_scale(self.d))
 
 
 def _check_vector(x: Any, name: str) -> NDArray[np.float64]:

@@ -29,6 +29,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
+from ..attention import default_scale
 from ..scaling import SaturationStats, sample_scores, saturation_stats
 from ..softmax import softmax
 from ._base import DECIMALS, CourseWidget, check_grid_size, check_index, pack_array
@@ -149,7 +150,7 @@ class ScalingExplorer(CourseWidget):
         for i, d_k in enumerate(self.d_ks):
             raw = self.raw_scores(d_k)  # (n_rows, t_k)
             for m, mode in enumerate(MODES):
-                scale = 1.0 if mode == "unscaled" else 1.0 / math.sqrt(d_k)
+                scale = 1.0 if mode == "unscaled" else default_scale(d_k)
                 scores = raw * scale  # (n_rows, t_k)
                 clipped = np.clip(scores, -half[mode], half[mode])  # outliers in the end bins
                 counts, _ = np.histogram(clipped, bins=n_b, range=(-half[mode], half[mode]))

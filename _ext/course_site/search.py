@@ -1,0 +1,54 @@
+"""The site's search finds Chinese words, in both editions (jieba's segmentation).
+
+Sphinx indexes a page by splitting its text into words. Its English splitter keeps a run of
+Chinese characters as one "word" (the seed's terms quoted on an English page, 因果注意力, are one
+term, so 因果 finds nothing), and its Chinese splitter segments with ``jieba`` (a PyPI package;
+without it the 中文 index had no Chinese term at all) but drops one-character words (头, "head").
+Both splitters here add, for every run of Chinese characters, jieba's search segmentation
+(``cut_for_search``: 注意力 gives 注意 and 注意力) and each character on its own, so that a
+one- or two-character query finds its pages. Registered for ``en`` and ``zh`` by
+:func:`course_site.setup`.
+
+>>> chinese_terms("the 多头注意力 (multi-head)")[:4]
+['多头', '注意', '注意力', '多']
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from sphinx.search.en import SearchEnglish
+from sphinx.search.zh import SearchChinese
+
+#: A run of Chinese characters (CJK Unified Ideographs, extension A, compatibility ideographs).
+CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def chinese_terms(text: str) -> list[str]:
+    """jieba's search words of every Chinese run in ``text``, then each of its characters."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # not its "Building prefix dict" notes on every build
+    terms: list[str] = []
+    for run in CJK_RUN.findall(text):
+        terms += [w for w in jieba.cut_for_search(run) if CJK_RUN.fullmatch(w)]
+        terms += list(run)
+    return terms
+
+
+class EnglishWithChineseSearch(SearchEnglish):
+    """Sphinx's English search, plus the Chinese words of the English pages."""
+
+    def split(self, input: str) -> list[str]:
+        return super().split(input) + chinese_terms(input)
+
+
+class ChineseSearch(SearchChinese):
+    """Sphinx's Chinese search (jieba), plus one-character words."""
+
+    def split(self, input: str) -> list[str]:
+        return super().split(input) + [c for run in CJK_RUN.findall(input) for c in run]
+
+    def word_filter(self, stemmed_word: str) -> bool:
+        return super().word_filter(stemmed_word) or bool(CJK_RUN.fullmatch(stemmed_word))
