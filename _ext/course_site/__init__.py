@@ -20,7 +20,8 @@ At ``config-inited`` (after Jupyter Book generated the Sphinx config):
   ``/favicon.ico``, a 404 in the console).
 
 At ``builder-inited``: adds ``course/site.css`` (phones, dark mode, focus; every page) and
-``course/nav_toggles.js`` (the ☰ and contents buttons work on every copy; every page).
+``course/site_nav.js`` (the ☰ and contents buttons work on every copy, and the language switch
+keeps the section being read; every page).
 
 At ``html-page-context``:
 
@@ -68,8 +69,9 @@ MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
 #: Our anywidget loader; a stable URL (``_static/course/widget_loader.js``) the slide decks use too.
 LOADER = "course/widget_loader.js"
 SITE_CSS = "course/site.css"
-#: Makes every copy of the theme's ☰ and contents buttons work (the theme binds the first only).
-NAV_TOGGLES = "course/nav_toggles.js"
+#: Every copy of the theme's ☰ and contents buttons works (the theme binds the first only), and
+#: the language switch keeps the section being read.
+SITE_NAV = "course/site_nav.js"
 #: Makes a display formula that overflows its column a Tab stop (only pages with maths load it).
 SCROLLABLE_MATH = "course/scrollable_math.js"
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
@@ -156,7 +158,7 @@ def _is_thebe(script: Any) -> bool:
 def _builder_inited(app: Any) -> None:
     if getattr(app.builder, "format", "") == "html":
         app.add_css_file(SITE_CSS)
-        app.add_js_file(NAV_TOGGLES, defer="defer")
+        app.add_js_file(SITE_NAV, defer="defer")
 
 
 def _saved_models(scripts: list[Any]) -> dict[str, Any] | None:
@@ -329,9 +331,42 @@ def write_browser_model(outdir: str | Path) -> Path:
     return target
 
 
+#: The comment that asks a browser's developer tools for a source map (``//# sourceMappingURL=``
+#: in JavaScript, ``/*# sourceMappingURL= */`` in CSS), on a line of its own.
+SOURCE_MAP_COMMENT = re.compile(
+    r"\n?(?://|/\*)# sourceMappingURL=[^\n]*?\.map(?: ?\*/)?[ \t]*(?=\n|$)"
+)
+
+
+def drop_source_maps(static: Path) -> int:
+    r"""Delete the theme's source maps (``*.map``, 3.5 MB in ``_static``: for its developers, never
+    loaded by a reader's browser) and the comments that name them. Returns the bytes removed.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.js").write_text("x = 1;\n//# sourceMappingURL=a.js.map")
+    >>> _ = (d / "a.js.map").write_text("{}")
+    >>> _ = (d / "a.css").write_text("p {}\n/*# sourceMappingURL=a.css.map*/")
+    >>> drop_source_maps(d), (d / "a.js").read_text(), (d / "a.css").read_text()
+    (2, 'x = 1;', 'p {}')
+    """
+    removed = 0
+    for source_map in static.rglob("*.map"):
+        removed += source_map.stat().st_size
+        source_map.unlink()
+    for path in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        if "sourceMappingURL=" in text:
+            path.write_text(
+                SOURCE_MAP_COMMENT.sub("", text), encoding="utf-8", errors="surrogateescape"
+            )
+    return removed
+
+
 def _build_finished(app: Any, exception: Exception | None) -> None:
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
+    drop_source_maps(Path(app.outdir) / "_static")
     needs_model = False
     for page in Path(app.outdir).rglob("*.html"):
         html = page.read_text(encoding="utf-8")

@@ -32,6 +32,7 @@ from course_site.browser import (
 from tests.browser.live_page import (
     FALLBACK_WARNING,
     move_every_control,
+    next_frames,
     open_page,
     run_page,
     wait_widgets,
@@ -333,5 +334,31 @@ def test_search_finds_chinese_and_english_words(
         assert any(f"chapters/{page}" in (href or "") for href in links), (
             f"searching {edition or 'en/'} for {query!r}: {page} not among {links[:10]}"
         )
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(("edition", "other"), [("", "zh/"), ("zh/", "")], ids=["en-zh", "zh-en"])
+def test_language_switch_keeps_the_section(
+    edition: str, other: str, site_url: str, browser: Any
+) -> None:
+    """Reading a section far down a chapter, the reader switches language and lands on the same
+    section of the other edition (the switch adds its #anchor), not at the top of the page."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{site_url}{edition}chapters/02_scaling.html", wait_until="load")
+        ids = page.eval_on_selector_all("article section[id]", "(s) => s.map((e) => e.id)")
+        assert len(ids) >= 4, ids
+        target = ids[3]
+        page.evaluate("(id) => document.getElementById(id).scrollIntoView()", target)
+        next_frames(page)
+        page.locator(".cu-lang-switch a").first.click()
+        page.wait_for_url(f"{site_url}{other}chapters/02_scaling.html#*", timeout=15_000)
+        assert page.url.endswith(f"#{target}"), f"landed on {page.url}, expected #{target}"
+        top = page.evaluate(
+            "(id) => document.getElementById(id).getBoundingClientRect().top", target
+        )
+        assert -5 <= top <= 900 / 2, f"section #{target} is at y = {top} px, not in view"
     finally:
         context.close()

@@ -15,8 +15,8 @@ are data (tokens, numbers), and an English token such as "next" must not become 
 >>> import matplotlib
 >>> matplotlib.use("Agg")
 >>> import matplotlib.pyplot as plt
->>> from course_utils.i18n import set_language
->>> install()
+>>> from course_utils.i18n import install_matplotlib_hook, set_language
+>>> install_matplotlib_hook()  # install(get_language, translate), the package's own
 >>> set_language("zh")
 >>> fig, ax = plt.subplots()
 >>> _ = ax.set_title("weights")

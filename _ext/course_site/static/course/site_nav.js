@@ -1,0 +1,65 @@
+/*
+ * Navigation that works on every page, at every width (course/site_nav.js, every page).
+ *
+ * 1. The site navigation (☰) and contents buttons. pydata-sphinx-theme and sphinx-book-theme bind
+ *    their sidebar toggles with document.querySelector(".primary-toggle") and
+ *    (".secondary-toggle"): the first match only, the copy in the site header that the book
+ *    layout hides. The copies a reader sees, in the article header, got no handler, so on a phone
+ *    or a projector at 150 % zoom (where the sidebars are collapsed) neither button did anything.
+ *    A click (tap, Enter, Space) on any other copy is forwarded to the first one, whose handler
+ *    the theme set: the theme's own behaviour, from every copy.
+ * 2. The language switch (English / 中文) keeps the section being read. Both editions give a
+ *    section the same id (the translated page keeps the English ids), so the switch link gets
+ *    the id of the section at the top of the window (or the page's own #anchor) when clicked.
+ */
+(function () {
+  "use strict";
+
+  function forward(selector) {
+    var copies = document.querySelectorAll(selector);
+    var bound = copies[0];
+    for (var i = 1; i < copies.length; i++) {
+      copies[i].addEventListener("click", function (event) {
+        event.preventDefault();
+        event.stopPropagation();
+        bound.click();
+      });
+    }
+  }
+
+  // The section the reader is in: the last one whose top has reached the upper quarter of the
+  // window; before the first one, the page's own #anchor (if any), else none.
+  function currentSection() {
+    var sections = document.querySelectorAll("article section[id]");
+    var line = window.innerHeight / 4;
+    var found = "";
+    for (var i = 0; i < sections.length; i++) {
+      if (sections[i].getBoundingClientRect().top <= line) found = sections[i].id;
+    }
+    return found || decodeURIComponent(location.hash.slice(1));
+  }
+
+  function keepSection() {
+    var links = document.querySelectorAll(".cu-lang-switch a[href]");
+    for (var i = 0; i < links.length; i++) {
+      links[i].addEventListener("click", function (event) {
+        var link = event.currentTarget;
+        var id = currentSection();
+        var base = link.getAttribute("href").split("#")[0];
+        link.setAttribute("href", id ? base + "#" + encodeURIComponent(id) : base);
+      });
+    }
+  }
+
+  function init() {
+    forward(".primary-toggle");
+    forward(".secondary-toggle");
+    keepSection();
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();
