@@ -348,12 +348,19 @@ def test_language_switch_keeps_the_section(
     try:
         page = context.new_page()
         page.goto(f"{site_url}{edition}chapters/02_scaling.html", wait_until="load")
+        # Formulas and widgets drawn first: they change the page's height (a reader scrolls later).
+        page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+        page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
         ids = page.eval_on_selector_all("article section[id]", "(s) => s.map((e) => e.id)")
         assert len(ids) >= 4, ids
         target = ids[3]
         page.evaluate("(id) => document.getElementById(id).scrollIntoView()", target)
         next_frames(page)
-        page.locator(".cu-lang-switch a").first.click()
+        # A reader's click where the link is (in the sticky header bar): Playwright's own click
+        # would first scroll the page to the element, which a reader's click does not.
+        box = page.locator(".cu-lang-switch a").first.bounding_box()
+        assert box and 0 <= box["y"] < 900, f"the language switch is not on screen: {box}"
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_url(f"{site_url}{other}chapters/02_scaling.html#*", timeout=15_000)
         assert page.url.endswith(f"#{target}"), f"landed on {page.url}, expected #{target}"
         top = page.evaluate(

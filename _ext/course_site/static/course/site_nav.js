@@ -8,9 +8,11 @@
  *    or a projector at 150 % zoom (where the sidebars are collapsed) neither button did anything.
  *    A click (tap, Enter, Space) on any other copy is forwarded to the first one, whose handler
  *    the theme set: the theme's own behaviour, from every copy.
- * 2. The language switch (English / 中文) keeps the section being read. Both editions give a
- *    section the same id (the translated page keeps the English ids), so the switch link gets
- *    the id of the section at the top of the window (or the page's own #anchor) when clicked.
+ * 2. The language switch (English / 中文) keeps the section being read. It moves into the
+ *    article's header bar, which stays at the top of the window (sticky), so it can be clicked
+ *    from anywhere in the page; both editions give a section the same id (the translated page
+ *    keeps the English ids), so the link gets the id of the section at the top of the window
+ *    (or the page's own #anchor) when clicked.
  */
 (function () {
   "use strict";
@@ -39,6 +41,12 @@
     return found || decodeURIComponent(location.hash.slice(1));
   }
 
+  function dockLanguageSwitch() {
+    var nav = document.querySelector(".cu-lang-switch");
+    var bar = document.querySelector(".bd-header-article .header-article-items__end");
+    if (nav && bar) bar.insertBefore(nav, bar.firstChild);
+  }
+
   function keepSection() {
     var links = document.querySelectorAll(".cu-lang-switch a[href]");
     for (var i = 0; i < links.length; i++) {
@@ -54,6 +62,7 @@
   function init() {
     forward(".primary-toggle");
     forward(".secondary-toggle");
+    dockLanguageSwitch();
     keepSection();
   }
 
