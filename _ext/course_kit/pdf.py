@@ -136,6 +136,7 @@ def print_page(
     widget_scripts: list[str] = []
     parts: list[str] = []
     titles: list[str] = []
+    mathjax_src: str | None = None
     for n, page in enumerate(toc_pages(repo)):
         path = site / f"{page}.html"
         if not path.is_file():
@@ -147,6 +148,10 @@ def print_page(
                 head_links.append(str(link))
         for script in soup.find_all("script", src=True):
             src = script["src"]
+            if mathjax_src is None and "course_vendor/mathjax/" in src:
+                # Where this edition's pages load MathJax from (the 中文 edition uses the English
+                # site's _static), already made relative to the print page.
+                mathjax_src = src.split("?", 1)[0].rsplit("/", 1)[0] + "/tex-mml-chtml.js"
             is_widget_runtime = any(k in src for k in WIDGET_SCRIPT_WORDS)
             if is_widget_runtime and str(script) not in widget_scripts:
                 widget_scripts.append(str(script))
@@ -165,9 +170,11 @@ def print_page(
         f'<span class="page" data-part="{i}">{PAGE_NUMBER_SLOT}</span></li>'
         for i, t in enumerate(titles)
     )
+    if mathjax_src is None:  # a book without formulas: the edition's own copy
+        mathjax_src = f"{prefix}_static/course_vendor/mathjax/tex-mml-chtml.js"
     mathjax = (
         '<script>window.MathJax = {"options": {"processHtmlClass": "math|output_area"}};</script>\n'
-        f'<script defer src="{prefix}_static/course_vendor/mathjax/tex-mml-chtml.js"></script>'
+        f'<script defer src="{mathjax_src}"></script>'
     )
     doc = f"""<!DOCTYPE html>
 <html lang="{html.escape(language)}"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
