@@ -73,6 +73,29 @@ def test_theme_components_we_override_exist_in_the_theme() -> None:
         assert list(theme.rglob(name)), f"{name} is not a pydata-sphinx-theme component"
 
 
+def test_our_asset_macros_are_the_themes_without_font_awesomes_script() -> None:
+    """``templates/static/webpack-macros.html`` is the theme's file (same path, so it replaces it)
+    with one change: no ``fontawesome.js`` (the theme's CSS draws the icons from its web fonts).
+    After a theme upgrade this fails until the copy is taken again."""
+    import pydata_sphinx_theme
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    theirs = (theme / "static" / "webpack-macros.html").read_text(encoding="utf-8")
+    ours = (sphinx_ext.TEMPLATES / "static" / "webpack-macros.html").read_text(encoding="utf-8")
+    assert "fontawesome.js" in theirs
+    assert "fontawesome.js" not in ours
+    kept = ours.split("-#}\n", 1)[1]  # after our comment
+    dropped = [line for line in theirs.splitlines() if line not in kept.splitlines()]
+    assert dropped == [
+        "  <!-- So that users can add custom icons -->",
+        "  <script defer src=\"{{ pathto('_static/scripts/fontawesome.js', 1) }}"
+        '?digest=55c26ed414f5f8a31ebb"></script>',
+    ], dropped
+    assert [line for line in kept.splitlines() if line not in theirs.splitlines()] == []
+    css = (theme / "static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    assert "fa-solid-900.woff2" in css and ".fa-bars:before" in css  # the icons' web font
+
+
 def _state_script(models):
     body = json.dumps({"version_major": 2, "version_minor": 0, "state": models})
     return SimpleNamespace(

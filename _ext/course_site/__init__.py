@@ -34,7 +34,9 @@ At ``html-page-context``:
   sphinx-thebe; its inline ``const THEBE_JS_URL = "https://unpkg..."`` is added twice per page,
   a SyntaxError in the console, and names a CDN), and drops exact duplicates.
 
-At ``build-finished``: turns sphinx-external-toc's bare ``index.html`` redirect (one ``<meta>``
+At ``build-finished``: deletes the theme's Font Awesome script, which no page loads (our
+``templates/static/webpack-macros.html`` leaves it out: the theme's stylesheet draws the icons from
+the web fonts); turns sphinx-external-toc's bare ``index.html`` redirect (one ``<meta>``
 line) into a small valid page with ``<html lang>``, a ``<title>`` and a visible link; and, when a
 page holds the head explorer, writes the browser model into ``_static/minilm/``
 (:func:`write_browser_model`): the ES modules of ``course_utils.pretrained.web`` (``.mjs``, so never
@@ -363,10 +365,35 @@ def drop_source_maps(static: Path) -> int:
     return removed
 
 
+#: Theme files no page loads: Font Awesome's SVG script (templates/static/webpack-macros.html
+#: leaves it out; the theme's stylesheet draws the icons from the web fonts).
+UNUSED_THEME_SCRIPTS = ("scripts/fontawesome.js", "scripts/fontawesome.js.LICENSE.txt")
+
+
+def drop_unused_theme_scripts(static: Path) -> list[str]:
+    """Delete :data:`UNUSED_THEME_SCRIPTS` from ``static``; return the ones deleted.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "scripts").mkdir()
+    >>> _ = (d / "scripts" / "fontawesome.js").write_text("")
+    >>> drop_unused_theme_scripts(d), (d / "scripts").is_dir()
+    (['scripts/fontawesome.js'], True)
+    """
+    removed = []
+    for rel in UNUSED_THEME_SCRIPTS:
+        path = static / rel
+        if path.is_file():
+            path.unlink()
+            removed.append(rel)
+    return removed
+
+
 def _build_finished(app: Any, exception: Exception | None) -> None:
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
     drop_source_maps(Path(app.outdir) / "_static")
+    drop_unused_theme_scripts(Path(app.outdir) / "_static")
     needs_model = False
     for page in Path(app.outdir).rglob("*.html"):
         html = page.read_text(encoding="utf-8")

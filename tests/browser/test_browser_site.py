@@ -260,6 +260,18 @@ CHAPTER_LIST_LINK = ".bd-sidebar-primary a[href*='02_scaling']"
 SECTION_LINK = ".bd-sidebar-secondary #pst-page-toc-nav a"
 
 
+#: Every visible Font Awesome icon of the two toggle buttons and the colour-mode button: the
+#: font of its ``::before`` glyph, the glyph and its drawn width.
+ICON_GLYPHS_JS = """() => Array.from(document.querySelectorAll(
+    '.primary-toggle i, .secondary-toggle i, .theme-switch-button i'))
+  .filter((i) => i.getClientRects().length > 0)
+  .map((i) => { const b = getComputedStyle(i, '::before');
+    return {cls: i.className, font: b.fontFamily, glyph: b.content,
+            width: i.getBoundingClientRect().width}; })"""
+FONT_LOADED_JS = """async () => { await document.fonts.ready;
+  return document.fonts.check('900 16px "Font Awesome 6 Free"'); }"""
+
+
 @pytest.mark.parametrize(
     ("edition", "viewport", "touch"),
     [
@@ -281,6 +293,12 @@ def test_navigation_and_contents_buttons_open_their_sidebars(
     try:
         page = context.new_page()
         page.goto(f"{site_url}{edition}chapters/01_queries_keys_values.html", wait_until="load")
+        # The buttons' icons are glyphs of Font Awesome's web font (the theme's CSS; the site
+        # ships no icon script): each visible icon is drawn in that font, and the font loaded.
+        icons = page.evaluate(ICON_GLYPHS_JS)
+        assert icons and all(i["font"].startswith('"Font Awesome') for i in icons), icons
+        assert all(i["width"] > 0 and i["glyph"] not in ("", "none") for i in icons), icons
+        assert page.evaluate(FONT_LOADED_JS), "Font Awesome's web font did not load"
         for button, target in (
             (".primary-toggle", CHAPTER_LIST_LINK),
             (".secondary-toggle", SECTION_LINK),

@@ -219,13 +219,15 @@ def test_page_audit(
             with contextlib.suppress(Exception):  # redirects and aborted loads have no body
                 gzipped[resp.url] = len(gzip.compress(resp.body(), 6))
 
-    page.on("response", on_response)
+    is_chapter = split_edition(rel)[1].startswith("chapters/")
+    if is_chapter:  # only chapters have a weight budget: no other page pays for reading bodies
+        page.on("response", on_response)
     problems: list[str] = []
     try:
         goto_settled(page, site_url + rel)
         page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
         page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
-        if split_edition(rel)[1].startswith("chapters/"):
+        if is_chapter:
             # Late requests (fonts, a widget's worker) count too: let them finish first.
             with contextlib.suppress(Exception):  # a settle hint only: some pages never go idle
                 page.wait_for_load_state("networkidle", timeout=5_000)
