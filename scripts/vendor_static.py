@@ -2,9 +2,6 @@
 
 Writes ``_ext/course_site/static/course_vendor/`` from pinned sources:
 
-* ``require/require.js``: npm ``requirejs`` (MIT);
-* ``html-manager/embed-amd.js``: npm ``@jupyter-widgets/html-manager`` (BSD-3-Clause) and its
-  Font Awesome fonts (woff2/woff; SIL OFL 1.1);
 * ``anywidget/index.js``: copied from the INSTALLED anywidget wheel
   (``anywidget/nbextension/index.js``, MIT), so the front-end always matches the Python package
   that wrote the widget state;
@@ -44,63 +41,8 @@ TEST_DEST = ROOT / "tests" / "browser" / "vendor"
 
 PINS = {
     "axe-core": "4.14.1",
-    "requirejs": "2.3.7",
-    "@jupyter-widgets/html-manager": "1.0.15",
     "mathjax": "3.2.2",
 }
-
-MIT = """MIT License
-
-{copyright}
-
-Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
-associated documentation files (the "Software"), to deal in the Software without restriction,
-including without limitation the rights to use, copy, modify, merge, publish, distribute,
-sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all copies or
-substantial portions of the Software.
-
-THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
-NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
-NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
-DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
-OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
-"""
-
-BSD3 = """BSD 3-Clause License
-
-Copyright (c) 2015 Project Jupyter Contributors
-All rights reserved.
-
-Redistribution and use in source and binary forms, with or without modification, are permitted
-provided that the following conditions are met:
-
-1. Redistributions of source code must retain the above copyright notice, this list of conditions
-   and the following disclaimer.
-2. Redistributions in binary form must reproduce the above copyright notice, this list of
-   conditions and the following disclaimer in the documentation and/or other materials provided
-   with the distribution.
-3. Neither the name of the copyright holder nor the names of its contributors may be used to
-   endorse or promote products derived from this software without specific prior written
-   permission.
-
-THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS "AS IS" AND ANY EXPRESS OR
-IMPLIED WARRANTIES, INCLUDING, BUT NOT LIMITED TO, THE IMPLIED WARRANTIES OF MERCHANTABILITY AND
-FITNESS FOR A PARTICULAR PURPOSE ARE DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT HOLDER OR
-CONTRIBUTORS BE LIABLE FOR ANY DIRECT, INDIRECT, INCIDENTAL, SPECIAL, EXEMPLARY, OR CONSEQUENTIAL
-DAMAGES (INCLUDING, BUT NOT LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR SERVICES; LOSS OF USE,
-DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER CAUSED AND ON ANY THEORY OF LIABILITY, WHETHER
-IN CONTRACT, STRICT LIABILITY, OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT
-OF THE USE OF THIS SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
-"""
-
-FONT_NOTE = """
-The Font Awesome 4 fonts (*.woff2, *.woff) bundled by @jupyter-widgets/html-manager are licensed
-under the SIL Open Font License 1.1 (https://openfontlicense.org/); Font Awesome by Dave Gandy.
-Third-party notices of the JavaScript bundle: embed.js.LICENSE.txt (shipped by the npm package).
-"""
 
 SOURCE_MAP = re.compile(rb"^//# sourceMappingURL=.*$", re.MULTILINE)
 
@@ -133,27 +75,6 @@ def vendor(workdir: Path) -> dict[str, object]:
     if DEST.exists():
         shutil.rmtree(DEST)
     versions: dict[str, object] = {}
-
-    # require.js
-    pkg = npm_pack(f"requirejs@{PINS['requirejs']}", workdir)
-    copy(pkg / "require.js", DEST / "require" / "require.js")
-    (DEST / "require" / "LICENSE").write_text(
-        MIT.format(
-            copyright="Copyright jQuery Foundation and other contributors, https://jquery.org/"
-        )
-    )
-    versions["requirejs"] = {"version": PINS["requirejs"], "source": "npm", "license": "MIT"}
-
-    # html-manager
-    name = "@jupyter-widgets/html-manager"
-    pkg = npm_pack(f"{name}@{PINS[name]}", workdir)
-    dist = pkg / "dist"
-    copy(dist / "embed-amd.js", DEST / "html-manager" / "embed-amd.js", strip_maps=True)
-    for font in sorted([*dist.glob("*.woff2"), *dist.glob("*.woff")]):
-        copy(font, DEST / "html-manager" / font.name)
-    copy(dist / "embed.js.LICENSE.txt", DEST / "html-manager" / "embed.js.LICENSE.txt")
-    (DEST / "html-manager" / "LICENSE").write_text(BSD3 + "\n" + FONT_NOTE)
-    versions[name] = {"version": PINS[name], "source": "npm", "license": "BSD-3-Clause"}
 
     # anywidget front-end from the installed wheel
     wheel_js = Path(anywidget.__file__).parent / "nbextension" / "index.js"

@@ -14,9 +14,9 @@ What is checked, on every page (every ``*.html`` outside ``_static``, ``_sources
   ``src``, ``<object data>``, and ``url(...)``/``@import`` in inline styles and in every local CSS
   file the pages load (followed through ``@import``). "Outside" means ``http(s)://`` or ``//``;
 - no loaded resource URL, inline ``<script>`` or inline ``<style>`` contains ``cdn.``, ``unpkg`` or
-  ``jsdelivr``. (Vendored libraries *contain* CDN fallback URLs, e.g. html-manager's
-  ``https://cdn.jsdelivr.net/npm/``; they are used only if a local module is missing, which the
-  real-browser tests in ``tests/browser`` watch for. Their text is not checked here.);
+  ``jsdelivr``. (A vendored library may *contain* a CDN fallback URL, used only if a local module
+  is missing, which the real-browser tests in ``tests/browser`` watch for. Their text is not
+  checked here.);
 - every local ``src``/``href`` (links included) and every local CSS ``url()`` exists on disk, and a
   ``#fragment`` into a page of the site names an ``id`` that exists on that page.
 """
@@ -298,3 +298,28 @@ def test_local_links_and_resources_exist(site: Path):
             if is_local_target(url) and not url.startswith("#") and not resolve(css, url).exists():
                 problems.append(f"{rel(site, css)}: url({url}) -> missing file")
     report(problems, "broken local links or resources")
+
+
+def test_every_solution_toggle_has_one_label_in_the_pages_language(site: Path):
+    """A solution cell's toggle reads "Show the solution" in every chapter (中文: 显示答案), never
+    myst-nb's "Show code cell content"; a 中文 page has no English toggle label at all."""
+    problems = []
+    solutions = 0
+    for path in site_pages(site):
+        text = path.read_text(encoding="utf-8")
+        zh = rel(site, path).startswith("zh/")
+        for m in re.finditer(
+            r'<div class="cell ([^"]*)">\s*<details[^>]*>\s*<summary[^>]*>\s*'
+            r'<p class="collapsed admonition-title">([^<]*)</p>',
+            text,
+        ):
+            tags, label = m.group(1).split(), m.group(2)
+            if "tag_solution" in tags:
+                solutions += 1
+                want = "显示答案" if zh else "Show the solution"
+                if label != want:
+                    problems.append(f"{rel(site, path)}: solution toggle {label!r}, not {want!r}")
+            elif zh and re.search(r"[A-Za-z]", label):
+                problems.append(f"{rel(site, path)}: English toggle label {label!r}")
+    assert solutions >= 2 * 3 * 13, f"only {solutions} solution toggles found (the regex is stale?)"
+    report(problems, "toggle labels")

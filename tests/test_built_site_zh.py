@@ -191,6 +191,27 @@ def test_zh_kit(stem: str, built: Path) -> None:
     assert f'href="{stem}.slides.html"' in index and '<html lang="zh-CN">' in index
 
 
+def _lang_switch(page: Path) -> tuple[str, str]:
+    """The (href, hreflang) of a deck's or slide index's language link (attributes in any order)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    nav = soup.find("nav", attrs={"aria-label": "Language / 语言"})
+    link = nav.find("a", href=True) if nav else None
+    assert link is not None, f"{page}: no language switch"
+    return link["href"], link.get("hreflang", "")
+
+
+@pytest.mark.parametrize("name", ["index.html", *(f"{s}.slides.html" for s in CHAPTERS)])
+def test_decks_and_slide_index_switch_language(name: str, built: Path) -> None:
+    """Each deck and the slide index link to the same file of the other edition, and back."""
+    english, chinese = SITE / "slides" / name, ZH / "slides" / name
+    href, lang = _lang_switch(english)
+    assert lang == "zh-CN" and (english.parent / href).resolve() == chinese.resolve(), href
+    href, lang = _lang_switch(chinese)
+    assert lang == "en" and (chinese.parent / href).resolve() == english.resolve(), href
+
+
 def _text(nb: dict[str, Any]) -> str:
     return "\n".join(
         "".join(c["source"]) if isinstance(c["source"], list) else c["source"]

@@ -37,11 +37,7 @@ def test_config_points_everything_at_the_site() -> None:
     config = _config()
     sphinx_ext._config_inited(None, config)
     assert config.html_static_path == ["_static", str(sphinx_ext.STATIC)]
-    assert list(config.nb_ipywidgets_js) == [
-        "course_vendor/require/require.js",
-        "course/html_manager_config.js",
-        "course_vendor/html-manager/embed-amd.js",
-    ]
+    assert config.nb_ipywidgets_js == {sphinx_ext.LOADER: {"defer": "defer"}}
     assert all("://" not in k for k in config.nb_ipywidgets_js)
     assert not any("cdn" in json.dumps(v) for v in config.nb_ipywidgets_js.values())
     assert config.mathjax_path == "course_vendor/mathjax/tex-mml-chtml.js"
@@ -109,28 +105,36 @@ LAYOUT = {"model_module": "@jupyter-widgets/base", "model_name": "LayoutModel", 
 SLIDER = {"model_module": "@jupyter-widgets/controls", "model_name": "IntSliderModel"}
 
 
+def test_pages_of_anywidgets_keep_the_loader_myst_nb_adds() -> None:
+    """An anywidget (with its layout) passes; the page keeps its scripts (myst-nb added the
+    loader from ``nb_ipywidgets_js``)."""
+    scripts = [_script("_static/doctools.js"), _state_script({"a": ANYWIDGET, "l": LAYOUT})]
+    scripts.append(_script(f"_static/{sphinx_ext.LOADER}"))
+    app = SimpleNamespace(config=_config(), add_js_file=lambda rel, **kw: None)
+    sphinx_ext._page_context(app, "chapters/x", "page.html", {"script_files": scripts}, None)
+    assert [s.filename for s in scripts] == [
+        "_static/doctools.js",
+        None,
+        f"_static/{sphinx_ext.LOADER}",
+    ]
+
+
 @pytest.mark.parametrize(
-    ("models", "loader"),
+    ("models", "named"),
     [
-        ({"a": ANYWIDGET, "l": LAYOUT}, True),
-        ({"a": ANYWIDGET, "s": SLIDER}, False),
-        ({"s": SLIDER}, False),
+        ({"a": ANYWIDGET, "s": SLIDER}, "@jupyter-widgets/controls/IntSliderModel"),
+        ({"s": SLIDER, "l": LAYOUT}, "@jupyter-widgets/controls/IntSliderModel"),
+        ({"o": {"model_module": "@jupyter-widgets/output", "model_name": "OutputModel"}}, "Output"),
     ],
 )
-def test_pages_of_anywidgets_get_the_small_loader(models, loader) -> None:
-    manager = [f"_static/{rel}" for rel in sphinx_ext.widget_scripts()]
+def test_a_page_saving_another_widget_model_fails_the_build(models, named) -> None:
+    """The site carries no widget manager but our anywidget loader: a core ipywidget saved in a
+    notebook would be frozen on the page, so the build stops and names the page and the model."""
     scripts = [_script("_static/doctools.js"), _state_script(models)]
-    scripts += [_script(rel) for rel in manager]
-    added = []
-    app = SimpleNamespace(config=_config(), add_js_file=lambda rel, **kw: added.append((rel, kw)))
-    sphinx_ext._page_context(app, "chapters/x", "page.html", {"script_files": scripts}, None)
-    names = [s.filename for s in scripts]
-    if loader:
-        assert names == ["_static/doctools.js", None]
-        assert added == [(sphinx_ext.LOADER, {"defer": "defer"})]
-    else:
-        assert names == ["_static/doctools.js", None, *manager]
-        assert added == []
+    app = SimpleNamespace(config=_config(), add_js_file=lambda rel, **kw: None)
+    with pytest.raises(sphinx_ext.WidgetModelError, match=r"chapters/x: saved widget model") as e:
+        sphinx_ext._page_context(app, "chapters/x", "page.html", {"script_files": scripts}, None)
+    assert named in str(e.value)
 
 
 def test_page_body_fixes() -> None:
@@ -188,8 +192,10 @@ def test_vendored_files_match_their_manifest() -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    for package in ["require", "html-manager", "anywidget", "mathjax"]:
+    for package in ["anywidget", "mathjax"]:
         assert (VENDOR / package / "LICENSE").is_file(), package
+    # No widget manager but our loader: html-manager and require.js are gone for good.
+    assert sorted(p.name for p in VENDOR.iterdir() if p.is_dir()) == ["anywidget", "mathjax"]
 
 
 def test_axe_core_is_vendored_for_tests_only() -> None:
@@ -217,13 +223,6 @@ def test_anywidget_front_end_is_the_installed_wheels() -> None:
     assert vendored == upstream
     manifest = json.loads((VENDOR / "VERSIONS.json").read_text())
     assert manifest["packages"]["anywidget"]["version"] == importlib.metadata.version("anywidget")
-
-
-def test_config_script_never_forces_the_cdn() -> None:
-    text = (sphinx_ext.STATIC / "course" / "html_manager_config.js").read_text()
-    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
-    assert "data-jupyter-widgets-cdn" not in code
-    assert "http" not in code
 
 
 def test_bare_root_redirect_becomes_a_valid_page(tmp_path) -> None:

@@ -50,8 +50,8 @@ PRINT_TEXT = {
     },
 }
 PAGE_NUMBER_SLOT = "000"
-#: Scripts of a page that belong to the widget runtime (whatever it is: html-manager or a loader).
-WIDGET_SCRIPT_WORDS = ("require", "course_widgets", "embed-amd", "anywidget", "widget")
+#: Scripts of a page that belong to the widget runtime (the site's anywidget loader).
+WIDGET_SCRIPT_WORDS = ("course_widgets", "anywidget", "widget")
 
 PRINT_CSS = """
 @page { size: A4; margin: 16mm 15mm 18mm 15mm; }

@@ -60,6 +60,18 @@ NO_INPUT_TAGS = {"hide-input", "remove-input"}
 NO_OUTPUT_TAGS = {"hide-output", "remove-output"}
 
 
+def other_edition(language: str, filename: str) -> dict[str, str]:
+    """The same file of the slides folder in the other edition: English decks are in ``slides/``,
+    the 中文 ones in ``zh/slides/`` (link, its ``lang`` and the edition's name).
+
+    >>> other_edition("en", "index.html")["href"], other_edition("zh-CN", "a.slides.html")["href"]
+    ('../zh/slides/index.html', '../../slides/a.slides.html')
+    """
+    if language.lower().startswith("zh"):
+        return {"href": f"../../slides/{filename}", "lang": "en", "name": "English"}
+    return {"href": f"../zh/slides/{filename}", "lang": "zh-CN", "name": "中文"}
+
+
 def widget_runtime() -> list[dict[str, Any]]:
     """Scripts (relative to ``_static/``) that make the decks' widgets live, in load order."""
     return [{"src": src, "attrs": dict(attrs)} for src, attrs in WIDGET_RUNTIME.items()]
@@ -330,6 +342,7 @@ def build_deck(
                 for c in deck_nb["cells"]
             ),
             "widget_scripts": widget_runtime(),
+            "other_edition": other_edition(language, f"{notebook.stem}.slides.html"),
         }
     }
     # reads() (unlike from_dict) joins the multi-line strings of the JSON into plain strings.
@@ -410,6 +423,11 @@ def index_page(decks: list[DeckInfo], title: str, language: str = "en") -> str:
 
 
 def _index_html(language: str, heading: str, intro: str, items: str, back: str) -> str:
+    other = other_edition(language, "index.html")
+    switch = (
+        '<nav aria-label="Language / 语言"><a href="{href}" lang="{lang}" hreflang="{lang}">'
+        "{name}</a></nav>"
+    ).format(**{k: html.escape(v, quote=True) for k, v in other.items()})
     return f"""<!DOCTYPE html>
 <html lang="{html.escape(language)}">
 <head>
@@ -424,6 +442,7 @@ a {{ color: #0063a0; }}
 </style>
 </head>
 <body>
+{switch}
 <main>
 <h1>{heading}</h1>
 <p>{intro}</p>

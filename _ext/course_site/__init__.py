@@ -10,9 +10,8 @@ At ``config-inited`` (after Jupyter Book generated the Sphinx config):
   later, the vendored trees are copied to ``_static/`` but never auto-included;
 * appends ``templates/`` to ``templates_path``: our copies of a few theme components, fixed for
   screen readers (a button's name contains its visible text);
-* sets myst-nb's ``nb_ipywidgets_js`` to the vendored require.js, our
-  ``course/html_manager_config.js`` and html-manager's ``embed-amd.js``; myst-nb adds these only
-  to pages whose notebook stored widget state;
+* sets myst-nb's ``nb_ipywidgets_js`` to our small anywidget loader ``course/widget_loader.js``
+  (:func:`widget_scripts`); myst-nb adds it only to pages whose notebook stored widget state;
 * sets ``mathjax_path`` to the vendored MathJax 3 (Sphinx adds it only to pages with math) and
   keeps formulas out of the Tab order (a reader can turn MathJax's explorer on in its menu);
 * sets the theme's ``default_mode`` to ``light`` when empty (else a console error on first visit);
@@ -25,9 +24,11 @@ keeps the section being read; every page).
 
 At ``html-page-context``:
 
-* on a page whose saved widgets are all anywidgets, swaps html-manager + require.js for our small
-  loader ``course/widget_loader.js`` (:func:`page_widget_scripts`); a page holding a core
-  ipywidget keeps html-manager;
+* fails the build (``WidgetModelError``) on a page that saved a widget model other than an
+  anywidget's (with its layout and style): the site carries no other widget manager, so such a
+  widget would be frozen (:func:`foreign_widget_models`);
+* labels every solution toggle "Show the solution" (中文: 显示答案), and a 中文 page's other
+  hidden-cell toggles in Chinese (:func:`label_toggles`);
 * names each hidden-cell toggle by its visible text ("Show the solution"), not "Toggle hidden
   content", and gives the bibliography a list structure screen readers accept;
 * drops sphinx-thebe's scripts when the thebe launch button is off (Jupyter Book always loads
@@ -46,10 +47,10 @@ and the float16 weights exported from the package's safetensors (generated, neve
 The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json``) are refreshed by
 ``scripts/vendor_static.py`` (``make vendor``).
 
->>> list(widget_scripts())[1]  # between require.js and embed-amd.js
-'course/html_manager_config.js'
->>> page_widget_scripts({"a": {"model_module": "anywidget"}})
+>>> list(widget_scripts())
 ['course/widget_loader.js']
+>>> foreign_widget_models({"a": {"model_module": "anywidget"}})
+[]
 """
 
 from __future__ import annotations
@@ -82,29 +83,31 @@ PASSIVE_MODELS = {("@jupyter-widgets/base", "LayoutModel"), ("@jupyter-widgets/b
 
 
 def widget_scripts() -> dict[str, dict[str, str]]:
-    """Scripts (relative to ``_static``) html-manager needs on a widget page, in load order."""
-    return {
-        "course_vendor/require/require.js": {},
-        "course/html_manager_config.js": {},
-        "course_vendor/html-manager/embed-amd.js": {},
-    }
+    """Scripts (relative to ``_static``) a page with saved widgets loads: our anywidget loader."""
+    return {LOADER: {"defer": "defer"}}
 
 
-def page_widget_scripts(models: dict[str, Any]) -> list[str]:
-    """The scripts a page with these saved widget models needs (paths relative to ``_static``).
+class WidgetModelError(Exception):
+    """A page saved a widget model the site cannot draw (not an anywidget's)."""
 
-    Our loader when every model is an anywidget (or an anywidget's layout/style), else
-    html-manager with require.js.
 
-    >>> page_widget_scripts({"a": {"model_module": "@jupyter-widgets/controls",
-    ...                            "model_name": "IntSliderModel"}})[-1]
-    'course_vendor/html-manager/embed-amd.js'
+def foreign_widget_models(models: dict[str, Any]) -> list[str]:
+    """The saved models that are neither an anywidget nor an anywidget's layout or style, as
+    ``"module/name"``: the site's loader draws anywidgets only, so a core ipywidget (a slider of
+    ``interact``, say) would be frozen on the page.
+
+    >>> foreign_widget_models({"a": {"model_module": "@jupyter-widgets/controls",
+    ...                               "model_name": "IntSliderModel"},
+    ...                        "b": {"model_module": "@jupyter-widgets/base",
+    ...                              "model_name": "LayoutModel"}})
+    ['@jupyter-widgets/controls/IntSliderModel']
     """
+    foreign = []
     for model in models.values():
         module, name = model.get("model_module"), model.get("model_name")
         if module != "anywidget" and (module, name) not in PASSIVE_MODELS:
-            return list(widget_scripts())
-    return [LOADER]
+            foreign.append(f"{module}/{name}")
+    return sorted(foreign)
 
 
 def _config_inited(app: Any, config: Any) -> None:
@@ -175,14 +178,15 @@ def _saved_models(scripts: list[Any]) -> dict[str, Any] | None:
     return None
 
 
-def _use_loader(app: Any, scripts: list[Any]) -> None:
-    """Swap html-manager + require.js for our loader when every saved model is an anywidget."""
-    models = _saved_models(scripts)
-    if models is None or page_widget_scripts(models) != [LOADER]:
-        return
-    manager = {f"_static/{rel}" for rel in widget_scripts()} | set(widget_scripts())
-    scripts[:] = [s for s in scripts if str(getattr(s, "filename", s) or "") not in manager]
-    app.add_js_file(LOADER, defer="defer")  # this page only (Sphinx resets the list per page)
+def _check_widget_models(pagename: str, scripts: list[Any]) -> None:
+    """Fail the build on a page whose saved widgets are not all anywidgets."""
+    foreign = foreign_widget_models(_saved_models(scripts) or {})
+    if foreign:
+        raise WidgetModelError(
+            f"{pagename}: saved widget model(s) {', '.join(foreign)}; the site draws anywidgets "
+            "only (course_utils.widgets), so these would be frozen. Use a course widget, or "
+            "clear the cell's widget output before saving the notebook."
+        )
 
 
 TOGGLE_LABEL = re.compile(r'<summary aria-label="Toggle hidden content">')
@@ -224,6 +228,57 @@ def fix_body(body: str) -> str:
     return body
 
 
+#: The words of a hidden cell's toggle, per edition: (shown while closed, shown while open). A
+#: solution cell (tag ``solution``) says so in every chapter; any other hidden cell gets myst-nb's
+#: words, in the edition's language.
+TOGGLE_WORDS = {
+    "en": {"solution": ("Show the solution", "Hide the solution")},
+    "zh": {
+        "solution": ("显示答案", "隐藏答案"),
+        "Show code cell content": "显示代码单元",
+        "Hide code cell content": "隐藏代码单元",
+        "Show code cell source": "显示代码",
+        "Hide code cell source": "隐藏代码",
+        "Show code cell outputs": "显示输出",
+        "Hide code cell outputs": "隐藏输出",
+        "Show the solution": "显示答案",
+        "Hide the solution": "隐藏答案",
+    },
+}
+_CELL_TOGGLE = re.compile(
+    r'(<div class="cell (?P<tags>[^"]*)">\s*'
+    r'<details class="[^"]*\bhide\b[^"]*">\s*<summary[^>]*>\s*)'
+    r'<p class="collapsed admonition-title">(?P<show>[^<]*)</p>\s*'
+    r'<p class="expanded admonition-title">(?P<hide>[^<]*)</p>'
+)
+
+
+def label_toggles(body: str, language: str | None) -> str:
+    """One label for every solution toggle ("Show the solution"), and a 中文 page's toggles in
+    Chinese (myst-nb writes "Show code cell content" whatever the language).
+
+    >>> cell = ('<div class="cell tag_hide-cell tag_solution docutils container">'
+    ...         '<details class="admonition hide above-input"><summary>'
+    ...         '<p class="collapsed admonition-title">Show code cell content</p>'
+    ...         '<p class="expanded admonition-title">Hide code cell content</p>')
+    >>> label_toggles(cell, "en").count("the solution"), label_toggles(cell, "zh_CN").count("答案")
+    (2, 2)
+    """
+    words = TOGGLE_WORDS[edition(language)]
+
+    def relabel(m: re.Match[str]) -> str:
+        if "tag_solution" in m["tags"].split():
+            show, hide = words["solution"]
+        else:
+            show, hide = words.get(m["show"], m["show"]), words.get(m["hide"], m["hide"])
+        return (
+            f'{m.group(1)}<p class="collapsed admonition-title">{show}</p>'
+            f'<p class="expanded admonition-title">{hide}</p>'
+        )
+
+    return _CELL_TOGGLE.sub(relabel, body)
+
+
 #: The two editions: ``language`` prefix -> (``lang``/``hreflang``, name, folder in the site).
 EDITIONS = {"en": ("en", "English", ""), "zh": ("zh-CN", "中文", "zh/")}
 
@@ -263,13 +318,13 @@ def language_switch(pagename: str, language: str | None) -> str:
 
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     if isinstance(context.get("body"), str):
-        context["body"] = fix_body(context["body"])
+        context["body"] = label_toggles(fix_body(context["body"]), app.config.language)
         if doctree is not None:  # a page of the book (not search, genindex)
             context["body"] = language_switch(pagename, app.config.language) + context["body"]
     scripts = context.get("script_files")
     if scripts is None:
         return
-    _use_loader(app, scripts)
+    _check_widget_models(pagename, scripts)
     if any("mathjax" in str(getattr(s, "filename", s) or "") for s in scripts):
         app.add_js_file(SCROLLABLE_MATH, defer="defer")  # this page only, like the loader
     thebe_on = _thebe_enabled(app.config)

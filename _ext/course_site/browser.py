@@ -21,11 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import page_widget_scripts
+from . import widget_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS_PAGE = "__course_widget_xss_test__.html"
-SHIM_PAGE = "__course_mathjax_shim_test__.html"
 XSS_TOKENS = ["<img src=x onerror=alert(1)>", "<script>alert(2)</script>", "&amp;", "ok"]
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -186,7 +185,7 @@ def _script_json(data: Any) -> str:
     return json.dumps(data).replace("</", "<\\/")
 
 
-def embed_page_html(widgets: list[Any], title: str, *, mathjax: bool = False) -> str:
+def embed_page_html(widgets: list[Any], title: str) -> str:
     """A page built the way myst-nb builds one: local scripts, widget state, one view per widget."""
     from ipywidgets.embed import dependency_state, embed_data
 
@@ -197,21 +196,12 @@ def embed_page_html(widgets: list[Any], title: str, *, mathjax: bool = False) ->
         f'<script type="application/vnd.jupyter.widget-view+json">{_script_json(v)}</script>'
         for v in data["view_specs"]
     )
-    mathjax_tags = (
-        '<script>window.MathJax = {"options": {"processHtmlClass": "math|output_area"}}</script>\n'
-        '<script defer src="_static/course_vendor/mathjax/tex-mml-chtml.js"></script>\n'
-        if mathjax
-        else ""
-    )
-    # The scripts the course_site extension would choose: our loader, or html-manager.
-    scripts = "\n".join(
-        f'<script src="_static/{rel}"></script>'
-        for rel in page_widget_scripts(data["manager_state"]["state"])
-    )
+    # The scripts the course_site extension gives a page with saved widgets: our loader.
+    scripts = "\n".join(f'<script defer src="_static/{rel}"></script>' for rel in widget_scripts())
     state = _script_json(data["manager_state"])
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-{mathjax_tags}{scripts}
+{scripts}
 <script type="application/vnd.jupyter.widget-state+json">{state}</script>
 </head><body><main>
 {views}
@@ -234,15 +224,6 @@ def xss_page_html() -> str:
         rng.normal(size=(4, 2)), key_labels=XSS_TOKENS, title="<script>alert(4)</script>"
     )
     return embed_page_html([sentence, plane], "XSS test")
-
-
-def shim_page_html() -> str:
-    """An ipywidgets Label with math on a MathJax 3 page: controls call MathJax 2's Hub.Queue."""
-    import ipywidgets
-
-    return embed_page_html(
-        [ipywidgets.Label(value=r"weight \(\alpha_{ij}\)")], "shim", mathjax=True
-    )
 
 
 # ---- Site audit: shared by tests/browser/test_site_audit.py and benchmarks/site_audit.py ----

@@ -14,11 +14,9 @@ import pytest
 
 from course_site.browser import (
     ROOT,
-    SHIM_PAGE,
     XSS_PAGE,
     launch,
     serve,
-    shim_page_html,
     site_dir,
     xss_page_html,
 )
@@ -48,7 +46,6 @@ def xss_html() -> str:
 def site_url(site_root: Path, xss_html: str) -> Iterator[str]:
     extra = {
         f"/{XSS_PAGE}": xss_html.encode("utf-8"),
-        f"/{SHIM_PAGE}": shim_page_html().encode("utf-8"),
     }
     with serve(site_root, extra=extra) as url:
         yield url

@@ -21,11 +21,6 @@ window.alert = () => { window.__xss += 1; };
 """
 
 
-#: html-manager's own console warning (its JSON-schema compiler). Course pages load our loader,
-#: not html-manager, so they must not show it; only the fallback test page (a core ipywidget) may.
-FALLBACK_WARNING = "strict mode: use allowUnionTypes"
-
-
 class PageRecord:
     """Everything that went wrong while a page was open."""
 
@@ -61,7 +56,7 @@ def new_recorded_page(
     for script in (NO_XSS_INIT, *init_scripts):
         context.add_init_script(script)
     page = context.new_page()
-    # No errors and no warnings (html-manager used to log "strict mode: use allowUnionTypes").
+    # No errors and no warnings.
     page.on(
         "console",
         lambda msg: (

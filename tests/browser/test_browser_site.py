@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from course_site import LOADER, page_widget_scripts
+from course_site import LOADER, foreign_widget_models
 from course_site.browser import (
-    SHIM_PAGE,
     XSS_PAGE,
     XSS_TOKENS,
     is_redirect_page,
@@ -30,7 +29,6 @@ from course_site.browser import (
     split_edition,
 )
 from tests.browser.live_page import (
-    FALLBACK_WARNING,
     move_every_control,
     next_frames,
     open_page,
@@ -91,18 +89,14 @@ def test_widget_scripts_only_where_needed(site_root: Path) -> None:
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         has_state = "application/vnd.jupyter.widget-state+json" in text
-        loads_manager = "embed-amd.js" in text or "require.js" in text
-        loads_loader = "course/widget_loader.js" in text
-        assert has_state == (loads_manager or loads_loader), (
-            f"{rel}: widget state {has_state}, manager {loads_manager}, loader {loads_loader}"
+        assert "embed-amd.js" not in text and "require.js" not in text, (
+            f"{rel}: loads html-manager or require.js (the site draws anywidgets only)"
         )
-        assert not (loads_manager and loads_loader), f"{rel}: loads both html-manager and loader"
+        loads_loader = LOADER in text
+        assert has_state == loads_loader, f"{rel}: widget state {has_state}, loader {loads_loader}"
         if has_state:
             state = json.loads(STATE_RE.search(text).group(1).replace("<\\/", "</"))["state"]
-            want_loader = page_widget_scripts(state) == [LOADER]
-            assert loads_loader == want_loader, (
-                f"{rel}: all-anywidget page {want_loader}, but loader {loads_loader}"
-            )
+            assert not foreign_widget_models(state), (rel, foreign_widget_models(state))
         assert "data-jupyter-widgets-cdn-only" not in text, rel
         has_math = 'class="math' in text
         loads_mathjax = "tex-mml-chtml.js" in text
@@ -198,58 +192,6 @@ def test_plane_pointer_drag(site_url: str, browser: Any) -> None:
         )
         assert angles[0] == "90°", angles
         assert not record.problems(), record.problems()
-    finally:
-        context.close()
-
-
-FONT_URLS_JS = """
-() => {
-  const urls = [];
-  for (const sheet of Array.from(document.styleSheets)) {
-    let rules = [];
-    try { rules = Array.from(sheet.cssRules); } catch (e) { continue; }
-    for (const rule of rules) {
-      if (rule.type !== CSSRule.FONT_FACE_RULE) continue;
-      const src = rule.style.getPropertyValue('src');
-      for (const m of src.matchAll(/url\\(["']?([^"')]+)["']?\\)/g)) {
-        const base = sheet.href || document.baseURI;
-        if (/\\.woff2?(\\?|#|$)/.test(m[1])) urls.push(new URL(m[1], base).href);
-      }
-    }
-  }
-  return urls;
-}
-"""
-
-
-def test_widget_manager_fonts_are_local(site_url: str, browser: Any) -> None:
-    """html-manager's Font Awesome @font-face URLs point at vendored files that exist.
-
-    (On the page with a core ipywidget: pages of anywidgets only get our loader instead.)
-    """
-    context, page, record = open_page(browser, site_url + SHIM_PAGE, (site_url,))
-    try:
-        wait_widgets(page)
-        urls = [u for u in page.evaluate(FONT_URLS_JS) if "course_vendor/html-manager" in u]
-        assert urls, "no html-manager font URLs found (font path not configured?)"
-        for url in sorted(set(urls)):
-            status = page.evaluate("(u) => fetch(u).then((r) => r.status)", url)
-            assert status == 200, f"{url}: HTTP {status}"
-        assert not record.problems(FALLBACK_WARNING), record.problems(FALLBACK_WARNING)
-    finally:
-        context.close()
-
-
-def test_mathjax2_calls_from_widget_controls_are_shimmed(site_url: str, browser: Any) -> None:
-    """@jupyter-widgets/controls calls MathJax.Hub.Queue; on our MathJax 3 pages it typesets."""
-    context, page, record = open_page(browser, site_url + SHIM_PAGE, (site_url,))
-    try:
-        wait_widgets(page)
-        page.wait_for_function(
-            "() => document.querySelector('.widget-subarea mjx-container')", timeout=15_000
-        )
-        assert page.evaluate("() => document.querySelectorAll('mjx-merror').length") == 0
-        assert not record.problems(FALLBACK_WARNING), record.problems(FALLBACK_WARNING)
     finally:
         context.close()
 

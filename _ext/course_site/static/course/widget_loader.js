@@ -2,8 +2,8 @@
  * Attention, step by step: a small loader for anywidget views saved in a static HTML page.
  * (MIT licence, like the rest of the course's code.)
  *
- * It replaces @jupyter-widgets/html-manager + require.js (3.6 MB) on pages whose saved widgets are
- * all anywidgets. URL on the built site: _static/course/widget_loader.js (stable; the slide decks
+ * The site's only widget manager (instead of @jupyter-widgets/html-manager + require.js, 3.6 MB):
+ * the site saves anywidgets only. URL on the built site: _static/course/widget_loader.js (stable; the slide decks
  * load the same file).
  *
  * Contract
@@ -21,8 +21,8 @@
  * - The model a view gets: get(name), set(name, value) (fires "change:name" and "change"),
  *   on(events, cb) / off(events?, cb?), save_changes() and send() (no kernel: they do nothing
  *   more). Views of one model share it, so moving one view's control updates the others.
- * - Views of other widgets (core ipywidgets) are left alone: a page holding any should load
- *   html-manager instead (the course's Sphinx extension decides that per page).
+ * - Views of other widgets (core ipywidgets) are left alone: the course's Sphinx extension fails
+ *   the build on a page that saved one (course_site.WidgetModelError).
  * - There is no kernel: every model says so with `model.kernelless === true`, and gives
  *   `model.static_url`, the absolute URL of the site's _static/ folder (the folder this file is in,
  *   one level up), so a widget can start site files that are not swept into every page (e.g. the
