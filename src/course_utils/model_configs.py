@@ -2,7 +2,8 @@
 
 Every number of the table (``model_configs.json``, beside this file) is the model's published
 configuration: its paper's architecture table and the ``config.json`` of its model card (the
-``citation`` key of each row is in ``references.bib``; ``source`` says where in it).
+``citation`` key of each row is in ``references.bib``, ``cite`` is how the book shows it, as
+(author, year); ``source`` says where in it).
 SmolLM2-135M's row is also read from its GGUF file by
 :func:`course_utils.pretrained.load_smollm2`, and a test checks the two agree.
 
@@ -44,6 +45,7 @@ class ModelConfig:
     citation: str  # key in references.bib
     source: str  # where in the cited work (and the model card's config.json keys)
     note: str = ""
+    cite: str = ""  # how the book shows the reference: "Touvron et al., 2023" (author, year)
 
     def __post_init__(self) -> None:
         if self.n_heads % self.n_kv_heads:

@@ -97,7 +97,7 @@ class KVCacheCalculator(CourseWidget):
                 {
                     "name": cfg.name,
                     "kind": cfg.kind,
-                    "citation": cfg.citation,
+                    "citation": cfg.cite or cfg.citation,  # shown as the book cites it
                     "context_length": cfg.context_length,
                     "note": translate(cfg.note),
                     "layers_index": LAYERS.index(cfg.n_layers),
