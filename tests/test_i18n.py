@@ -157,6 +157,9 @@ def test_translate_is_identity_in_english(en):
         "权重 = softmax(缩放)；weights @ V；x.var(-1)",
         "True 表示“可以关注”；dtype 为 int64",
         "在 $\\sqrt{d_k}$ 处",
+        "已发表的配置（Touvron et al., 2023）",  # a citation names people
+        "已发表的配置（Llama Team, AI @ Meta, 2024）",
+        "见 (Dao and Gu, 2024) 与 (Ainslie et al., 2023a)",
     ],
 )
 def test_rule_allows_code_names_symbols_and_quoted_data(text):
@@ -174,6 +177,7 @@ def test_rule_allows_code_names_symbols_and_quoted_data(text):
         ("your code raised ZeroDivisionError: division by zero", ["your code raised"]),
         ("cache; expected", ["cache; expected"]),
         ("一个 cache，两个 layers", ["cache", "layers"]),
+        ("（see the paper, 2023）", ["see the paper"]),  # a year alone does not make a citation
     ],
 )
 def test_rule_finds_english_that_should_be_chinese(text, runs):

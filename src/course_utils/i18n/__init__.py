@@ -452,7 +452,8 @@ def untranslated_english(text: str) -> list[str]:
        ‘...’: a learner's value or a token), ``$...$`` maths, and a Python exception's own message
        (``ZeroDivisionError: division by zero``, to the end of the text).
     2. Removed: parentheses holding a glossary term or a :data:`PAREN_TERMS` term in English
-       (``注意力（Attention）``).
+       (``注意力（Attention）``), and an author-year citation, which names people and is never
+       translated (``（Touvron et al., 2023）``, ``（Llama Team, AI @ Meta, 2024）``).
     3. A word (letters, then letters, digits, ``_``, ``'`` or ``-``) is allowed when it is code or
        a name: it has a digit or ``_`` (``d_k``, ``float32``), it is one letter (a maths symbol),
        it has two or more capitals (``PyTorch``, ``GQA``, ``RoPE``, ``GiB``), it is in
@@ -469,6 +470,10 @@ def untranslated_english(text: str) -> list[str]:
     ['not yet right']
     >>> untranslated_english("your code raised ZeroDivisionError: division by zero")
     ['your code raised']
+    >>> untranslated_english("已发表的配置（Touvron et al., 2023），上下文 4k")
+    []
+    >>> untranslated_english("（see the paper, 2023）")
+    ['see the paper']
     """
     s = str(text)
     s = re.sub(r"`[^`]*`", " ", s)
@@ -484,6 +489,7 @@ def untranslated_english(text: str) -> list[str]:
         return " " if inner in terms or inner.rstrip("s") in terms else m.group(0)
 
     s = re.sub(r"[（(]([A-Za-z][A-Za-z \-–]*)[)）]", paren, s)
+    s = re.sub(_CITATION, " ", s)
 
     def allowed(m: re.Match[str]) -> bool:
         word = m.group(0).rstrip("'’-")
@@ -510,6 +516,14 @@ def untranslated_english(text: str) -> list[str]:
     if current:
         runs.append(s[current[0].start() : current[-1].end()])
     return runs
+
+
+# (Surname et al., 2023), (Surname and Other, 2019a), (Llama Team, AI @ Meta, 2024): capitalised
+# names, "et al." / "and" / "&" / "@" between them, then a comma and a four-digit year.
+_NAME = r"[A-Z][A-Za-z\-']*(?:\s+[A-Z@][A-Za-z\-']*|\s+@)*"
+_CITATION = re.compile(
+    rf"[（(]{_NAME}(?:\s+et al\.?|(?:,?\s+(?:and|&)\s+|,\s+){_NAME})*,\s*\d{{4}}[a-z]?[)）]"
+)
 
 
 def _near_code(text: str, start: int, end: int) -> bool:
