@@ -4,9 +4,10 @@ Usage: python scripts/execute_notebooks.py chapters/*.ipynb
        python scripts/execute_notebooks.py --lang zh chapters/*.ipynb appendix/*.ipynb
 
 Each notebook runs top to bottom in a fresh kernel with its own folder as the working directory.
-Widget state is stored in the notebook metadata (nbclient's ``store_widget_state``) so the committed
-notebook shows live widgets too. Run this after changing a chapter or ``course_utils``; commit the
-outputs.
+Widget state is stored in the notebook metadata (nbclient's ``store_widget_state``) so the built
+site shows live widgets too; the widgets' code is not (``strip_widget_code``: the site takes it from
+``_static/course_widgets/``, JupyterLab from the live class). Run this after changing a chapter
+or ``course_utils``; commit the outputs.
 
 ``--lang zh`` (``make execute-zh``) runs the same notebooks with ``COURSE_LANG=zh``
 (``course_utils`` then draws Chinese figure labels, widget labels and exercise feedback) and writes
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from course_utils.widgets.saved_code import strip_widget_code
 
 REPO = Path(__file__).resolve().parents[1]
 #: Where the zh-executed copies of the notebooks live (committed, like the English outputs).
@@ -68,6 +71,7 @@ def execute(path: Path, timeout: int, lang: str | None = None) -> float:
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
+    strip_widget_code(notebook)  # state only: the code lives in the package's .js/.css files
     target = output_path(path, lang)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)

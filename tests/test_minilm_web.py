@@ -213,7 +213,8 @@ def test_build_writes_the_browser_model_only_for_pages_that_need_it(tmp_path: Pa
     (tmp_path / "a.html").write_text("<p>no widget</p>", encoding="utf-8")
     _build_finished(app, None)
     assert not (tmp_path / BROWSER_MODEL_DIR).exists()
-    (tmp_path / "b.html").write_text('<div class="cu-head-explorer"></div>', encoding="utf-8")
+    saved = '{"state": {"_anywidget_id": "course_utils.widgets.head_explorer.HeadExplorer"}}'
+    (tmp_path / "b.html").write_text(f"<script>{saved}</script>", encoding="utf-8")
     _build_finished(app, None)
     folder = tmp_path / BROWSER_MODEL_DIR
     assert sorted(p.name for p in folder.glob("*.mjs")) == [

@@ -35,14 +35,17 @@ At ``html-page-context``:
   sphinx-thebe; its inline ``const THEBE_JS_URL = "https://unpkg..."`` is added twice per page,
   a SyntaxError in the console, and names a CDN), and drops exact duplicates.
 
-At ``build-finished``: deletes the theme's Font Awesome script, which no page loads (our
-``templates/static/webpack-macros.html`` leaves it out: the theme's stylesheet draws the icons from
-the web fonts); turns sphinx-external-toc's bare ``index.html`` redirect (one ``<meta>``
-line) into a small valid page with ``<html lang>``, a ``<title>`` and a visible link; and, when a
-page holds the head explorer, writes the browser model into ``_static/minilm/``
-(:func:`write_browser_model`): the ES modules of ``course_utils.pretrained.web`` (``.mjs``, so never
-swept into every page as plain scripts, and started only by the widget on the reader's first edit)
-and the float16 weights exported from the package's safetensors (generated, never committed).
+At ``build-finished``: writes every course widget's ES module (per language) and stylesheet into
+``_static/course_widgets/`` (:func:`write_widget_code`), where the loader takes the code that the
+saved notebooks leave out (their widgets keep state only); deletes the theme's Font Awesome script,
+which no page loads (our ``templates/static/webpack-macros.html`` leaves it out: the theme's
+stylesheet draws the icons from the web fonts); turns sphinx-external-toc's bare ``index.html``
+redirect (one ``<meta>`` line) into a small valid page with ``<html lang>``, a ``<title>`` and a
+visible link; and, when a page holds the head explorer, writes the browser model into
+``_static/minilm/`` (:func:`write_browser_model`): the ES modules of
+``course_utils.pretrained.web`` (``.mjs``, so never swept into every page as plain scripts, and
+started only by the widget on the reader's first edit) and the float16 weights exported from the
+package's safetensors (generated, never committed).
 
 The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json``) are refreshed by
 ``scripts/vendor_static.py`` (``make vendor``).
@@ -369,8 +372,8 @@ def redirect_page(target: str, title: str, language: str = "en") -> str:
 
 #: Where the browser model goes in the built site (the widget's ``worker_path`` is relative to it).
 BROWSER_MODEL_DIR = "_static/minilm"
-#: Pages that need the browser model hold a saved head explorer (its ES module names this class).
-NEEDS_BROWSER_MODEL = "cu-head-explorer"
+#: Pages that need the browser model hold a saved head explorer (its state names its class).
+NEEDS_BROWSER_MODEL = re.compile(r'"_anywidget_id":\s*"course_utils\.widgets\.head_explorer\.')
 
 
 def write_browser_model(outdir: str | Path) -> Path:
@@ -444,15 +447,28 @@ def drop_unused_theme_scripts(static: Path) -> list[str]:
     return removed
 
 
+def write_widget_code(static: Path) -> list[Path]:
+    """Write every course widget's ES module (per language) and stylesheet into
+    ``static/course_widgets/``, where the loader imports the code a saved notebook left out.
+
+    The site's widgets then run the package's current ``.js``/``.css`` files: a change to one of
+    them needs ``make book``, not a re-execution of the notebooks.
+    """
+    from course_utils.widgets.saved_code import MODULE_FOLDER, write_widget_modules
+
+    return write_widget_modules(static / MODULE_FOLDER)
+
+
 def _build_finished(app: Any, exception: Exception | None) -> None:
     if exception is not None or getattr(app.builder, "format", "") != "html":
         return
     drop_source_maps(Path(app.outdir) / "_static")
     drop_unused_theme_scripts(Path(app.outdir) / "_static")
+    write_widget_code(Path(app.outdir) / "_static")
     needs_model = False
     for page in Path(app.outdir).rglob("*.html"):
         html = page.read_text(encoding="utf-8")
-        needs_model = needs_model or NEEDS_BROWSER_MODEL in html
+        needs_model = needs_model or bool(NEEDS_BROWSER_MODEL.search(html))
         if NAMELESS_TOC_TOGGLE in html:
             page.write_text(name_toc_toggles(html), encoding="utf-8")
     if needs_model:

@@ -15,6 +15,7 @@ import html
 import http.server
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -89,7 +90,10 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         if path in self.extra:
             body = self.extra[path]
             self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+            kind = self.guess_type(path)  # a module must come as JavaScript, a stylesheet as CSS
+            if kind.startswith("text/") or kind.endswith("javascript"):
+                kind += "; charset=utf-8"
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -97,12 +101,20 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Chromium drops a request when a test navigates away (a language switch): not an error.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 @contextmanager
 def serve(root: Path, extra: dict[str, bytes] | None = None) -> Iterator[str]:
     """Serve ``root`` on http://127.0.0.1:<free port>; yield the base URL (ends with /)."""
     handler = type("Handler", (_Handler,), {"extra": dict(extra or {})})
     factory = functools.partial(handler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), factory)
+    server = _QuietServer(("127.0.0.1", 0), factory)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from course_site.browser import (
     XSS_PAGE,
     XSS_TOKENS,
     is_redirect_page,
+    serve,
     site_dir,
     site_pages,
     split_edition,
@@ -329,3 +331,45 @@ def test_language_switch_keeps_the_section(
         assert -5 <= top <= 900 / 2, f"section #{target} is at y = {top} px, not in view"
     finally:
         context.close()
+
+
+def test_an_edited_widget_file_shows_without_re_executing_a_notebook(
+    site_root: Path, browser: Any, tmp_path: Path
+) -> None:
+    """The site draws each widget with the package's current files, not with code saved in a
+    notebook: edit a string and a style in a copy of the widgets' files, write the site's code
+    files from it (what ``make book`` does from the package), and find both on chapter 5's page in
+    each edition and in its deck. The notebooks are not touched."""
+    from course_utils.widgets._base import HERE
+    from course_utils.widgets.saved_code import MODULE_FOLDER, write_widget_modules
+
+    copy = tmp_path / "widgets"
+    shutil.copytree(HERE, copy)
+    mark = "Edited after execution"
+    js = copy / "rope_dial.js"
+    assert 'CU.t("Base θ")' in js.read_text(encoding="utf-8")
+    js.write_text(js.read_text(encoding="utf-8").replace('CU.t("Base θ")', f'"{mark}"'), "utf-8")
+    with (copy / "rope_dial.css").open("a", encoding="utf-8") as css:
+        css.write("\n.cu-widget { outline: 3px solid rgb(1, 2, 3); }\n")
+    files = write_widget_modules(tmp_path / MODULE_FOLDER, source=copy)
+    extra = {f"/_static/{MODULE_FOLDER}/{f.name}": f.read_bytes() for f in files}
+    pages = ["chapters/05_positions.html", "zh/chapters/05_positions.html"]
+    pages += ["slides/05_positions.slides.html"]
+    with serve(site_root, extra=extra) as url:
+        for rel in pages:
+            context, page, record = open_page(browser, url + rel, (url,))
+            try:
+                info = wait_widgets(page)
+                assert info["widgets"], f"{rel}: no widget drawn"
+                text = page.evaluate(  # textContent: a deck hides the slides not shown
+                    "() => Array.from(document.querySelectorAll('.cu-widget'),"
+                    " (w) => w.textContent).join(' ')"
+                )
+                assert mark in text, f"{rel}: the edited string is not in its widgets"
+                outline = page.evaluate(
+                    "() => getComputedStyle(document.querySelector('.cu-widget')).outlineColor"
+                )
+                assert outline == "rgb(1, 2, 3)", f"{rel}: the edited style is not applied"
+                assert not record.problems(), record.problems()
+            finally:
+                context.close()

@@ -81,14 +81,16 @@ MAX_STATE_BYTES = 50_000
 MAX_TOKEN_CHARS = 40
 
 
-def widget_esm(stem: str, lang: str = "en") -> str:
+def widget_esm(stem: str, lang: str = "en", source: Path | None = None) -> str:
     """The ES module text of widget ``stem``: the shared prelude followed by ``<stem>.js``.
 
     For ``lang="zh"`` the Chinese of the messages the widget's code passes to ``CU.t`` is added
-    between the two (``CU.addMessages({...});``); the English module is unchanged.
+    between the two (``CU.addMessages({...});``); the English module is unchanged. ``source`` is
+    the folder of the ``.js`` files (default: this package's; a test passes an edited copy).
     """
-    shared = (HERE / "_shared.js").read_text(encoding="utf-8")
-    own = (HERE / f"{stem}.js").read_text(encoding="utf-8")
+    source = HERE if source is None else source
+    shared = (source / "_shared.js").read_text(encoding="utf-8")
+    own = (source / f"{stem}.js").read_text(encoding="utf-8")
     messages = js_catalogue(shared + own, normalise_language(lang))
     if messages:
         table = json.dumps(messages, ensure_ascii=False, sort_keys=True, indent=0)
@@ -96,10 +98,11 @@ def widget_esm(stem: str, lang: str = "en") -> str:
     return f"{shared}\n// ---- {stem}.js ----\n{own}"
 
 
-def widget_css(stem: str) -> str:
+def widget_css(stem: str, source: Path | None = None) -> str:
     """The stylesheet of widget ``stem``: ``_shared.css`` then ``<stem>.css`` (if present)."""
-    parts = [(HERE / "_shared.css").read_text(encoding="utf-8")]
-    own = HERE / f"{stem}.css"
+    source = HERE if source is None else source
+    parts = [(source / "_shared.css").read_text(encoding="utf-8")]
+    own = source / f"{stem}.css"
     if own.exists():
         parts.append(own.read_text(encoding="utf-8"))
     return "\n".join(parts)

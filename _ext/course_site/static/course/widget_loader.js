@@ -21,6 +21,12 @@
  * - The model a view gets: get(name), set(name, value) (fires "change:name" and "change"),
  *   on(events, cb) / off(events?, cb?), save_changes() and send() (no kernel: they do nothing
  *   more). Views of one model share it, so moving one view's control updates the others.
+ * - A course widget saved by a notebook keeps its state but not its code
+ *   (course_utils.widgets.saved_code): its `_esm` starts with "// course-widget: <stem>.<lang>".
+ *   The loader then adds the classic script _static/course_widgets/<stem>.<lang>.js (written by the
+ *   site build from the package's files), which puts {esm, css} in
+ *   window.courseWidgetCode["<stem>.<lang>"], and uses that code. A classic script, not an ES
+ *   module, so that a page opened from file:// can load it too.
  * - Views of other widgets (core ipywidgets) are left alone: the course's Sphinx extension fails
  *   the build on a page that saved one (course_site.WidgetModelError).
  * - There is no kernel: every model says so with `model.kernelless === true`, and gives
@@ -134,6 +140,36 @@
 
   var modules = {}; // _esm text -> Promise of the widget definition
   var styles = {}; // _css text -> true once added
+  var codeScripts = {}; // "<stem>.<lang>" -> Promise of {esm, css}
+  var CODE_FOLDER = "course_widgets/";
+  var ESM_MARK = /^\/\/ course-widget: ([a-z0-9_]+\.[a-z]+)\n/;
+
+  // The code of a course widget whose notebook saved only its state (see the contract above).
+  function loadCode(name) {
+    if (!codeScripts[name]) {
+      codeScripts[name] = new Promise(function (resolve, reject) {
+        var script = document.createElement("script");
+        script.src = STATIC_URL + CODE_FOLDER + name + ".js";
+        script.onload = function () {
+          var code = (window.courseWidgetCode || {})[name];
+          if (code && typeof code.esm === "string") resolve(code);
+          else reject(new Error(script.src + " did not define the code of " + name));
+        };
+        script.onerror = function () {
+          reject(new Error("could not load " + script.src));
+        };
+        document.head.appendChild(script);
+      });
+    }
+    return codeScripts[name];
+  }
+
+  // The widget's {esm, css}: from the site's file if the notebook saved a placeholder, else saved.
+  function widgetCode(model) {
+    var esm = String(model.get("_esm") || "");
+    var mark = ESM_MARK.exec(esm);
+    return mark ? loadCode(mark[1]) : Promise.resolve({ esm: esm, css: String(model.get("_css") || "") });
+  }
 
   function addStyle(css, id) {
     if (!css || styles[css]) return;
@@ -191,8 +227,11 @@
       el.className = "course-anywidget-view";
       area.appendChild(el);
       script.parentNode.insertBefore(area, script);
-      addStyle(model.get("_css"), model.get("_anywidget_id"));
-      var job = importWidget(String(model.get("_esm") || ""))
+      var job = widgetCode(model)
+        .then(function (code) {
+          addStyle(code.css, model.get("_anywidget_id"));
+          return importWidget(code.esm);
+        })
         .then(function (widget) {
           if (!initialized[id]) {
             initialized[id] = Promise.resolve(
