@@ -350,15 +350,17 @@ def test_chapter_has_required_sections(path: Path):
         problems.append(
             f"first markdown cell must start with the title '# {number}. ...' (got {got})"
         )
-    titles = [t for _, _, t in sections(nb)]
-    all_markdown = "\n".join(source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
-    if not (
-        any(re.fullmatch(r"learning objectives.*", t, re.I) for t in titles)
-        or re.search(
-            r"^\s*(`{3,}|:{3,})\s*\{admonition\}\s*Learning objectives", all_markdown, re.M
+    # One look in every chapter: a green tip admonition holding a numbered list, in the first cell.
+    objectives = re.search(
+        r"^(`{3,}|:{3,})\{admonition\} Learning objectives\n:class: tip\n(.*?)^\1",
+        source(first) if first else "",
+        re.M | re.S,
+    )
+    if objectives is None or not re.search(r"^1\. ", objectives.group(2), re.M):
+        problems.append(
+            "the first cell needs the objectives as ```{admonition} Learning objectives, "
+            ":class: tip, then a numbered list (as in every chapter)"
         )
-    ):
-        problems.append("no 'Learning objectives' heading or {admonition} Learning objectives")
     for pattern, label in [
         (r"summary", "## Summary"),
         (r"exercises", "## Exercises"),

@@ -581,3 +581,108 @@ def tab_stops_to_widgets(page: Any, most: int = 600, batch: int = 16) -> list[di
         n, f = reached.get(str(w["widget"]), (None, formulas))
         w["tabs"], w["formulas"] = n, f
     return widgets
+
+
+#: The SVG text of every course widget whose colour stands out too little from what is drawn under
+#: it (axe does not check SVG text): ``[{widget, text, ratio, fg, bg}]`` for each text whose WCAG
+#: contrast ratio is under ``minRatio``. What lies under a text is the last filled shape painted
+#: before it whose fill holds the text's centre (``isPointInFill``), over the card's background;
+#: opacities blend; a text with a halo (a stroke painted under it) stands on the halo's colour.
+#: Hidden and empty texts are skipped.
+SVG_TEXT_CONTRAST_JS = """
+(minRatio) => {
+  const parse = (c) => {
+    const m = /rgba?\\(([^)]+)\\)/.exec(c || '');
+    if (!m) return null;
+    const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const lin = (v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  };
+  const lum = (c) => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+  const ratio = (a, b) => {
+    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const over = (top, alpha, under) => [0, 1, 2].map((i) => top[i] * alpha + under[i] * (1 - alpha));
+  const background = (el) => {
+    const layers = [];
+    for (let n = el; n; n = n.parentElement) {
+      const c = parse(getComputedStyle(n).backgroundColor);
+      if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+    }
+    let colour = [255, 255, 255];
+    for (const c of layers.reverse()) colour = over(c, c[3], colour);
+    return colour;
+  };
+  const alphaOf = (el, s) => Number(s.fillOpacity) * Number(s.opacity);
+  const bad = [];
+  for (const text of document.querySelectorAll('.cu-widget svg text')) {
+    const label = text.textContent.trim();
+    const s = getComputedStyle(text);
+    const box = text.getBoundingClientRect();
+    if (!label || s.visibility === 'hidden' || s.display === 'none' || !box.width) continue;
+    const fg = parse(s.fill);
+    if (!fg) continue;
+    const svg = text.ownerSVGElement;
+    let under = background(svg);
+    const cx = box.left + box.width / 2, cy = box.top + box.height / 2;
+    for (const shape of svg.querySelectorAll('rect, circle, ellipse, path, polygon')) {
+      if (!(shape.compareDocumentPosition(text) & Node.DOCUMENT_POSITION_FOLLOWING)) continue;
+      const ss = getComputedStyle(shape);
+      const fill = parse(ss.fill);
+      if (!fill || ss.visibility === 'hidden' || ss.display === 'none') continue;
+      const ctm = shape.getScreenCTM();
+      if (!ctm) continue;
+      const pt = new DOMPoint(cx, cy).matrixTransform(ctm.inverse());
+      if (shape.isPointInFill(pt)) under = over(fill, fill[3] * alphaOf(shape, ss), under);
+    }
+    // A halo (stroke painted under the glyphs, 2 px or more) is what the glyphs stand on.
+    const halo = parse(s.stroke);
+    if (halo && s.paintOrder.startsWith('stroke') && parseFloat(s.strokeWidth) >= 2) {
+      under = over(halo, halo[3] * Number(s.strokeOpacity), under);
+    }
+    const colour = over(fg, fg[3] * alphaOf(text, s), under);
+    const r = ratio(colour, under);
+    if (r < minRatio) {
+      const widget = text.closest('.cu-widget');
+      bad.push({
+        widget: Array.from(widget.classList).find((c) => c !== 'cu-widget') || '',
+        text: label.slice(0, 40), ratio: Math.round(r * 100) / 100,
+        fg: colour.map(Math.round), bg: under.map(Math.round),
+      });
+    }
+  }
+  return bad;
+}
+"""
+
+
+#: In dark mode, the widget areas and checker outputs painted light (relative luminance over 0.4):
+#: ``[{what, bg}]``. The theme paints HTML outputs light for outputs drawn for a white page; ours
+#: follow the theme.
+LIGHT_BOXES_JS = """
+() => {
+  const lin = (v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  };
+  const out = [];
+  const boxes = document.querySelectorAll(
+    '.cell_output .widget-subarea, .cell_output .text_html:has(> .course-feedback)');
+  for (const box of boxes) {
+    const m = /rgba?\\(([^)]+)\\)/.exec(getComputedStyle(box).backgroundColor);
+    if (!m) continue;
+    const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+    if (p.length > 3 && p[3] === 0) continue;
+    const lum = 0.2126 * lin(p[0]) + 0.7152 * lin(p[1]) + 0.0722 * lin(p[2]);
+    if (lum > 0.4) {
+      out.push({what: box.classList.contains('widget-subarea') ? 'widget area' : 'checker output',
+                bg: p.slice(0, 3)});
+    }
+  }
+  return out;
+}
+"""

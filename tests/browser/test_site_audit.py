@@ -11,6 +11,10 @@ grows), then, on that page:
   and MathJax's glyph elements are most of a chapter's DOM and most of axe's time;
   ``FLATTEN_FOR_AXE_JS``), and ``test_code_token_colours`` checks every token colour the site's
   stylesheets define, in both modes, once an edition;
+* every widget's SVG text stands out from what is drawn under it (contrast at least
+  ``SVG_TEXT_MIN_CONTRAST``), in light mode and, on the English page of a pair, in dark mode: axe
+  does not check SVG text (``SVG_TEXT_CONTRAST_JS``); in dark mode no widget area or checker
+  output is a light box (``LIGHT_BOXES_JS``);
 * at 390 px wide (a phone) the page does not scroll sideways;
 * on a 1280x720 projector at 150% zoom (a CSS viewport of 853x480) every course widget fits on one
   screen; every saved widget view of the page must have been drawn and measured, so a widget that
@@ -54,9 +58,11 @@ import pytest
 
 from course_site.browser import (
     FLATTEN_FOR_AXE_JS,
+    LIGHT_BOXES_JS,
     N_VIEWS_JS,
     RESTORE_FOR_AXE_JS,
     ROOT,
+    SVG_TEXT_CONTRAST_JS,
     TOKEN_SAMPLE_JS,
     WIDGET_SIZES_JS,
     WIDTH_JS,
@@ -157,6 +163,22 @@ def _tab_problems(page: Any) -> list[str]:
     return problems
 
 
+#: Least contrast of a widget's SVG text with what is drawn under it (WCAG's ratio for large text
+#: and graphics; a label drawn in the card's own colour scores 1).
+SVG_TEXT_MIN_CONTRAST = 3.0
+
+
+def _svg_text_problems(page: Any, mode: str) -> list[str]:
+    """Widget SVG text that cannot be read on what lies under it (axe skips SVG text)."""
+    page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
+    bad = page.evaluate(SVG_TEXT_CONTRAST_JS, SVG_TEXT_MIN_CONTRAST)
+    return [
+        f"{mode}: {b['widget']} SVG text {b['text']!r} has contrast {b['ratio']} "
+        f"(under {SVG_TEXT_MIN_CONTRAST}; text rgb{tuple(b['fg'])} on rgb{tuple(b['bg'])})"
+        for b in bad[:5]
+    ] + ([f"{mode}: ... and {len(bad) - 5} more SVG texts"] if len(bad) > 5 else [])
+
+
 def _violations(
     page: Any, mode: str, rules: list[str] | None = None, include: str | None = None
 ) -> list[str]:
@@ -248,12 +270,21 @@ def test_page_audit(
         # the token colours are test_code_token_colours' job): half the time on a chapter page.
         page.evaluate(FLATTEN_FOR_AXE_JS)
         problems += _violations(page, "light")
+        problems += _svg_text_problems(page, "light")
         once_a_pair_done = _english_page(rel) in PAGES
 
         # The theme's dark mode is a data attribute on <html>: CSS variables do the rest.
         if not once_a_pair_done:
             page.evaluate(SWITCH_THEME_JS, "dark")
             problems += _violations(page, "dark", COLOUR_RULES)
+            problems += _svg_text_problems(page, "dark")
+            light = page.evaluate(LIGHT_BOXES_JS)
+            if light:
+                kinds = sorted({b["what"] for b in light})
+                problems.append(
+                    f"dark: {len(light)} light box(es) ({', '.join(kinds)}), e.g. background "
+                    f"rgb{tuple(light[0]['bg'])}"
+                )
             page.evaluate(SWITCH_THEME_JS, "light")
         page.evaluate(RESTORE_FOR_AXE_JS)
 

@@ -106,12 +106,13 @@ function render({ model, el }) {
         const tt = masked ? 0 : (x - lo) / span;
         const label = s === 1 && masked ? "−∞" : s === 2 && masked ? "0" : CU.fmt(x, s === 2 ? 3 : 2);
         const c = grid.cells[i * cols + j];
-        const fill = masked ? "#ddd" : CU.colour(tt);
+        const fill = masked ? "var(--cu-surface)" : CU.colour(tt);
         const value = masked ? "masked" : String(x);
-        const ink = masked ? "#111" : CU.inkOn(tt);
-        if (c.fill !== fill) c.rect.setAttribute("fill", (c.fill = fill));
+        const ink = masked ? "var(--cu-fg)" : CU.inkOn(tt);
+        // style, not the fill attribute: a masked cell takes the theme's colours (var()).
+        if (c.fill !== fill) c.rect.style.fill = c.fill = fill;
         if (c.value !== value) c.rect.setAttribute("data-value", (c.value = value));
-        if (c.ink !== ink) c.txt.setAttribute("fill", (c.ink = ink));
+        if (c.ink !== ink) c.txt.style.fill = c.ink = ink;
         if (c.label !== label) c.num.nodeValue = c.label = label;
         rowText.push(label);
       }

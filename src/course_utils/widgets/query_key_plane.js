@@ -54,12 +54,14 @@ function render({ model, el }) {
     const queryLine = CU.svg("line", {
       x1: HALF, y1: HALF, x2: HALF, y2: HALF, class: "cu-qk-query", "marker-end": `url(#${markerId})`,
     }, svg);
-    const queryText = CU.svg("text", { class: "cu-qk-qlabel" }, svg);
-    CU.setText(queryText, "q");
     const showOutput = values.length > 0 && values[0].length === 2;
     const outputDot = showOutput
       ? CU.svg("rect", { width: 12, height: 12, class: "cu-qk-output cu-diamond" }, svg)
       : null;
+    // Drawn last, with a halo in the card's colour: the label stays readable over a key or the
+    // output diamond.
+    const queryText = CU.svg("text", { class: "cu-qk-qlabel" }, svg);
+    CU.setText(queryText, "q");
 
     // Table: one row per key with score, weight bar and value.
     const table = CU.html("table", { class: "cu-table cu-qk-table" }, layout);
