@@ -16,7 +16,6 @@ here. Learner copies are built in a temporary folder from the committed notebook
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -135,7 +134,17 @@ def test_learner_zip(tmp_path: Path) -> None:
     written, zip_path = build_learner_copies(REPO, tmp_path, CHAPTERS)
     assert [p.name for p in written] == [f"{p.stem}.learner.ipynb" for p in CHAPTERS]
     names = zipfile.ZipFile(zip_path).namelist()
-    assert "attention-step-by-step/requirements.txt" in names
+    for needed in (
+        "requirements.txt",
+        "pyproject.toml",
+        "README.txt",
+        "src/course_utils/__init__.py",
+    ):
+        assert f"attention-step-by-step/{needed}" in names, needed
+    # the saved measurements chapters 10 and 12 read from ../benchmarks/results
+    for result in ("gqa_decoding.json", "flash.json"):
+        assert f"attention-step-by-step/benchmarks/results/{result}" in names, result
+    assert not [n for n in names if "__pycache__" in n]
     for p in CHAPTERS:
         assert f"attention-step-by-step/chapters/{p.stem}.learner.ipynb" in names
 
@@ -169,29 +178,62 @@ def test_the_learner_run_keeps_what_the_exercises_need() -> None:
     assert flags == [False, False, True]
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
-def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -> None:
-    """In a fresh kernel, from the first exercise on (with what it needs); every unsolved exercise
-    says "not yet right"."""
-    import copy
+@pytest.fixture(scope="module")
+def unzipped_and_installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The learner zip as a learner gets it: unzipped, and its package built and installed from
+    the zip alone (``pip install -r requirements.txt`` ends with ``-e .``: the zip must hold what
+    that line builds). Returns (the unzipped folder, where the package was installed)."""
+    import subprocess
+    import sys
+    import zipfile
 
+    work = tmp_path_factory.mktemp("learner-zip")
+    _, zip_path = build_learner_copies(REPO, work / "site", CHAPTERS)
+    zipfile.ZipFile(zip_path).extractall(work / "unzipped")
+    folder = work / "unzipped" / "attention-step-by-step"
+    assert (folder / "requirements.txt").read_text().rstrip().endswith("-e .")
+    target = work / "installed"
+    pip = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"]
+    done = subprocess.run(
+        [*pip, "--no-index", "--quiet", "--target", str(target), str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"the zip's package does not install:\n{done.stderr[-2000:]}"
+    assert (target / "course_utils" / "widgets" / "rope_dial.js").is_file()  # package data too
+    return folder, target
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_learner_copy_runs_all_from_the_unzipped_zip(
+    path: Path, unzipped_and_installed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unzip, install as the README says, Run All: the whole learner notebook runs in a fresh
+    kernel in the unzipped chapters folder, with the package the zip installed (not the
+    repository's), and every unsolved exercise says "not yet right"."""
     import nbformat
     from nbclient import NotebookClient
 
-    learner = learner_copy(written(path))
-    cells, flags = learner_cells_to_run(learner)
+    written(path)
+    folder, installed = unzipped_and_installed
+    notebook = folder / "chapters" / f"{path.stem}.learner.ipynb"
+    node = nbformat.read(notebook, as_version=4)
+    flags = exercise_flags(node)
     assert any(flags), f"{path.name}: the learner copy has no exercise"
-    learner = {**copy.deepcopy(learner), "cells": copy.deepcopy(cells)}
-    node = nbformat.reads(__import__("json").dumps(learner), as_version=4)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    where = nbformat.v4.new_code_cell("import course_utils\nprint(course_utils.__file__)")
+    node.cells.append(where)
+    monkeypatch.setenv("PYTHONPATH", str(installed))  # the kernel imports the zip's package
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     client = NotebookClient(
         node,
         timeout=300,
         kernel_name="python3",
-        resources={"metadata": {"path": str(REPO / "chapters")}},
+        resources={"metadata": {"path": str(notebook.parent)}},
     )
     client.execute()  # raises CellExecutionError, with the traceback, if any cell raises
-    for cell, is_ex in zip(node.cells, flags, strict=True):
+    assert str(installed) in where.outputs[0]["text"], where.outputs
+    for cell, is_ex in zip(node.cells, flags, strict=False):
         if not is_ex:
             continue
         text = "".join(
@@ -202,6 +244,74 @@ def test_learner_copy_runs_with_unsolved_exercises(path: Path, tmp_path: Path) -
             f"{path.name}: unsolved exercise printed no 'not yet right':\n{source(cell)[:200]}\n"
             f"output: {text[:300]}"
         )
+
+
+#: MyST that plain Jupyter shows as raw text: a directive fence, a role, a directive option.
+RAW_MYST = re.compile(r"^\s*(`{3,}|~{3,}|:{3,})\s*\{[a-z-]+\}|\{[a-z:]+\}`|^:class:", re.M)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_learner_copy_shows_no_answer_and_no_raw_myst(tmp_path: Path, language: str) -> None:
+    """In plain Jupyter: every "Check your understanding" answer is a closed <details>, no MyST is
+    left raw, no citation key shows, and no sentence points at the hidden solutions."""
+    from course_site.bibstyle import _entries
+
+    root = REPO if language == "en" else _zh_kit(tmp_path / "zh-kit")
+    chapters = sorted((root / "chapters").glob("*.ipynb"))
+    written_copies, _ = build_learner_copies(root, tmp_path / "site", chapters, language)
+    keys = set(_entries(REPO / "references.bib"))
+    pointer = "hidden cell" if language == "en" else "隐藏的单元格"
+    for copy_path, chapter in zip(written_copies, chapters, strict=True):
+        markdown = [c for c in read_notebook(copy_path)["cells"] if c["cell_type"] == "markdown"]
+        text = "\n".join(source(c) for c in markdown)
+        name = copy_path.name
+        assert not RAW_MYST.search(text), f"{name}: raw MyST {RAW_MYST.search(text).group(0)!r}"
+        shown = re.sub(r"<details>.*?</details>", "", text, flags=re.S)
+        for answer in _answers(read_notebook(chapter)):
+            assert answer not in shown, f"{name}: an answer is shown openly: {answer[:80]!r}"
+            assert answer in text, f"{name}: an answer went missing: {answer[:80]!r}"
+        leaked = sorted(k for k in keys if re.search(rf"\b{re.escape(k)}\b", text))
+        assert not leaked, f"{name}: citation keys shown: {leaked}"
+        assert pointer not in text, f"{name}: still points at the hidden solutions"
+
+
+def _answers(nb: dict) -> list[str]:
+    """A piece of every dropdown admonition's first line of text (the answers) of a chapter: the
+    longest run without MyST roles (the learner copy rewrites those), if long enough to be telling.
+    """
+    found = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for m in re.finditer(
+            r"^(`{3,})\{admonition\}[^\n]*\n:class: dropdown\n\s*(.+)$", source(cell), re.M
+        ):
+            line = m.group(2)
+            if re.match(r"^\s*(`{3,}|:{3,}|\$\$)", line):
+                continue  # a nested directive or display maths: rewritten, not compared
+            piece = max(re.split(r"\{[a-z:]+\}`[^`]*`", line), key=len).strip()
+            if len(piece) > 12:
+                found.append(piece)
+    return found
+
+
+def _zh_kit(folder: Path) -> Path:
+    """The 中文 chapters as the 中文 build stages them for its kit (zh-executed outputs, translated
+    Markdown), written under ``folder`` (not into ``_build``, which a running build may use)."""
+    import json
+
+    from course_site import i18n
+    from course_site.zh_edition import compose, zh_notebook
+
+    for path in CHAPTERS:
+        english = json.loads(path.read_text(encoding="utf-8"))
+        nb = compose(english, json.loads(zh_notebook(REPO, path).read_text(encoding="utf-8")))
+        rel = path.relative_to(REPO)
+        catalog = i18n.load_catalog(i18n.messages_dir(REPO) / rel.with_suffix(".po"))
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(i18n.translate_notebook(nb, catalog), ensure_ascii=False))
+    return folder
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from course_site.bibstyle import author_year
 from course_utils.causal import CausalSelfAttention
 from course_utils.gqa import (
     group_similarity,
@@ -272,25 +273,11 @@ def test_config_citations_are_in_the_bibliography():
         assert "{" + cfg.citation + "," in bib, cfg.citation
 
 
-def _author_year(key: str) -> str:
-    """The (author, year) label sphinxcontrib-bibtex's author_year style prints for ``key``:
-    one author's last name, two joined by "and", three or more as "First et al."."""
-    from pathlib import Path
-
-    from pybtex.database import parse_file
-
-    entry = parse_file(Path(__file__).resolve().parents[1] / "references.bib").entries[key]
-    people = entry.persons["author"]
-    names = [" ".join(p.last_names).replace("{", "").replace("}", "") for p in people]
-    who = names[0] if len(names) == 1 else " and ".join(names) if len(names) == 2 else names[0]
-    return f"{who}{' et al.' if len(names) > 2 else ''}, {entry.fields['year']}"
-
-
 @pytest.mark.parametrize("name", list(MODEL_CONFIGS))
 def test_config_cite_is_the_books_label_of_its_reference(name):
     """The widget shows ``cite`` where a reader would otherwise see a raw bibliography key."""
     cfg = MODEL_CONFIGS[name]
-    assert cfg.cite == _author_year(cfg.citation), (cfg.cite, cfg.citation)
+    assert cfg.cite == author_year(cfg.citation), (cfg.cite, cfg.citation)
     assert cfg.citation not in cfg.cite
 
 

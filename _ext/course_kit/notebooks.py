@@ -12,7 +12,12 @@ A chapter follows the chapter standard (``tests/test_course_structure.py``):
 
 The learner copy (:func:`learner_copy`) drops every solution (cells and Markdown blocks) and
 clears the outputs of the exercise cells; everything else, including the ``check_*`` calls and the
-outputs of the teaching cells, stays.
+outputs of the teaching cells, stays. A learner opens it in plain JupyterLab, not on the site, so
+its Markdown is rewritten for Jupyter (:func:`course_kit.myst.myst_to_markdown`): the answers of
+"Check your understanding" become closed ``<details>``, citations ``(Author, year)``, links to
+other chapters their learner copies; and a sentence that points at the left-out solutions ("in the
+hidden cell below each exercise") is replaced by one saying where they are
+(:func:`drop_solution_pointers`).
 
 >>> nb = {"cells": [
 ...     {"cell_type": "markdown", "metadata": {}, "source": "### Exercise 1: dot"},
@@ -167,21 +172,101 @@ def solution_texts(nb: Notebook) -> list[str]:
     return texts
 
 
-def learner_copy(nb: Notebook) -> Notebook:
-    """The learner's edition of a chapter: solutions removed, exercise outputs cleared."""
+#: Where the solutions are, said once in a learner copy in place of the sentences that pointed at
+#: the hidden cells (:func:`drop_solution_pointers`).
+SOLUTIONS_ELSEWHERE = {
+    "en": "This learner copy leaves the worked solutions out: your teacher has them, and the "
+    "book's website shows each one under its exercise.",
+    "zh": "这份学员版不含参考答案：老师那里有，本书网站上每道练习下面也有。",
+}
+_SENTENCE_END = {"en": re.compile(r"(?<=[.!?])\s+(?=[A-Z*`(])"), "zh": re.compile(r"(?<=[。！？])")}
+
+
+def _points_at_solutions(sentence: str, lang: str) -> bool:
+    if lang == "zh":
+        return "答案" in sentence and any(w in sentence for w in ("隐藏", "名字", "它的答案"))
+    low = sentence.lower()
+    return "solution" in low and any(
+        w in low for w in ("hidden", "names", "open its solution", "click")
+    )
+
+
+def _join_lines(text: str, lang: str) -> str:
+    """One line: a line break is a space, except between two Chinese characters."""
+    if lang == "en":
+        return re.sub(r"\s*\n\s*", " ", text)
+    return re.sub(r"\s*\n\s*", lambda m: "" if _cjk_around(text, m.start(), m.end()) else " ", text)
+
+
+def _cjk_around(text: str, start: int, end: int) -> bool:
+    before, after = text[start - 1 : start], text[end : end + 1]
+    return bool(re.match(r"[^\x00-\x7f]", before) or re.match(r"[^\x00-\x7f]", after))
+
+
+def drop_solution_pointers(text: str, lang: str = "en", *, note: bool = True) -> tuple[str, bool]:
+    """``text`` without the sentences that point at solutions the learner copy leaves out; the
+    first such paragraph gets :data:`SOLUTIONS_ELSEWHERE` in their place (if ``note``). Returns the
+    text and whether a sentence was dropped. Code fences are left alone.
+
+    >>> text = "Replace `...`. Worked solutions are in the hidden cell (click\\nto show it)."
+    >>> drop_solution_pointers(text, note=False)
+    ('Replace `...`.', True)
+    >>> drop_solution_pointers("请先尝试每道练习，再打开它的答案。然后运行。", "zh")[0]
+    '这份学员版不含参考答案：老师那里有，本书网站上每道练习下面也有。然后运行。'
+    """
+    lang = "zh" if lang.startswith("zh") else "en"
+    paragraphs = re.split(r"(\n\s*\n)", text)
+    dropped = False
+    in_fence = False
+    for k in range(0, len(paragraphs), 2):
+        para = paragraphs[k]
+        fences = len(re.findall(r"^\s*(?:`{3,}|~{3,})", para, re.M))
+        if in_fence or fences:
+            in_fence = in_fence != (fences % 2 == 1)
+            continue
+        joined = _join_lines(para.strip(), lang)
+        sentences = [x for x in _SENTENCE_END[lang].split(joined) if x]
+        kept = [x for x in sentences if not _points_at_solutions(x, lang)]
+        if len(kept) == len(sentences):
+            continue
+        if note and not dropped:
+            first = next(i for i, x in enumerate(sentences) if _points_at_solutions(x, lang))
+            kept.insert(min(first, len(kept)), SOLUTIONS_ELSEWHERE[lang])
+        dropped = True
+        paragraphs[k] = (" " if lang == "en" else "").join(kept)
+    return "".join(paragraphs), dropped
+
+
+def learner_copy(
+    nb: Notebook,
+    *,
+    language: str = "en",
+    include_root: Path | None = None,
+    doc_link: Any = None,
+) -> Notebook:
+    """The learner's edition of a chapter: solutions removed, exercise outputs cleared, Markdown
+    rewritten for plain Jupyter (``language`` of the notebook's text; ``include_root``: the folder
+    of the chapters, for ``{literalinclude}``; ``doc_link``: a ``{doc}`` role's text -> Markdown).
+    """
+    from course_kit.myst import myst_to_markdown
+
     flags = exercise_flags(nb)
+    pointer_replaced = False
     out = copy.deepcopy(nb)
     cells = []
     for cell, is_ex in zip(out["cells"], flags, strict=True):
         if is_solution(cell):
             continue
         if cell.get("cell_type") == "markdown":
-            text = source(cell)
-            stripped = strip_solution_blocks(text)
-            if stripped.strip() != text.strip():
-                cell["source"] = stripped
-                if not stripped.strip():
-                    continue
+            text = strip_solution_blocks(source(cell))
+            if not text.strip():
+                continue
+            text, dropped = drop_solution_pointers(text, language, note=not pointer_replaced)
+            pointer_replaced = pointer_replaced or dropped
+            extra = {"doc_link": doc_link} if doc_link is not None else {}
+            cell["source"] = myst_to_markdown(
+                text, include_root=include_root, language=language, **extra
+            )
         if is_ex and cell.get("cell_type") == "code":
             cell["outputs"] = []
             cell["execution_count"] = None

@@ -11,9 +11,9 @@ Slide boundaries come from the chapter itself:
   ``remove-cell``; inputs tagged ``hide-input``/``remove-input`` and outputs tagged
   ``hide-output``/``remove-output`` are dropped; a widget cell shows the widget, not its code.
 
-MyST syntax that nbconvert does not know is rewritten for the deck: ``{term}`X (中)``` becomes
-``X (中)``, ``{cite:p}`key``` becomes ``[key]``, admonitions become block quotes, dropdowns become
-``<details>``.
+MyST syntax that nbconvert does not know is rewritten for the deck (:mod:`course_kit.myst`):
+``{term}`X (中)``` becomes ``X (中)``, ``{cite:p}`key``` becomes ``(Author et al., year)``,
+admonitions become block quotes, dropdowns become ``<details>``.
 
 Speaker notes (press ``s`` in a deck) come from the chapter's lesson plan,
 ``instructor/NN_<stem>.md`` (see :mod:`course_kit.lesson_plan`).
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from course_kit import lesson_plan
+from course_kit.myst import myst_to_markdown
 from course_kit.notebooks import (
     Notebook,
     headings,
@@ -75,94 +76,6 @@ def other_edition(language: str, filename: str) -> dict[str, str]:
 def widget_runtime() -> list[dict[str, Any]]:
     """Scripts (relative to ``_static/``) that make the decks' widgets live, in load order."""
     return [{"src": src, "attrs": dict(attrs)} for src, attrs in WIDGET_RUNTIME.items()]
-
-
-# ------------------------------------------------------------------------------------------
-# MyST -> plain Markdown (what nbconvert renders)
-# ------------------------------------------------------------------------------------------
-
-ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
-DIRECTIVE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\s*\{([a-z-]+)\}\s*(.*)$")
-
-
-def _role(m: re.Match[str]) -> str:
-    name, text = m.group(1), m.group(2)
-    if name.startswith("cite"):
-        return "[" + ", ".join(k.strip() for k in text.split(",")) + "]"
-    text = re.sub(r"\s*<[^>]*>\s*$", "", text)  # "label <target>" -> "label"
-    if name == "doc":
-        text = text.rsplit("/", 1)[-1]
-    if name == "math":
-        return f"${text}$"
-    return text
-
-
-def myst_to_markdown(text: str) -> str:
-    """Rewrite the MyST the chapters use into Markdown nbconvert renders.
-
-    >>> myst_to_markdown("See {term}`Query (查询)` {cite:p}`vaswani2017attention`.")
-    'See Query (查询) [vaswani2017attention].'
-    >>> print(myst_to_markdown("```{admonition} Note\\n:class: tip\\nBody\\n```"))
-    > **Note**
-    >
-    > Body
-    """
-    lines = text.splitlines()
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        m = DIRECTIVE.match(line)
-        if not m:
-            if re.match(r"^\(\S+\)=\s*$", line):  # a MyST target label
-                i += 1
-                continue
-            out.append(ROLE.sub(_role, line))
-            i += 1
-            continue
-        fence, name, arg = m.group(2), m.group(3), m.group(4).strip()
-        body: list[str] = []
-        options: dict[str, str] = {}
-        i += 1
-        depth = 0
-        while i < len(lines):
-            inner = lines[i].strip()
-            if DIRECTIVE.match(lines[i]) and DIRECTIVE.match(lines[i]).group(2)[0] == fence[0]:
-                depth += 1
-            elif inner and inner == fence[0] * len(inner) and len(inner) >= len(fence):
-                if depth == 0:
-                    i += 1
-                    break
-                depth -= 1
-            if not body and re.match(r"^:[a-z-]+:", inner):
-                key, _, value = inner[1:].partition(":")
-                options[key] = value.strip()
-            else:
-                body.append(lines[i])
-            i += 1
-        inner_md = myst_to_markdown("\n".join(body))
-        if name == "math":
-            out += ["$$", inner_md.strip(), "$$"]
-        elif name in {"figure", "image"}:
-            alt = options.get("alt", "")
-            out.append(f"![{alt}]({arg})")
-            out.append(inner_md)
-        elif "dropdown" in options.get("class", "") or name == "dropdown":
-            out += [
-                f"<details><summary>{html.escape(arg or 'Show')}</summary>",
-                "",
-                inner_md,
-                "",
-                "</details>",
-            ]
-        elif name in {"code-cell", "code-block", "code"}:
-            out += ["```" + arg, inner_md, "```"]
-        else:
-            title = arg or name.capitalize()
-            quoted = [f"> **{ROLE.sub(_role, title)}**", ">"]
-            quoted += ["> " + b if b.strip() else ">" for b in inner_md.splitlines()]
-            out += quoted
-    return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------------------

@@ -14,15 +14,56 @@ book's ``_config.yml`` selects it with ``bibtex_default_style: course_alpha``.
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any
 
 from pybtex.plugin import register_plugin
 from pybtex.style.formatting.alpha import Style as _AlphaStyle
 from pybtex.style.sorting.author_year_title import SortingStyle as _AuthorYearTitle
 
-__all__ = ["STYLE_NAME", "SortingStyle", "Style", "setup"]
+__all__ = ["REFERENCES", "STYLE_NAME", "SortingStyle", "Style", "author_year", "setup"]
 
 STYLE_NAME = "course_alpha"
+#: The book's bibliography.
+REFERENCES = Path(__file__).resolve().parents[2] / "references.bib"
+
+
+@functools.cache
+def _entries(bib: Path) -> Any:
+    from pybtex.database import parse_file
+
+    return parse_file(str(bib)).entries
+
+
+def author_year(key: str, bib: Path = REFERENCES) -> str:
+    """The (author, year) label the book prints for the reference ``key``, without parentheses:
+    one author's last name, two joined by "and", three or more as "First et al."; a corporate
+    author (in braces) whole. Where there is no page to link to (slides, plain Jupyter), this is
+    what a reader sees instead of the raw key.
+
+    >>> author_year("vaswani2017attention")
+    'Vaswani et al., 2017'
+    >>> author_year("nokey")
+    Traceback (most recent call last):
+    ...
+    KeyError: "no reference 'nokey' in references.bib"
+    """
+    entries = _entries(bib)
+    if key not in entries:
+        raise KeyError(f"no reference {key!r} in {bib.name}")
+    entry = entries[key]
+    people = entry.persons.get("author") or entry.persons.get("editor") or []
+    names = [" ".join(p.last_names).replace("{", "").replace("}", "") for p in people]
+    if not names:
+        who = entry.fields.get("organization") or entry.fields.get("institution") or key
+    elif len(names) == 1:
+        who = names[0]
+    elif len(names) == 2:
+        who = " and ".join(names)
+    else:
+        who = f"{names[0]} et al."
+    return f"{who}, {entry.fields.get('year', 'n.d.')}"
 
 
 class SortingStyle(_AuthorYearTitle):
