@@ -41,12 +41,14 @@ PRINT_TEXT = {
         "the live versions are on the website.",
         "contents": "Contents",
         "still": "still image of the widget's initial state; it is live on the website",
+        "solution": "Solution",
     },
     "zh-CN": {
         "intro": "关于注意力机制的交互式课程：打印版。<br>\n"
         "交互组件以其初始状态的静态图片显示；可交互的版本在网站上。",
         "contents": "目录",
         "still": "交互组件初始状态的静态图片；网站上的版本可以交互",
+        "solution": "参考答案",
     },
 }
 PAGE_NUMBER_SLOT = "000"
@@ -73,6 +75,11 @@ img { max-width: 100%; height: auto; }
 .cu-still img { max-width: 100%; border: 1px solid #ccc; }
 .cu-still figcaption { font-size: 9pt; color: #444; }
 details > * { display: block; }
+.cu-print-solution { font-weight: 600; margin: 0.6em 0 0.2em; }
+/* Parts of a widget that only serve a reader at a screen (typing a sentence, a download). */
+.cu-screen-only { display: none !important; }
+/* A wrapped code line continues under its own indentation, not at the margin (for_print_code). */
+.cu-code-line { display: block; }
 """
 
 STILLS_JS = """
@@ -88,6 +95,88 @@ STILLS_JS = """
   return out;
 }
 """
+
+
+def for_print(soup: Any, article: Any, solution: str) -> None:
+    """Make a page's article fit paper: what a screen keeps behind a toggle cannot be opened on
+    paper, and what only answers a reader's input has no reader.
+
+    * a worked solution (a cell tagged ``solution``, folded on the site) is printed open, after
+      its exercise, under the label ``solution``;
+    * any other folded cell part (``hide-input`` plotting code, ``hide-cell`` set-up) is left out;
+    * the output of an exercise stub (its checker's "not yet right" before anyone answered it) is
+      left out.
+
+    >>> from bs4 import BeautifulSoup
+    >>> html = ('<article><div class="cell tag_exercise"><div class="cell_output">✗ not yet'
+    ...         '</div></div><div class="cell tag_hide-cell tag_solution"><details class="hide">'
+    ...         '<summary>Show</summary><pre>def f_solution(): ...</pre></details></div>'
+    ...         '<div class="cell tag_hide-input"><details class="hide"><summary>Show</summary>'
+    ...         '<pre>plt.plot()</pre></details><img src="fig.png"></div></article>')
+    >>> soup = BeautifulSoup(html, "html.parser")
+    >>> for_print(soup, soup.article, "Solution")
+    >>> print(soup.article.get_text(" ", strip=True))
+    Solution def f_solution(): ...
+    >>> len(soup.find_all("img"))
+    1
+    """
+    for cell in article.select("div.tag_exercise"):
+        for output in cell.select("div.cell_output"):
+            output.decompose()
+    for details in article.select("details.hide"):
+        cell = details.find_parent("div", class_="cell")
+        if cell is not None and "tag_solution" in (cell.get("class") or []):
+            label = soup.new_tag("p", attrs={"class": "cu-print-solution"})
+            label.string = solution
+            summary = details.find("summary")
+            if summary is not None:
+                summary.replace_with(label)
+            details.unwrap()
+        else:
+            details.decompose()
+
+
+#: How far (in characters) a wrapped code line continues right of its own indentation.
+HANGING_INDENT = 4
+
+
+def for_print_code(article: Any) -> int:
+    r"""Put each line of every code block in its own block with a hanging indent, so that a line
+    too long for the page wraps under its own indentation plus :data:`HANGING_INDENT`, not at the
+    margin (paper cannot scroll sideways). A block whose highlighting spans a line break (a
+    multi-line string) is left as it is. Returns the number of blocks changed.
+
+    >>> from bs4 import BeautifulSoup
+    >>> soup = BeautifulSoup('<pre>def f():\n    <span>return</span> 1\n</pre>', "html.parser")
+    >>> for_print_code(soup)
+    1
+    >>> print(soup.pre)  # doctest: +NORMALIZE_WHITESPACE
+    <pre><span class="cu-code-line" style="padding-left:4ch;text-indent:-4ch">def f():</span><span
+    class="cu-code-line" style="padding-left:8ch;text-indent:-8ch">    <span>return</span>
+    1</span></pre>
+    """
+    from bs4 import BeautifulSoup
+
+    changed = 0
+    for pre in article.find_all("pre"):
+        lines = pre.decode_contents().rstrip("\n").split("\n")
+        if any(line.count("<span") != line.count("</span>") for line in lines):
+            continue
+        parts = []
+        for line in lines:
+            text = html.unescape(re.sub(r"<[^>]+>", "", line))
+            hang = len(text) - len(text.lstrip(" ")) + HANGING_INDENT
+            parts.append(
+                f'<span class="cu-code-line" style="padding-left:{hang}ch;text-indent:-{hang}ch">'
+                f"{line or ' '}</span>"
+            )
+        # Parsed inside a <pre>: the parser keeps the leading spaces of each line there.
+        rebuilt = BeautifulSoup(f"<pre>{''.join(parts)}</pre>", "html.parser").pre
+        pre.clear()
+        for child in list(rebuilt.contents):
+            pre.append(child.extract())
+        changed += 1
+    return changed
 
 
 def toc_pages(repo: Path) -> list[str]:
@@ -158,6 +247,8 @@ def print_page(
         for script in soup.find_all("script", type="application/vnd.jupyter.widget-state+json"):
             states.append(str(script))
         article = soup.find("article") or soup.find("main")
+        for_print(soup, article, words["solution"])
+        for_print_code(article)
         h1 = article.find("h1")
         name = h1.get_text(" ", strip=True).replace("#", "").strip() if h1 else page
         titles.append(name)

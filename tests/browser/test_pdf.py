@@ -144,6 +144,31 @@ def test_widgets_are_still_images_with_captions(pages: list[str], edition: str) 
     assert captions >= n_widgets, f"{captions} widget stills for {n_widgets} widgets"
 
 
+def test_paper_shows_the_solutions_and_no_screen_only_parts(pages: list[str], edition: str) -> None:
+    """On paper nothing can be opened or typed into: every worked solution is printed open under
+    its label, no toggle is left ("Show the solution", "Show code cell content"), no unanswered
+    checker says "not yet right", no still shows the head explorer's typing box or download
+    button, and every still has its widget's own caption (not the fallback "Widget")."""
+    text = "\n".join(pages)
+    language = EDITIONS[edition][1]
+    n_solutions = sum(
+        "solution" in (c.get("metadata", {}).get("tags") or [])
+        for p in CHAPTERS
+        for c in read_notebook(p)["cells"]
+    )
+    label = PRINT_TEXT[language]["solution"]
+    assert len(re.findall(rf"^\s*{label}\s*$", text, re.M)) >= n_solutions
+    toggles = re.findall(
+        r"^\s*(?:Show the solution|Show code cell \w+|显示答案|显示代码)\s*$", text, re.M
+    )
+    assert not toggles, f"{len(toggles)} toggle labels printed"
+    failures = re.findall(r"✗[^\n]*(?:not yet right|还不对)", text)
+    assert not failures, f"{len(failures)} unanswered checkers printed, e.g. {failures[0]!r}"
+    assert not re.search(r"downloads \d|Run the model on it", text)
+    still = re.split("[;；]", PRINT_TEXT[language]["still"])[0]
+    assert not re.search(rf"^\s*Widget \({re.escape(still)}", text, re.M)
+
+
 @pytest.mark.parametrize("edition", ["zh"], indirect=True)
 def test_zh_pdf_is_the_chinese_edition(pages: list[str], edition: str) -> None:
     """The 中文 book is printed from the 中文 pages: its own contents heading, Chinese text."""

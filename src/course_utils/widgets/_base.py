@@ -351,6 +351,9 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
     _widget_file: ClassVar[str] = ""
     #: The screen-reader description a widget gets when none is given (``description=...``).
     _default_description: ClassVar[str] = ""
+    #: The caption a widget gets when none is given (``title=...``): every widget is named, on
+    #: the page, on a slide and under its still in the PDF.
+    _default_title: ClassVar[str] = ""
     #: ``(outer, inner, sequences)`` for a widget that picks one of several sequences (index trait
     #: ``outer``) and a position in it (index trait ``inner``); ``sequences`` names the list trait
     #: that holds the sequences. :meth:`_index_size` then knows both sizes.
@@ -370,6 +373,8 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         if not self.description and self._default_description:
             self.description = self._default_description
+        if not self.title and self._default_title:
+            self.title = self._default_title
 
     #: What the repr shows between the class name's parentheses: a ``str.format`` template whose
     #: fields name attributes (traits or properties) or keys of :meth:`_repr_values`.

@@ -143,6 +143,7 @@ class GenerationStepper(CourseWidget):
     _v_index = traitlets.validate("example_index", "step")(CourseWidget._valid_index)
     _clamp_step = traitlets.observe("example_index")(CourseWidget._keep_position_within)
 
+    _default_title = "Generating one token at a time: what each new token may look at"
     _repr_format = "{name!r}, step={step}"
 
     def _repr_values(self) -> dict[str, Any]:

@@ -99,7 +99,8 @@ function render({ model, el }) {
   controls.append(sentence.root, layer.root, head.root, shows.root);
 
   // The text box, its button, a progress bar and a status line.
-  const box = CU.html("div", { class: "cu-he-own" });
+  // cu-screen-only: typing a sentence needs a reader at a screen (the PDF's still leaves it out).
+  const box = CU.html("div", { class: "cu-he-own cu-screen-only" });
   controls.after(box);
   const boxId = CU.uid("own");
   const hintId = CU.uid("hint");

@@ -185,6 +185,7 @@ class KVCacheCompare(CourseWidget):
             for k, v in self.values_per_token().items()
         }
 
+    _default_title = "KV cache per token: MHA, GQA, MQA and MLA side by side"
     _repr_format = "d_c={d_c}, d_h^R={d_r}, context={context}"
 
     def _repr_values(self) -> dict[str, Any]:
