@@ -362,30 +362,72 @@ def test_deck_notebook_boundaries_notes_and_skips() -> None:
     )
     deck = deck_notebook(nb, plan)
     kinds = [c["metadata"]["slideshow"]["slide_type"] for c in deck["cells"]]
-    notes = [
-        source(c) for c in deck["cells"] if c["metadata"]["slideshow"]["slide_type"] == "notes"
-    ]
-    assert kinds[:2] == ["slide", "notes"]  # title slide, then the unmatched note
-    assert "Nowhere" in notes[0] and "Hook" in notes[1] and "which key wins" in notes[2]
     by_source = {source(c)[:12]: k for c, k in zip(deck["cells"], kinds, strict=True)}
+    assert kinds[0] == "slide" and "(标题)" in source(deck["cells"][0])
     assert by_source["## 9.1 First"] == "slide"
-    assert by_source["### Try it: "] == "subslide"
     assert by_source["def f_soluti"] == "skip"
+    assert by_source["def f(): ...\n"[:12]] == "skip"  # a stub is worked in the notebook
     assert by_source["not on the s"] == "skip"
     assert by_source["explicit"] == "fragment"
-    assert by_source["def f(): ...\n"[:12]] == "-"
     widget = next(c for c in deck["cells"] if "QueryKeyPlane" in source(c))
     assert widget["metadata"]["transient"] == {"remove_source": True}
-    assert "(标题)" in source(deck["cells"][0])
+    # Every slide has speaker notes, before the next slide starts: the prose moved off the slide,
+    # the plan's rows and questions for it (an unmatched row on the first slide).
+    slides: list[list[str]] = []
+    for cell, kind in zip(deck["cells"], kinds, strict=True):
+        if kind in {"slide", "subslide"}:
+            slides.append([])
+        elif kind == "notes":
+            slides[-1].append(source(cell))
+    assert all(slides), [i for i, n in enumerate(slides) if not n]
+    assert "Intro" in slides[0][0] and "Nowhere" in "".join(slides[0])
+    assert "Hook" in "".join(slides[1])
+    assert any("which key wins" in "".join(n) for n in slides)
+
+
+def test_a_slide_keeps_the_key_lines_and_the_notes_the_prose() -> None:
+    from course_kit.slides import split_for_slide
+
+    text = (
+        "## 2.3 Softmax\n\nSoftmax turns scores into weights. It exponentiates, then divides.\n\n"
+        "- every weight is positive\n- a row sums to 1\n\n$$p_j = e^{z_j} / \\sum_m e^{z_m}$$\n\n"
+        "**Exercise 2.1.** Write it.\n\nA long explanation follows here."
+    )
+    slide, notes = split_for_slide(text)
+    for kept in ("## 2.3 Softmax", "Softmax turns scores into weights.", "- a row sums to 1"):
+        assert kept in slide
+    assert "$$p_j" in slide and "**Exercise 2.1.**" in slide
+    assert "It exponentiates" not in slide and "A long explanation" not in slide
+    assert notes == [
+        "Softmax turns scores into weights. It exponentiates, then divides.",
+        "A long explanation follows here.",
+    ]
 
 
 def test_long_sections_are_cut_into_subslides() -> None:
     from course_kit.slides import SLIDE_LINES, deck_notebook
 
-    long = "\n".join(f"line {i}" for i in range(SLIDE_LINES - 2))
+    long = "\n".join(f"- item {i}" for i in range(SLIDE_LINES - 2))
     nb = {"metadata": {}, "cells": [_md("## A section"), _md(long), _md(long), _md(long)]}
+    deck = deck_notebook(nb)["cells"]
+    kinds = [c["metadata"]["slideshow"]["slide_type"] for c in deck]
+    assert kinds[0] == "slide" and kinds.count("subslide") >= 2
+    shown = "\n".join(source(c) for c, k in zip(deck, kinds, strict=True) if k != "notes")
+    assert shown.count("- item 0") == 3  # cut between items, none lost
+
+
+def test_the_imports_are_not_a_slide() -> None:
+    from course_kit.slides import deck_notebook
+
+    nb = {
+        "metadata": {},
+        "cells": [
+            _md("# 1. T"),
+            _code("%matplotlib inline\nimport numpy as np\nnp.set_printoptions()"),
+        ],
+    }
     kinds = [c["metadata"]["slideshow"]["slide_type"] for c in deck_notebook(nb)["cells"]]
-    assert kinds == ["slide", "-", "subslide", "subslide"]
+    assert kinds[1] == "skip"
 
 
 def test_deck_widget_runtime_exists() -> None:

@@ -35,6 +35,14 @@ PLAN_SECTIONS = (
     "Misconceptions to expect",
     "Predict, then move the slider",
 )
+#: The 中文 lesson plans' headings of the same sections (their .po translations), so that the
+#: 中文 decks get their speaker notes too.
+PLAN_SECTIONS_ZH = {
+    "45 分钟教案": "45-minute plan",
+    "90 分钟教案": "90-minute plan",
+    "预计会出现的误解": "Misconceptions to expect",
+    "先预测，再拖动滑块": "Predict, then move the slider",
+}
 QUOTED = re.compile(r"[\"“]([^\"”]{3,}?)[\"”]")
 WIDGET_NAME = re.compile(r"`([A-Z][A-Za-z0-9]+)`")
 
@@ -55,6 +63,9 @@ def _section_lines(text: str) -> dict[str, list[str]]:
         if m:
             title = m.group(1)
             current = next((s for s in PLAN_SECTIONS if title.lower().startswith(s.lower())), None)
+            current = current or next(
+                (en for zh, en in PLAN_SECTIONS_ZH.items() if title.startswith(zh)), None
+            )
             if current:
                 sections[current] = []
             continue

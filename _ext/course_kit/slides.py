@@ -4,8 +4,14 @@ Slide boundaries come from the chapter itself:
 
 * a Markdown cell that opens with a ``#`` or ``##`` heading starts a new slide; ``###`` starts a
   sub-slide (reached with the same arrow keys: the deck navigates linearly);
+* a slide is made to be read by a room (body text 26 px, code 19.5 px at 1280x720): it keeps the
+  heading, one lead sentence, lists, tables, display maths, figures, widgets, bold-led items
+  (exercises, questions) and code of at most :data:`CODE_LINES` lines; the section's prose goes
+  to the slide's speaker notes (:func:`split_for_slide`), so every slide has notes; the set-up
+  cell (imports) and exercise stubs are not slides; a widget or a figure gets its own slide;
 * a run of cells too long for one 1280x720 slide is cut into sub-slides (an estimate in lines,
-  :data:`SLIDE_LINES`); a slide that still overflows is scaled down in the browser to fit;
+  :data:`SLIDE_LINES`; a long list or table is cut between items or rows); a slide that still
+  overflows is scaled down in the browser to fit;
 * a cell's own ``slideshow.slide_type`` metadata (Jupyter's slideshow editor) always wins;
 * left out: solution cells and Markdown solution blocks, cells tagged ``slides-skip`` or
   ``remove-cell``; inputs tagged ``hide-input``/``remove-input`` and outputs tagged
@@ -46,7 +52,7 @@ from course_kit.notebooks import (
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Lines (of about 90 characters) that fit on one slide before the deck starts a sub-slide.
-SLIDE_LINES = 22
+SLIDE_LINES = 24
 MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
 #: JupyterLab's notebook CSS (nbconvert's lab template), one copy for all decks, under _static/.
 LAB_CSS = "course_kit/jupyterlab.css"
@@ -83,11 +89,46 @@ def widget_runtime() -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------
 
 
+#: Characters of body text on one line of a slide (26 px on 1280 px; a CJK character counts 2).
+LINE_CHARS = 76
+#: Lines of printed output kept on a slide (the rest: "..."; the full output is on the page).
+OUTPUT_LINES = 12
+
+
+def _closed(text: str) -> str:
+    """``text`` as a slide first shows it: a ``<details>`` block is its summary line."""
+    # Three lines: the summary is a button with margins around it.
+    return re.sub(r"<details>\s*(<summary>.*?</summary>).*?</details>", r"\1\n\n", text, flags=re.S)
+
+
+def _width(text: str) -> int:
+    return sum(2 if ord(ch) > 0x2E80 else 1 for ch in text)
+
+
+def _line_count(line: str) -> int:
+    """Lines of a slide one Markdown line fills; a table row counts at least two (its cells wrap
+    in their narrow columns)."""
+    lines = max(1, -(-_width(line) // LINE_CHARS))
+    return (
+        max(2, lines)
+        if line.lstrip().startswith("|") and not re.match(r"^\|[-:| ]+\|$", line.strip())
+        else lines
+    )
+
+
 def _estimate_lines(cell: dict[str, Any]) -> int:
     text = source(cell)
-    lines = sum(max(1, len(line) // 90 + 1) for line in text.splitlines()) if text else 0
     if cell.get("cell_type") == "markdown":
+        text = _closed(text)
+        lines = 1  # the margins of a block
+        for line in text.splitlines():
+            lines += _line_count(line)
+            if re.match(r"^#{1,2}\s", line):
+                lines += 1  # a big heading and its margin
         return lines
+    lines = sum(max(1, len(line) // 100 + 1) for line in text.splitlines()) if text else 0
+    if (cell.get("metadata", {}).get("transient") or {}).get("remove_source"):
+        lines = 0
     lines += 1
     for out in cell.get("outputs", []):
         data = out.get("data", {})
@@ -122,13 +163,36 @@ def _widget_classes(cell: dict[str, Any]) -> set[str]:
     return set(re.findall(r"\b([A-Z][A-Za-z0-9]+)\(", source(cell)))
 
 
-def _notes_cell(notes: list[lesson_plan.Note], index: int) -> dict[str, Any]:
-    by_kind: dict[str, list[str]] = {}
-    for n in notes:
-        by_kind.setdefault(n.kind, []).append(n.text)
-    parts = []
-    for kind, texts in by_kind.items():
-        parts.append(f"**{kind}**\n\n" + "\n".join(f"- {t}" for t in texts))
+#: Longest code cell shown on a slide (lines); a longer one shows only its output (the code is on
+#: the chapter page, and the notes say so).
+CODE_LINES = 10
+#: Longest lead sentence kept on a slide (characters); the rest of a section's prose goes to the
+#: speaker notes.
+LEAD_CHARS = 220
+#: Words of the notes, per language.
+NOTES_TEXT = {
+    "en": {
+        "code": "The code of this step is on the chapter page.",
+        "exercise": "Learners do this exercise in their notebook; its checker names their mistake.",
+        "widget": "Ask the room to predict what will change, then move the control.",
+        "output": "Walk through the code, then read the result aloud before moving on.",
+        "figure": "Let the room read the figure first: what is on each axis?",
+        "text": "Go through the points on the slide; the chapter page has the full text.",
+    },
+    "zh": {
+        "code": "这一步的代码在本章的网页上。",
+        "exercise": "学员在自己的笔记本里做这道练习；检查器会指出他们的错误。",
+        "widget": "先请大家预测会发生什么变化，再拖动控件。",
+        "output": "先讲一遍代码，再把结果念出来，然后继续。",
+        "figure": "先让大家读图：每条坐标轴表示什么？",
+        "text": "逐条讲解幻灯片上的要点；完整的文字在本章的网页上。",
+    },
+}
+#: A lesson-plan section's name in the notes, per language.
+PLAN_LABELS_ZH = {en: zh for zh, en in lesson_plan.PLAN_SECTIONS_ZH.items()}
+
+
+def _notes_cell(parts: list[str], index: int) -> dict[str, Any]:
     return {
         "cell_type": "markdown",
         "id": f"cu-speaker-notes-{index}",
@@ -137,8 +201,193 @@ def _notes_cell(notes: list[lesson_plan.Note], index: int) -> dict[str, Any]:
     }
 
 
-def deck_notebook(nb: Notebook, notes: list[lesson_plan.Note] | None = None) -> Notebook:
-    """A copy of ``nb`` with slide types, speaker notes and deck-friendly Markdown."""
+def _plan_notes(notes: list[lesson_plan.Note], lang: str) -> list[str]:
+    by_kind: dict[str, list[str]] = {}
+    for n in notes:
+        by_kind.setdefault(n.kind, []).append(n.text)
+    label = (lambda k: PLAN_LABELS_ZH.get(k, k)) if lang == "zh" else (lambda k: k)
+    return [
+        f"**{label(kind)}**\n\n" + "\n".join(f"- {t}" for t in texts)
+        for kind, texts in by_kind.items()
+    ]
+
+
+def _blocks(markdown: str) -> list[str]:
+    """Markdown split at blank lines; a fenced block (code, maths, ``<details>``) whole; a heading
+    on its own."""
+    blocks: list[str] = []
+    current: list[str] = []
+    fence: str | None = None  # what closes the open fenced block
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence is None and re.match(r"^#{1,6}\s", line):
+            if current:
+                blocks.append("\n".join(current))
+            blocks.append(line)
+            current = []
+            continue
+        if fence is None and not stripped:
+            if current:
+                blocks.append("\n".join(current))
+            current = []
+            continue
+        current.append(line)
+        if fence is None:
+            opener = re.match(r"^(`{3,}|~{3,}|\$\$|<details)", stripped)
+            if opener:
+                closer = "</details>" if opener.group(1) == "<details" else opener.group(1)
+                one_line = len(stripped) > len(opener.group(1)) and stripped.endswith(closer)
+                fence = None if one_line else closer
+        elif stripped.startswith(fence) or (fence == "</details>" and stripped.endswith(fence)):
+            fence = None
+    if current:
+        blocks.append("\n".join(current))
+    return blocks
+
+
+def _lead(paragraph: str, lang: str) -> str:
+    """The first sentence of a paragraph, at most :data:`LEAD_CHARS` characters (else nothing)."""
+    text = re.sub(r"\s*\n\s*", " " if lang == "en" else "", paragraph.strip())
+    end = re.search(r"[.!?](?=\s)|[。！？]", text)
+    sentence = text[: end.end()] if end else text
+    return sentence if len(sentence) <= LEAD_CHARS else ""
+
+
+def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple[str, list[str]]:
+    r"""``(what the slide shows, what goes to the speaker notes)`` of a Markdown cell: headings,
+    lists, tables, display maths, images, boxes, code and paragraphs that open in bold (an
+    exercise, a question) stay on the slide; other prose paragraphs go to
+    the notes, except the first sentence of the first one when ``lead`` (the slide's one line).
+
+    >>> slide, notes = split_for_slide(
+    ...     "## Scores\n\nA score says how well. It is a dot product.\n\n$$s = q k$$\n\nMore."
+    ... )
+    >>> print(slide)
+    ## Scores
+    <BLANKLINE>
+    A score says how well.
+    <BLANKLINE>
+    $$s = q k$$
+    >>> notes
+    ['A score says how well. It is a dot product.', 'More.']
+    """
+    slide: list[str] = []
+    notes: list[str] = []
+    for block in _blocks(markdown):
+        first = block.lstrip().splitlines()[0] if block.strip() else ""
+        is_prose = bool(first) and not (
+            re.match(r"^(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||!\[|>|<|`{3}|~{3}|\$\$|\\\[|\*\*)", first)
+        )
+        if not is_prose:
+            slide.append(block)
+            continue
+        notes.append(block.strip())
+        if lead:
+            sentence = _lead(block, lang)
+            if sentence:
+                slide.append(sentence)
+            lead = False
+    return "\n\n".join(slide), notes
+
+
+def _chunks(markdown: str) -> list[str]:
+    """A slide's Markdown cut into pieces that each fit a slide (:data:`SLIDE_LINES`): blocks stay
+    whole, except a long list or table, which is cut between items or rows (a table's header is
+    repeated). A heading stays with what follows it."""
+    pieces: list[str] = []
+    for block in _blocks(markdown):
+        lines = block.splitlines()
+        est = sum(_line_count(x) for x in _closed(block).splitlines())
+        if est <= SLIDE_LINES - 4 or not lines:
+            pieces.append(block)
+            continue
+        if lines[0].lstrip().startswith("|") and len(lines) > 3:  # a table: header, rule, rows
+            head, rows = lines[:2], lines[2:]
+            per = max(1, (SLIDE_LINES - 6) // max(1, est // len(lines)))
+            pieces += ["\n".join(head + rows[k : k + per]) for k in range(0, len(rows), per)]
+            continue
+        items: list[list[str]] = []
+        for line in lines:
+            if re.match(r"^([-*+]|\d+[.)])\s", line) or not items:
+                items.append([line])
+            else:
+                items[-1].append(line)
+        group: list[str] = []
+        size = 0
+        for item in items:
+            n = sum(_line_count(x) for x in _closed("\n".join(item)).splitlines())
+            if group and size + n > SLIDE_LINES - 4:
+                pieces.append("\n".join(group))
+                group, size = [], 0
+            group += item
+            size += n
+        if group:
+            pieces.append("\n".join(group))
+
+    # A heading (and a lead sentence) goes with the piece after it, if both fit one slide.
+    def lines_of(text: str) -> int:
+        return sum(_line_count(x) for x in _closed(text).splitlines()) + 2
+
+    merged: list[str] = []
+    for piece in pieces:
+        head = merged[-1] if merged else ""
+        first, *rest = head.split("\n\n") if head else [""]
+        starts_with_heading = bool(re.match(r"^#{1,6}\s", first))
+        only_lead = len(rest) <= 1 and not any(
+            re.match(r"^([-*+|>]|\d+[.)]|\$\$|!\[|`{3})", r) for r in rest
+        )
+        if starts_with_heading and only_lead and lines_of(head + piece) <= SLIDE_LINES:
+            merged[-1] += "\n\n" + piece
+        else:
+            merged.append(piece)
+    return merged
+
+
+def _trim_outputs(cell: dict[str, Any]) -> None:
+    """Keep at most :data:`OUTPUT_LINES` lines of each printed output on a slide."""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            text = "".join(out.get("text", ""))
+            lines = text.splitlines()
+            if len(lines) > OUTPUT_LINES:
+                out["text"] = "\n".join([*lines[: OUTPUT_LINES - 1], "..."]) + "\n"
+        data = out.get("data", {})
+        if (
+            "text/plain" in data
+            and "text/html" not in data
+            and not any(k.startswith(("image/", "application/vnd.jupyter.widget")) for k in data)
+        ):
+            lines = "".join(data["text/plain"]).splitlines()
+            if len(lines) > OUTPUT_LINES:
+                data["text/plain"] = "\n".join([*lines[: OUTPUT_LINES - 1], "..."])
+
+
+def _shows(cell: dict[str, Any]) -> str:
+    """What a cell puts on its slide: ``widget``, ``figure``, ``output`` (code and a result) or
+    ``text``."""
+    if is_widget(cell):
+        return "widget"
+    data = [o.get("data", {}) for o in cell.get("outputs", [])]
+    if any("image/png" in d or "image/svg+xml" in d for d in data):
+        return "figure"
+    return "output" if cell["cell_type"] == "code" else "text"
+
+
+def _imports_only(code: str) -> bool:
+    lines = [
+        ln.strip() for ln in code.splitlines() if ln.strip() and not ln.strip().startswith("#")
+    ]
+    return bool(lines) and all(ln.startswith(("import ", "from ", "%")) for ln in lines)
+
+
+def deck_notebook(
+    nb: Notebook, notes: list[lesson_plan.Note] | None = None, language: str = "en"
+) -> Notebook:
+    """A copy of ``nb`` made into slides a room can read: slide types, Markdown nbconvert renders,
+    on each slide its heading, one lead sentence, lists, maths, figures, widgets and short code;
+    the section's prose, the lesson plan's notes for it and a word on code left out go to the
+    slide's speaker notes, so every content slide has notes (``s`` in a deck)."""
+    lang = "zh" if language.startswith("zh") else "en"
     deck = copy.deepcopy(nb)
     cells = deck["cells"]
     # Where each note goes: the index of a cell it is attached after.
@@ -166,27 +415,27 @@ def deck_notebook(nb: Notebook, notes: list[lesson_plan.Note] | None = None) -> 
         attached.setdefault(first_visible if target is None else target, []).append(note)
 
     out_cells: list[dict[str, Any]] = []
+    pending: list[str] = []  # the notes of the slide being filled
+    shown: list[str] = []  # what the slide being filled shows: "widget", "figure", "output", "text"
+
+    def flush(index: int) -> None:
+        if shown and not pending:  # a slide with nothing to move or plan: a prompt from its kind
+            kind = next((k for k in ("widget", "figure", "output") if k in shown), "text")
+            pending.append(NOTES_TEXT[lang][kind])
+        if pending:
+            out_cells.append(_notes_cell(list(pending), index))
+        pending.clear()
+        shown.clear()
+
     used = 0
-    for i, cell in enumerate(cells):
+
+    def place(cell: dict[str, Any], index: int, upcoming: int = 0) -> None:
+        """Give ``cell`` its slide type (a heading or a full slide starts a new one) and add it.
+        ``upcoming``: the size of what follows; a heading that would be parted from it starts a
+        new slide with it."""
+        nonlocal used
         meta = cell.setdefault("metadata", {})
         explicit = meta.get("slideshow", {}).get("slide_type")
-        cell_tags = tags(cell)
-        if is_solution(cell) or cell_tags & SKIP_TAGS:
-            meta.setdefault("slideshow", {})["slide_type"] = "skip"
-            explicit = "skip"
-        if cell["cell_type"] == "markdown":
-            cell["source"] = myst_to_markdown(strip_solution_blocks(source(cell)))
-        if cell["cell_type"] == "code":
-            # A widget is shown without the code that builds it: on a projector the widget
-            # needs the room (the code is on the chapter page).
-            if cell_tags & NO_INPUT_TAGS or is_widget(cell):
-                meta["transient"] = {"remove_source": True}
-            if cell_tags & NO_OUTPUT_TAGS:
-                cell["outputs"] = []
-            alt = meta.get("mystnb", {}).get("image", {}).get("alt")
-            for output in cell.get("outputs", []):
-                if alt and "image/png" in output.get("data", {}):
-                    output.setdefault("metadata", {}).setdefault("image/png", {})["alt"] = alt
         if explicit is None:
             first = source(cell).lstrip().splitlines()[:1]
             level = 0
@@ -194,18 +443,91 @@ def deck_notebook(nb: Notebook, notes: list[lesson_plan.Note] | None = None) -> 
                 m = re.match(r"^(#{1,6})\s", first[0])
                 level = len(m.group(1)) if m else 0
             size = _estimate_lines(cell)
-            if 1 <= level <= 2:
+            if cell["cell_type"] == "markdown" and not source(cell).strip():
+                slide_type = "skip"  # all of it went to the notes
+            elif 1 <= level <= 2:
                 slide_type, used = "slide", size
-            elif level == 3 or (used and used + size > SLIDE_LINES):
+            elif (
+                # a widget or a figure gets the slide (with its heading): large, readable
+                (_shows(cell) in {"widget", "figure"} and used > 4)
+                or (level == 3 and used > SLIDE_LINES // 2)
+                or (used and used + size > SLIDE_LINES)
+                or (level >= 3 and used and used + size + upcoming > SLIDE_LINES)
+            ):
                 slide_type, used = "subslide", size
             else:
                 slide_type, used = "-", used + size
             meta.setdefault("slideshow", {})["slide_type"] = slide_type
         elif explicit in {"slide", "subslide"}:
             used = _estimate_lines(cell)
+        slide_type = meta["slideshow"]["slide_type"] if "slideshow" in meta else None
+        if slide_type in {"slide", "subslide"}:
+            flush(index)
         out_cells.append(cell)
+        if slide_type != "skip":
+            shown.append(_shows(cell))
+
+    lead = True
+    for i, cell in enumerate(cells):
+        meta = cell.setdefault("metadata", {})
+        cell_tags = tags(cell)
+        skip = bool(is_solution(cell) or cell_tags & SKIP_TAGS)
+        first_code = next((c for c in cells if c["cell_type"] == "code"), None)
+        setup = cell is first_code and re.search(r"^(import|from) ", source(cell), re.M)
+        if cell["cell_type"] == "code" and (setup or _imports_only(source(cell))):
+            skip = skip or not is_widget(cell)  # the imports and set-up: not a slide
+        if "exercise" in cell_tags:  # a stub is worked in the notebook, not read off a wall
+            skip = True
+            pending.append(NOTES_TEXT[lang]["exercise"])
+        if skip:
+            meta.setdefault("slideshow", {})["slide_type"] = "skip"
+            out_cells.append(cell)
+        elif cell["cell_type"] == "markdown":
+            text = myst_to_markdown(strip_solution_blocks(source(cell)), language=language)
+            if re.match(r"^\s*#{1,6}\s", text):
+                lead = True
+            before_widget = i + 1 < len(cells) and is_widget(cells[i + 1])
+            # Above a widget the slide keeps only the heading: the widget needs the room.
+            slide_md, moved = split_for_slide(text, lang, lead=lead and not before_widget)
+            lead = lead and not moved
+            explicit = meta.get("slideshow", {}).get("slide_type")
+            chunks = [slide_md] if explicit else _chunks(slide_md)
+            # A "Try it" heading stays with its widget.
+            nxt = cells[i + 1] if i + 1 < len(cells) else None
+            following = _estimate_lines(nxt) if nxt is not None and is_widget(nxt) else 0
+            chunks = chunks or [""]
+            for k, chunk in enumerate(chunks):
+                part = cell if k == 0 else copy.deepcopy(cell)
+                if k:
+                    part["id"] = f"{cell.get('id', i)}-{k}"
+                    part["metadata"].pop("slideshow", None)
+                part["source"] = chunk
+                after = chunks[k + 1] if k + 1 < len(chunks) else None
+                upcoming = (
+                    following if after is None else _estimate_lines({**part, "source": after})
+                )
+                place(part, i, upcoming)
+                if k == 0:
+                    pending.extend(moved)
+        else:
+            # A widget is shown without the code that builds it: on a projector the widget
+            # needs the room (the code is on the chapter page). So is a long cell.
+            long_code = len(source(cell).splitlines()) > CODE_LINES
+            if cell_tags & NO_INPUT_TAGS or is_widget(cell) or long_code:
+                meta["transient"] = {"remove_source": True}
+            if cell_tags & NO_OUTPUT_TAGS:
+                cell["outputs"] = []
+            _trim_outputs(cell)
+            alt = meta.get("mystnb", {}).get("image", {}).get("alt")
+            for output in cell.get("outputs", []):
+                if alt and "image/png" in output.get("data", {}):
+                    output.setdefault("metadata", {}).setdefault("image/png", {})["alt"] = alt
+            place(cell, i)
+            if long_code:
+                pending.append(NOTES_TEXT[lang]["code"])
         if i in attached:
-            out_cells.append(_notes_cell(attached[i], i))
+            pending.extend(_plan_notes(attached[i], lang))
+    flush(len(cells))
     deck["cells"] = out_cells
     return deck
 
@@ -233,7 +555,7 @@ def build_deck(
 
     nb = read_notebook(notebook)
     notes = lesson_plan.read_plan(plan) if plan else []
-    deck_nb = deck_notebook(nb, notes)
+    deck_nb = deck_notebook(nb, notes, language)
     has_widgets = "widgets" in nb.get("metadata", {}) and any(is_widget(c) for c in nb["cells"])
     title = chapter_title(nb, notebook.stem)
     config = Config()

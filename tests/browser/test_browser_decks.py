@@ -52,6 +52,8 @@ FIT_JS = """
   let bottom = 0;
   for (const e of slide.querySelectorAll('*')) {
     if (e.closest('aside.notes')) continue;
+    const folded = e.closest('details');
+    if (folded && !folded.open && !e.closest('summary')) continue;  // not shown until opened
     const r = e.getBoundingClientRect();
     if (r.width > 0 && r.height > 0) bottom = Math.max(bottom, r.bottom);
   }
@@ -67,6 +69,72 @@ EVERY_SLIDE_FIT_JS = (
     " await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));"
     " out.push(fit()); Reveal.next(); } return out; }"
 )
+
+#: What a room reads of the current slide: the smallest body text and code as shown (CSS px x the
+#: slide's zoom x reveal's scale; a widget's own drawing, the notes, formulas and folded answers
+#: aside), its speaker notes' length, and its text (for citation keys).
+SLIDE_READ_JS = """
+() => {
+  const section = Reveal.getCurrentSlide();
+  const scale = Reveal.getScale();
+  let zoom = 1;
+  for (let n = section; n; n = n.parentElement) zoom *= parseFloat(getComputedStyle(n).zoom) || 1;
+  let body = 1e9, code = 1e9, bodyText = '', codeText = '';
+  const walker = document.createTreeWalker(section, NodeFilter.SHOW_TEXT);
+  for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+    if (!t.nodeValue.trim()) continue;
+    const el = t.parentElement;
+    if (el.closest('.cu-widget, aside.notes, .cu-sr-only, mjx-container, summary')) continue;
+    if (el.closest('details') && !el.closest('details').open) continue;
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height) continue;
+    const px = parseFloat(getComputedStyle(el).fontSize) * zoom * scale;
+    if (el.closest('pre, code')) {
+      if (px < code) { code = px; codeText = t.nodeValue.trim().slice(0, 40); }
+    } else if (px < body) { body = px; bodyText = t.nodeValue.trim().slice(0, 40); }
+  }
+  const notes = Array.from(section.querySelectorAll(':scope > aside.notes'))
+    .map((a) => a.textContent.trim()).join(' ');
+  const clone = section.cloneNode(true);
+  clone.querySelectorAll('aside.notes').forEach((a) => a.remove());
+  return {body, code, bodyText, codeText, notes: notes.length, text: clone.textContent};
+}
+"""
+EVERY_SLIDE_READ_JS = (
+    "async (total) => { const read = " + SLIDE_READ_JS.strip() + "; const out = [];"
+    " await document.fonts.ready; Reveal.slide(0, 0); for (let i = 0; i < total; i++) {"
+    " await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));"
+    " out.push({...read(), index: i}); Reveal.next(); } return out; }"
+)
+#: Projected at 1280x720, a slide's body text is at least this big (CSS px), its code this big.
+MIN_BODY_PX, MIN_CODE_PX = 24, 18
+#: A chapter's deck holds this many slides (a 45-90 minute lesson); 中文 text is shorter, so a
+#: short chapter's 中文 deck may hold a few fewer.
+SLIDES_PER_DECK = {"en": (15, 30), "zh": (13, 30)}
+
+
+def readable_problems(page: Any, total: int, edition: str) -> list[str]:
+    """Every slide of the open deck read as a room sees it: text sizes, notes, citation keys."""
+    from course_site.bibstyle import _entries
+
+    keys = set(_entries(REPO / "references.bib"))
+    problems = []
+    low, high = SLIDES_PER_DECK[edition]
+    if not low <= total <= high:
+        problems.append(f"{total} slides, expected {low}-{high}")
+    for s in page.evaluate(EVERY_SLIDE_READ_JS, total):
+        where = f"slide {s['index'] + 1}"
+        if s["body"] < MIN_BODY_PX:
+            problems.append(f"{where}: body text {s['body']:.1f} px ({s['bodyText']!r})")
+        if s["code"] < MIN_CODE_PX:
+            problems.append(f"{where}: code {s['code']:.1f} px ({s['codeText']!r})")
+        if not s["notes"]:
+            problems.append(f"{where}: no speaker notes")
+        shown = [k for k in keys if re.search(rf"\b{re.escape(k)}\b", s["text"])]
+        if shown:
+            problems.append(f"{where}: citation keys shown {shown}")
+    return problems
+
 
 WIDGETS_JS = """
 () => Array.from(document.querySelectorAll('.cu-widget')).map((w) => {
@@ -159,6 +227,10 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
         assert len(fits) == total, f"measured {len(fits)} of {total} slides"
         assert not overflowing, f"slides that do not fit 1280x720: {overflowing}"
 
+        # Readable when projected: text sizes, speaker notes on every slide, no citation keys.
+        problems = readable_problems(page, total, "en")
+        assert not problems, "\n".join(problems)
+
         page.wait_for_timeout(100)
         assert not record.problems(), "\n".join(record.problems())
     except BaseException:
@@ -166,6 +238,26 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
         page.screenshot(path=str(artifacts / f"{name}.png"))
         (artifacts / f"{name}.log").write_text("\n".join(record.problems()))
         raise
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("stem", CHAPTERS)
+def test_zh_deck_is_readable_projected(
+    stem: str, site_root: Path, site_url: str, browser: Any
+) -> None:
+    """The 中文 deck of each chapter, held to the English deck's projector goals: text sizes,
+    speaker notes (from the 中文 lesson plan and the chapter's prose) on every slide, no keys."""
+    assert (site_root / "zh" / "slides" / f"{stem}.slides.html").is_file()
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        page.goto(f"{site_url}zh/slides/{stem}.slides.html", wait_until="load")
+        page.wait_for_function(READY_JS, timeout=30_000)
+        wait_for_widgets(page, timeout_ms=30_000)
+        total = page.evaluate("() => Reveal.getTotalSlides()")
+        problems = readable_problems(page, total, "zh")
+        assert not problems, "\n".join(problems)
     finally:
         context.close()
 

@@ -44,7 +44,10 @@ function render({ model, el }) {
       CU.html("td", { class: "cu-num" }, tr),
     ];
   });
-  const notes = CU.html("table", { class: "cu-table cu-kvcache-table cu-kvcache-notes" }, stage);
+  // What each kind gives up: folded, so that the widget fits a projector's screen at 150 %.
+  const more = CU.html("details", { class: "cu-kvcache-more" }, stage);
+  CU.html("summary", {}, more, CU.t("quality note"));
+  const notes = CU.html("table", { class: "cu-table cu-kvcache-table cu-kvcache-notes" }, more);
   CU.html("caption", { class: "cu-sr-only" }, notes, CU.t("quality note"));
   const notesBody = CU.html("tbody", {}, notes);
   KINDS.forEach((k, m) => {

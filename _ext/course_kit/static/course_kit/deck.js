@@ -11,11 +11,27 @@
     return !!(target && target.closest && target.closest(".cu-widget, .widget-subarea, input, select, textarea"));
   }
 
+  // The height a slide's content needs: its scroll height, or the lowest bottom of anything in
+  // it (a last element's margin or a late-laid-out formula can reach below the scroll height).
+  function neededHeight(slide) {
+    var top = slide.getBoundingClientRect().top;
+    var scale = window.Reveal.getScale() || 1;
+    var lowest = 0;
+    slide.querySelectorAll("*").forEach(function (e) {
+      if (e.closest("aside.notes")) return;
+      var folded = e.closest("details");
+      if (folded && !folded.open && !e.closest("summary")) return; // a closed answer takes no room
+      var r = e.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0) lowest = Math.max(lowest, (r.bottom - top) / scale);
+    });
+    return Math.max(slide.scrollHeight, Math.ceil(lowest) + 8);
+  }
+
   function fit(slide) {
     if (!slide) return;
     slide.style.zoom = "";
     var available = HEIGHT;
-    var needed = slide.scrollHeight;
+    var needed = neededHeight(slide);
     if (needed > available + 1) {
       slide.style.zoom = String(Math.max(0.3, (available - 4) / needed));
       slide.classList.add("cu-fitted");
@@ -55,9 +71,18 @@
         });
         observer.observe(document.querySelector(".reveal .slides"), { childList: true, subtree: true });
         window.setTimeout(fitCurrent, 1000);
+        // Web fonts (the CJK font of the 中文 decks) change line heights when they arrive.
+        if (document.fonts) {
+          document.fonts.ready.then(fitCurrent);
+          document.fonts.addEventListener("loadingdone", fitCurrent);
+        }
       });
     deck.on("slidechanged", function (event) {
       fit(event.currentSlide);
+      // Again once the slide is laid out (fonts, formulas, widgets drawn on showing).
+      window.requestAnimationFrame(function () {
+        fit(event.currentSlide);
+      });
     });
     deck.on("resize", fitCurrent);
   }
