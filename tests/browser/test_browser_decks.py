@@ -213,6 +213,23 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
                     f"{key} on #{control} moved the deck instead of only the widget"
                 )
 
+        # Escape on a focused control gives the arrow keys back to the deck (not the overview).
+        if widgets:
+            w = widgets[0]
+            page.evaluate("([h, v]) => Reveal.slide(h, v)", [w["h"], w["v"]])
+            page.focus(f"#{w['controls'][0]}")
+            page.keyboard.press("Escape")
+            assert not page.evaluate("() => Reveal.isOverview()"), "Escape opened the overview"
+            assert not page.evaluate("() => !!document.activeElement.closest('.cu-widget')"), (
+                "Escape left the focus in the widget"
+            )
+            if not page.evaluate("() => Reveal.isLastSlide()"):
+                past = page.evaluate("() => Reveal.getSlidePastCount()")
+                page.keyboard.press("ArrowRight")
+                assert page.evaluate("() => Reveal.getSlidePastCount()") > past, (
+                    "after Escape, ArrowRight did not move the deck"
+                )
+
         # Arrow keys move between slides.
         page.evaluate("() => { Reveal.slide(0, 0); document.activeElement.blur(); }")
         page.keyboard.press("ArrowRight")

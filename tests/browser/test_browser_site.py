@@ -373,3 +373,26 @@ def test_an_edited_widget_file_shows_without_re_executing_a_notebook(
                 assert not record.problems(), record.problems()
             finally:
                 context.close()
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_head_explorer_says_its_vocabulary_is_english(
+    site_url: str, browser: Any, edition: str
+) -> None:
+    """Typing Chinese into the head explorer shows, before any run, that MiniLM's vocabulary is
+    English (most characters become [UNK]); an English sentence shows no such note."""
+    context, page, record = open_page(
+        browser, f"{site_url}{edition}chapters/04_multi_head_attention.html", (site_url,)
+    )
+    try:
+        wait_widgets(page)
+        box = page.locator(".cu-head-explorer .cu-he-input").first
+        note = page.locator(".cu-head-explorer .cu-he-cjk").first
+        box.fill("The cat sat on the mat.")
+        assert note.is_hidden()
+        box.fill("小明在银行边的长椅上看书。")
+        note.wait_for(state="visible", timeout=5_000)
+        assert "[UNK]" in note.inner_text()
+        assert not record.problems(), record.problems()
+    finally:
+        context.close()

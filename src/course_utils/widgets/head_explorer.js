@@ -27,6 +27,7 @@ const TEXT = {
   boxHint: (n) => CU.t(`At most ${n} tokens (with [CLS] and [SEP]).`),
   button: (mb) => CU.t(`Run the model on it (downloads ${mb} MB once)`),
   buttonKernel: CU.t("Run the model on it (Python)"),
+  cjk: CU.t("MiniLM's vocabulary is English: most Chinese characters become [UNK], so its map says little about a Chinese sentence."),
   buttonLoaded: CU.t("Run the model on it"),
   loading: (done, total) => CU.t(`Downloading the model: ${done} of ${total} MB…`),
   progress: CU.t("Model download"),
@@ -118,6 +119,12 @@ function render({ model, el }) {
   const progress = CU.html("progress", { class: "cu-he-progress", max: 1, value: 0, "aria-label": TEXT.progress }, box);
   progress.hidden = true;
   const status = CU.html("p", { class: "cu-he-status", role: "status" }, box, "");
+  // A reader of the 中文 edition will type Chinese: say before the run what the model will see.
+  const cjkNote = CU.html("p", { class: "cu-he-cjk", "aria-live": "polite" }, box, TEXT.cjk);
+  cjkNote.hidden = true;
+  input.addEventListener("input", () => {
+    cjkNote.hidden = !/[\u3400-\u9fff\uf900-\ufaff]/.test(input.value);
+  });
 
   /** The grid for these tokens: cells, numbers, token labels (built once per sentence). */
   function buildGrid(tokens) {

@@ -1,6 +1,7 @@
 // Start a course slide deck: reveal.js at 1280x720 with speaker notes (press "s"), arrow keys move
-// between slides except while a widget control has the focus (then they move the control), and a
-// slide whose content is taller than the slide is scaled down to fit (no scrolling).
+// between slides except while a widget control has the focus (then they move the control; Escape
+// gives them back to the deck), and a slide whose content is taller than the slide is scaled down
+// to fit (no scrolling).
 // MIT, see /LICENSE.
 (function () {
   "use strict";
@@ -41,6 +42,19 @@
   function fitCurrent() {
     fit(window.Reveal.getCurrentSlide());
   }
+
+  // Escape on a focused widget control hands the arrow keys back to the deck (a presenter who
+  // touched a slider need not reach for the mouse). Capture phase: before reveal.js sees the key.
+  document.addEventListener(
+    "keydown",
+    function (event) {
+      if (event.key !== "Escape" || !inWidget(event.target)) return;
+      event.target.blur();
+      event.stopPropagation();
+      event.preventDefault();
+    },
+    true,
+  );
 
   function start() {
     var deck = window.Reveal;
