@@ -16,6 +16,7 @@ import pytest
 
 from course_utils.widgets._base import widget_css, widget_esm
 from course_utils.widgets.saved_code import (
+    PACKAGE_PREFIX,
     module_file,
     placeholder_css,
     placeholder_esm,
@@ -31,7 +32,6 @@ NOTEBOOKS = [
     *((p, "en") for p in sorted([*REPO.glob("chapters/*.ipynb"), *REPO.glob("appendix/*.ipynb")])),
     *((p, "zh") for p in sorted(ZH.glob("*/*.ipynb"))),
 ]
-PACKAGE_PREFIX = "course_utils.widgets."
 STATE = "application/vnd.jupyter.widget-state+json"
 #: Longest code a saved widget may keep: the placeholder is about 300 bytes, a real module 25 KB.
 MAX_SAVED_CODE = 600

@@ -102,9 +102,9 @@ def _include(path: Path, options: dict[str, str]) -> str:
         lines = text.splitlines()
         picked: list[str] = []
         for part in options["lines"].split(","):
-            lo, _, hi = part.strip().partition("-")
+            lo, dash, hi = part.strip().partition("-")
             start = int(lo) if lo else 1
-            stop = int(hi) if hi else (start if not _ else len(lines))
+            stop = int(hi) if hi else (len(lines) if dash else start)  # "5-" runs to the end
             picked += lines[start - 1 : stop]
         text = "\n".join(picked)
     return text.rstrip("\n")

@@ -191,7 +191,7 @@ def _points_at_solutions(sentence: str, lang: str) -> bool:
     )
 
 
-def _join_lines(text: str, lang: str) -> str:
+def join_lines(text: str, lang: str) -> str:
     """One line: a line break is a space, except between two Chinese characters."""
     if lang == "en":
         return re.sub(r"\s*\n\s*", " ", text)
@@ -224,7 +224,7 @@ def drop_solution_pointers(text: str, lang: str = "en", *, note: bool = True) ->
         if in_fence or fences:
             in_fence = in_fence != (fences % 2 == 1)
             continue
-        joined = _join_lines(para.strip(), lang)
+        joined = join_lines(para.strip(), lang)
         sentences = [x for x in _SENTENCE_END[lang].split(joined) if x]
         kept = [x for x in sentences if not _points_at_solutions(x, lang)]
         if len(kept) == len(sentences):

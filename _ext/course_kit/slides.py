@@ -44,6 +44,7 @@ from course_kit.notebooks import (
     headings,
     is_solution,
     is_widget,
+    join_lines,
     read_notebook,
     source,
     strip_solution_blocks,
@@ -247,7 +248,7 @@ def _blocks(markdown: str) -> list[str]:
 
 def _lead(paragraph: str, lang: str) -> str:
     """The first sentence of a paragraph, at most :data:`LEAD_CHARS` characters (else nothing)."""
-    text = re.sub(r"\s*\n\s*", " " if lang == "en" else "", paragraph.strip())
+    text = join_lines(paragraph.strip(), lang)
     end = re.search(r"[.!?](?=\s)|[。！？]", text)
     sentence = text[: end.end()] if end else text
     return sentence if len(sentence) <= LEAD_CHARS else ""
@@ -468,11 +469,11 @@ def deck_notebook(
             shown.append(_shows(cell))
 
     lead = True
+    first_code = next((c for c in cells if c["cell_type"] == "code"), None)  # the set-up cell
     for i, cell in enumerate(cells):
         meta = cell.setdefault("metadata", {})
         cell_tags = tags(cell)
         skip = bool(is_solution(cell) or cell_tags & SKIP_TAGS)
-        first_code = next((c for c in cells if c["cell_type"] == "code"), None)
         setup = cell is first_code and re.search(r"^(import|from) ", source(cell), re.M)
         if cell["cell_type"] == "code" and (setup or _imports_only(source(cell))):
             skip = skip or not is_widget(cell)  # the imports and set-up: not a slide

@@ -583,6 +583,13 @@ def tab_stops_to_widgets(page: Any, most: int = 600, batch: int = 16) -> list[di
     return widgets
 
 
+#: WCAG's relative luminance of an sRGB colour ``[r, g, b]`` (0-255), shared by the checks below.
+_LUMINANCE_JS = """  const lin = (v) => {
+    v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  };
+  const lum = (c) => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);"""
+
 #: The SVG text of every course widget whose colour stands out too little from what is drawn under
 #: it (axe does not check SVG text): ``[{widget, text, ratio, fg, bg}]`` for each text whose WCAG
 #: contrast ratio is under ``minRatio``. What lies under a text is the last filled shape painted
@@ -597,11 +604,7 @@ SVG_TEXT_CONTRAST_JS = """
     const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
     return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
   };
-  const lin = (v) => {
-    v /= 255;
-    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
-  };
-  const lum = (c) => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);
+/*LUMINANCE*/
   const ratio = (a, b) => {
     const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
     return (x + 0.05) / (y + 0.05);
@@ -657,7 +660,7 @@ SVG_TEXT_CONTRAST_JS = """
   }
   return bad;
 }
-"""
+""".replace("/*LUMINANCE*/", _LUMINANCE_JS)
 
 
 #: In dark mode, the widget areas and checker outputs painted light (relative luminance over 0.4):
@@ -665,10 +668,7 @@ SVG_TEXT_CONTRAST_JS = """
 #: follow the theme.
 LIGHT_BOXES_JS = """
 () => {
-  const lin = (v) => {
-    v /= 255;
-    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
-  };
+/*LUMINANCE*/
   const out = [];
   const boxes = document.querySelectorAll(
     '.cell_output .widget-subarea, .cell_output .text_html:has(> .course-feedback)');
@@ -677,12 +677,11 @@ LIGHT_BOXES_JS = """
     if (!m) continue;
     const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
     if (p.length > 3 && p[3] === 0) continue;
-    const lum = 0.2126 * lin(p[0]) + 0.7152 * lin(p[1]) + 0.0722 * lin(p[2]);
-    if (lum > 0.4) {
+    if (lum(p) > 0.4) {
       out.push({what: box.classList.contains('widget-subarea') ? 'widget area' : 'checker output',
                 bg: p.slice(0, 3)});
     }
   }
   return out;
 }
-"""
+""".replace("/*LUMINANCE*/", _LUMINANCE_JS)
