@@ -36,15 +36,34 @@ ZH_NOTEBOOKS = REPO / "locale" / "zh_CN" / "notebooks"
 #: The value of ``COURSE_LANG`` each ``--lang`` sets in the kernel's environment.
 LANGUAGES = {"zh": "zh"}
 
-# Same environment as `make test`: no hub access, headless plots.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-# An empty IPython/Jupyter configuration, as in the tests: a user's startup files or settings must
-# not change the committed outputs.
-_CLEAN = tempfile.mkdtemp(prefix="course-utils-execute-config-")
-os.environ["IPYTHONDIR"] = os.path.join(_CLEAN, "ipython")
-os.environ["JUPYTER_CONFIG_DIR"] = os.path.join(_CLEAN, "jupyter")
+#: What the book's kernels do that a learner's does not (importing course_utils changes nothing):
+#: show figures with their smallest text recorded in the PNG (the site's browser test checks it is
+#: >= 11 px as shown; reinstalled before every cell, as ``%matplotlib inline`` puts IPython's own
+#: formatter back), and under ``--lang zh`` draw figure text in Chinese.
+KERNEL_STARTUP = """\
+from course_utils.i18n import get_language, install_matplotlib_hook
+from course_utils.plotting import install_figure_format
+
+get_ipython().events.register("pre_run_cell", lambda info: install_figure_format())
+if get_language() == "zh":
+    install_matplotlib_hook()
+"""
+
+
+def book_kernel_environment(folder: str | None = None) -> Path:
+    """Set this process's environment (inherited by the kernels) as the book's: no hub access, an
+    empty IPython/Jupyter configuration (a user's startup files or settings must not change the
+    committed outputs) except :data:`KERNEL_STARTUP`. Returns the IPython directory."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    clean = Path(folder or tempfile.mkdtemp(prefix="course-utils-execute-config-"))
+    os.environ["IPYTHONDIR"] = str(clean / "ipython")
+    os.environ["JUPYTER_CONFIG_DIR"] = str(clean / "jupyter")
+    startup = clean / "ipython" / "profile_default" / "startup" / "00-course-book.py"
+    startup.parent.mkdir(parents=True, exist_ok=True)
+    startup.write_text(KERNEL_STARTUP, encoding="utf-8")
+    return clean / "ipython"
 
 
 def output_path(path: Path, lang: str | None) -> Path:
@@ -89,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run with COURSE_LANG set, write to locale/zh_CN/notebooks/ (sources unchanged)",
     )
     args = parser.parse_args(argv)
+    book_kernel_environment()
     for path in args.notebooks:
         elapsed = execute(path, args.timeout, args.lang)
         print(f"{output_path(path, args.lang)}: executed in {elapsed:.1f} s", flush=True)

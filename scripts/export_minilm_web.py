@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "_ext")]
 
 from course_site import write_browser_model  # noqa: E402
-from course_utils.pretrained.web import DTYPES, download_sizes, export_weights  # noqa: E402
+from course_utils.pretrained.minilm_web import DTYPES, download_sizes, export_weights  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

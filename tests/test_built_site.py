@@ -323,3 +323,24 @@ def test_every_solution_toggle_has_one_label_in_the_pages_language(site: Path):
                 problems.append(f"{rel(site, path)}: English toggle label {label!r}")
     assert solutions >= 2 * 3 * 13, f"only {solutions} solution toggles found (the regex is stale?)"
     report(problems, "toggle labels")
+
+
+#: The whole built site (both editions, decks, learner copies, the in-browser model) in bytes.
+SITE_BUDGET_BYTES = 75_000_000
+
+
+def test_the_site_weighs_at_most_75_mb(site: Path):
+    """A course copied to a school server or a USB stick: the built site stays <= 75 MB. The
+    biggest parts are listed when it does not, so the failure says where the weight went."""
+    sizes: dict[str, int] = {}
+    for path in site.rglob("*"):
+        if path.is_file():
+            top = "/".join(path.relative_to(site).parts[:2])
+            sizes[top] = sizes.get(top, 0) + path.stat().st_size
+    total = sum(sizes.values())
+    biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:8]
+    listed = ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in biggest)
+    assert total <= SITE_BUDGET_BYTES, f"site is {total / 1e6:.1f} MB (> 75 MB): {listed}"
+    assert not (site / "_sources").exists(), "page sources are copied into the site again"
+    chapter = site / "chapters" / "01_queries_keys_values.html"
+    assert "learner/01_queries_keys_values.learner.ipynb" in chapter.read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from course_utils.heads.patterns import measure_heads, top_heads
+from course_utils.heads.measure import measure_heads, top_heads
 
 from .notebook_runner import CHAPTERS, run_notebook_cells
 

@@ -17,7 +17,7 @@ from course_utils.topic_focus import (
     train_classifier,
     word_tokens,
 )
-from course_utils.topic_focus.minilm import minilm_measures
+from course_utils.topic_focus.measures import minilm_measures
 
 from .notebook_runner import CHAPTERS
 

@@ -467,3 +467,25 @@ def test_launch_buttons_default_off_and_one_setting_turns_them_on() -> None:
     on = {"launch_buttons": {**launch, "jupyterhub_url": "https://hub.example.edu"}}
     assert launch_problem({**on, "repository_url": repo}) is None
     assert "repository.url" in launch_problem({**on, "repository_url": ""})
+
+
+def test_a_zh_learner_copy_speaks_chinese_when_run() -> None:
+    """Importing course_utils sets no language, so a 中文 learner copy opens with a cell that does:
+    after it, checker feedback is Chinese; the English copy has no such cell."""
+    import subprocess
+    import sys
+
+    nb = read_notebook(CHAPTERS[0])
+    zh = learner_copy(nb, language="zh-CN")
+    en = learner_copy(nb)
+    first_zh = next(c for c in zh["cells"] if c["cell_type"] == "code")
+    first_en = next(c for c in en["cells"] if c["cell_type"] == "code")
+    assert "set_language" in source(first_zh) and "set_language" not in source(first_en)
+    assert len(zh["cells"]) == len(en["cells"]) + 1
+    program = source(first_zh) + "\nfrom course_utils.i18n import t\nprint(t('correct'))"
+    env = {k: v for k, v in __import__("os").environ.items() if k != "COURSE_LANG"}
+    run = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-1000:]
+    assert run.stdout.strip() == "正确"

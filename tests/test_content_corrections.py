@@ -19,7 +19,7 @@ import torch
 import yaml
 
 from course_utils.data import bank_example
-from course_utils.heads.experiment import NeighboursModel
+from course_utils.experiments.neighbours import NeighboursModel
 
 REPO = Path(__file__).resolve().parents[1]
 CH = {int(p.name[:2]): p for p in sorted((REPO / "chapters").glob("*.ipynb"))}

@@ -58,7 +58,7 @@ def test_deterministic_names_a_bad_dtype(bad):
 RUN = """
 import hashlib
 from course_utils.experiments.counting import train_counting
-from course_utils.heads.experiment import run_heads_experiment
+from course_utils.experiments.neighbours import run_heads_experiment
 (r,) = train_counting(seeds=(1,), steps=30, eval_every=10, batch=32)
 h = run_heads_experiment((2,), seeds=(0,), steps=30, eval_every=10, batch=16)
 weights = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in r.model.parameters()))

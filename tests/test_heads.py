@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from course_utils import pretrained
-from course_utils.heads.experiment import make_batch, run_heads_experiment
-from course_utils.heads.patterns import (
+from course_utils.experiments.neighbours import make_batch, run_heads_experiment
+from course_utils.heads.measure import (
     PATTERNS,
     load_corpus,
     measure_heads,

@@ -25,16 +25,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from course_site.zh_lint import glossary_terms, glossary_violations, untranslated_english
 from course_utils import i18n
 from course_utils.i18n import (
     catalogue,
     get_language,
-    glossary_violations,
     js_messages,
     set_language,
     t,
     translate,
-    untranslated_english,
 )
 
 from .system_tools import require
@@ -196,7 +195,7 @@ def test_glossary_rule():
     )
     assert glossary_violations("flip it with ~mask", "用 ~mask 翻转") == []
     assert glossary_violations("the key-padding mask", "填充掩码") == []
-    assert i18n.glossary_terms()["Query"] == "查询"
+    assert glossary_terms()["Query"] == "查询"
 
 
 # ---- the catalogue -----------------------------------------------------------------------------
@@ -267,7 +266,7 @@ def _source_keys() -> set[str]:
                 code = "".join(cell["source"])
                 code = "\n".join(x for x in code.splitlines() if x.lstrip()[:1] not in "%!")
                 add(ast.parse(code))
-    from course_utils.heads.patterns import PATTERNS
+    from course_utils.heads.measure import PATTERNS
     from course_utils.model_configs import MODEL_CONFIGS
     from course_utils.topic_focus.dataset import TOPICS
 
@@ -471,7 +470,7 @@ def test_widget_text_traits_are_chinese(zh_widgets):
 
 def test_widgets_of_the_pretrained_models_are_chinese(zh):
     """Chapter 4's head explorer (MiniLM) and chapter 13's topic widget, as in the notebooks."""
-    from course_utils.heads.patterns import PATTERNS
+    from course_utils.heads.measure import PATTERNS
     from course_utils.topic_focus import make_split, real_sentences, train_classifier
     from course_utils.widgets import HeadExplorer, TopicWordFocus
 

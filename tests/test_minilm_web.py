@@ -1,4 +1,4 @@
-"""course_utils.pretrained.web: the browser path of chapter 4's head explorer.
+"""course_utils.pretrained.minilm_web: the browser path of chapter 4's head explorer.
 
 * Export round-trip in Python: shapes, offsets, decoding, the stated download sizes.
 * The JavaScript in Node (``node --test tests/js/minilm.test.mjs``, no browser): the tokenizer
@@ -20,7 +20,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from course_utils.pretrained import attention_maps, load_tokenizer, model_dir
-from course_utils.pretrained.web import (
+from course_utils.pretrained.minilm_web import (
     CHUNK_ROWS,
     MAX_BROWSER_TOKENS,
     WORD_TABLE,

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch import nn
 
 from course_utils.attention import scaled_dot_product_attention as np_attention
 from course_utils.multihead import MultiHeadAttention, attention_weights
@@ -355,3 +356,35 @@ def test_property_equals_torch_for_random_shapes(B, T_q, T_k, n_heads, d_k, bias
     got, got_w = ours(q, k, v, mask=mask, return_weights=True)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
     torch.testing.assert_close(got_w, want_w, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_on_the_weights_equals_pytorch_multihead_attention_in_training(p):
+    """``dropout=`` drops attention weights after the softmax exactly where PyTorch's module does:
+    same seed, same draw, same output (oracle: ``torch.nn.MultiheadAttention`` in ``train()``)."""
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(8, 2, dropout=p, batch_first=True).double().train()
+    ours = MultiHeadAttention.from_torch(ref).train()
+    x = torch.randn(3, 5, 8, dtype=torch.float64)
+    torch.manual_seed(7)
+    want, _ = ref(x, x, x, need_weights=True)
+    torch.manual_seed(7)
+    got = ours(x, x, x, dropout=nn.Dropout(p))
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    assert not torch.allclose(got, ours(x, x, x))  # something was dropped
+    # eval(): the dropout is the identity and the fast path is allowed again
+    assert torch.equal(ours(x, x, x, dropout=nn.Dropout(p).eval()), ours(x, x, x))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"dropout": 0.1}, TypeError, "dropout must be a torch.nn.Dropout or None; got float"),
+        ({"dropout": nn.Dropout(0.1), "fast": True}, ValueError, "fast=True cannot apply"),
+    ],
+)
+def test_bad_dropout_is_an_error(kwargs, error, match):
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(error, match=match):
+        mha(x, x, x, **kwargs)

@@ -202,3 +202,78 @@ def test_every_module_has_a_row_in_the_concept_table() -> None:
         and f"`{p.stem}`" not in homes
     )
     assert not missing, f"modules without a row in CONTRIBUTING's concept table: {missing}"
+
+
+def test_a_module_name_leads_to_one_place() -> None:
+    """No two modules of the package share a file name (two ``positions.py`` made readers open the
+    wrong one), and no module sits beside a folder of the same name (``web.py`` and ``web/``)."""
+    modules = [p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"]
+    by_name: dict[str, list[str]] = {}
+    for p in modules:
+        by_name.setdefault(p.stem, []).append(p.relative_to(PACKAGE).as_posix())
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert not shared, f"module names used twice: {shared}"
+    beside = [p.relative_to(PACKAGE).as_posix() for p in modules if p.with_suffix("").is_dir()]
+    assert not beside, f"modules beside a folder of the same name: {beside}"
+
+
+def test_every_experiment_lives_in_experiments() -> None:
+    """A training experiment a chapter runs is a module of ``course_utils.experiments``."""
+    runners = {
+        p.relative_to(PACKAGE).as_posix()
+        for p in PACKAGE.rglob("*.py")
+        if re.search(r"^def (run_\w+_experiment|train_\w+)\(", p.read_text(encoding="utf-8"), re.M)
+    }
+    # Trainers that are not experiments: chapter 7's tiny LM and chapter 13's classifier are the
+    # chapters' own models, built and trained in the chapter's cells.
+    models = {"causal.py", "topic_focus/classifier.py", "_training.py"}
+    outside = sorted(r for r in runners - models if not r.startswith("experiments/"))
+    assert not outside, f"experiments outside course_utils.experiments: {outside}"
+
+
+IMPORT_CHANGES_NOTHING = r"""
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+import matplotlib
+matplotlib.use("Agg")
+from matplotlib.text import Text
+from matplotlib.axis import Tick
+
+shell = InteractiveShell.instance()
+png = shell.display_formatter.formatters["image/png"]
+before = (dict(png.type_printers), dict(png.deferred_printers), Text.draw, Tick.draw)
+import course_utils, course_utils.plotting, course_utils.widgets, course_utils.exercises
+after = (dict(png.type_printers), dict(png.deferred_printers), Text.draw, Tick.draw)
+print(json.dumps([a == b for a, b in zip(before, after)]))
+"""
+
+
+def test_importing_the_package_changes_nothing_outside_it(tmp_path) -> None:
+    """``import course_utils`` (and its plotting, widgets and exercises), even under
+    ``COURSE_LANG=zh``, leaves IPython's PNG formatter and matplotlib's text drawing as they were:
+    the book's execute script and ``set_language("zh")`` do those, on purpose."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COURSE_LANG": "zh", "IPYTHONDIR": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-c", IMPORT_CHANGES_NOTHING],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    unchanged = json.loads(run.stdout.strip().splitlines()[-1])
+    names = ["PNG formatter by type", "PNG formatter by name", "Text.draw", "Tick.draw"]
+    assert all(unchanged), [n for n, same in zip(names, unchanged, strict=True) if not same]
+
+
+def test_the_package_reads_no_file_of_the_book() -> None:
+    """The package is installed without the book (learner copies, pip): nothing in it reads the
+    repository's ``glossary.md`` or other book files; lint rules that do live in ``_ext``."""
+    offenders = [
+        p.relative_to(REPO).as_posix()
+        for p in PACKAGE.rglob("*.py")
+        if re.search(r"glossary\.md|parents\[2\]", p.read_text(encoding="utf-8"))
+    ]
+    assert not offenders, offenders

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -407,9 +408,11 @@ def test_the_size_rules_give_11_px_text_in_the_book_column() -> None:
     assert COLUMN_WIDTH_IN * FIGURE_DPI <= 672
 
 
-def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path) -> None:
-    """In a real kernel, as the chapters run: `%matplotlib inline`, then `import course_utils`."""
+def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path, monkeypatch) -> None:
+    """In a kernel set up as the book's execute script sets it up, running cells as the chapters
+    do (`%matplotlib inline`, then `import course_utils`): the PNG records its smallest text."""
     import base64
+    import importlib.util
     import io
 
     import nbformat
@@ -417,6 +420,15 @@ def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path) -> Non
     from PIL import Image
 
     from course_utils.plotting import TEXT_SIZE_KEY
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "execute_notebooks.py"
+    spec = importlib.util.spec_from_file_location("execute_notebooks", script)
+    assert spec is not None and spec.loader is not None
+    execute_notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(execute_notebooks)
+    for name in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR"):
+        monkeypatch.setenv(name, "")  # restored after the test; set by the function below
+    execute_notebooks.book_kernel_environment(str(tmp_path))
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [

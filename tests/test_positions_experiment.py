@@ -1,11 +1,11 @@
-"""course_utils.experiments.positions: the task, the model variants, and a short run's ordering."""
+"""course_utils.experiments.previous_token: the task, the model variants, a short run's ordering."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from course_utils.experiments.positions import (
+from course_utils.experiments.previous_token import (
     IGNORE,
     KINDS,
     PreviousTokenModel,

@@ -9,13 +9,13 @@ import pytest
 from course_utils._settings import Sequences, configure, setting_names
 from course_utils._training import Schedule
 from course_utils.experiments.counting import CountingConfig, CountingSettings, train_counting
-from course_utils.experiments.positions import (
+from course_utils.experiments.neighbours import HeadsConfig, HeadsSettings, run_heads_experiment
+from course_utils.experiments.previous_token import (
     PositionsConfig,
     PositionsSettings,
     run_positions_experiment,
 )
 from course_utils.experiments.reversal import ReversalConfig, ReversalSettings, train_reversal
-from course_utils.heads.experiment import HeadsConfig, HeadsSettings, run_heads_experiment
 from course_utils.topic_focus.classifier import (
     ClassifierConfig,
     ClassifierSettings,

@@ -141,3 +141,46 @@ def test_token_labels_spell_the_text(ours, text):
 def test_bad_input_ids(ours):
     with pytest.raises(ValueError, match=r"input_ids must be an integer tensor of shape \(B, T\)"):
         ours(torch.randn(1, 3))
+
+
+def test_the_gguf_file_is_read_by_the_gguf_package_reader(tmp_path):
+    """``read_gguf`` is gguf's ``GGUFReader`` plus dequantisation: its metadata and tensor table
+    are the library's, and a file that is not GGUF gets an error naming the file."""
+    from gguf import GGUFReader
+
+    from course_utils.pretrained.smollm2 import read_gguf, smollm2_gguf_path
+
+    path = smollm2_gguf_path()
+    meta, tensors = read_gguf(path)
+    reader = GGUFReader(path)
+    assert meta["llama.attention.head_count_kv"] == 3
+    assert sorted(tensors) == sorted(t.name for t in reader.tensors)
+    for t in reader.tensors[:5]:
+        assert tensors[t.name].shape == tuple(int(d) for d in reversed(t.shape))
+        assert tensors[t.name].dtype.name == "float32"
+    bad = tmp_path / "not_a_model.gguf"
+    bad.write_bytes(b"GGML" + bytes(64))
+    with pytest.raises(ValueError, match=r"not_a_model\.gguf"):
+        read_gguf(bad)
+
+
+def test_chapter7_labels_the_seed_sentence_with_characters_not_replacement_marks(ours):
+    """Chapter 7's heatmap of 看书真好 labels its byte-level pieces with ``tokenizer.labels``: a
+    character on its last piece, "·" before (decoding one piece alone gives "\ufffd")."""
+    import json
+    from pathlib import Path
+
+    text = "看书真好, reading is good."
+    labels = ours.tokenizer.labels(text)
+    assert "\ufffd" not in "".join(labels)
+    assert "".join(x for x in labels if x != "·") == text
+    assert [x for x in labels if x in "看书真好"] == list("看书真好")
+    repo = Path(__file__).resolve().parents[1]
+    for path in (
+        repo / "chapters" / "07_causal_attention.ipynb",
+        repo / "locale" / "zh_CN" / "notebooks" / "chapters" / "07_causal_attention.ipynb",
+    ):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        (cell,) = [c for c in cells if "看书真好, reading is good." in "".join(c["source"])]
+        code = "".join(cell["source"])
+        assert "tokenizer.labels(text)" in code and "decode([i])" not in code, path.name

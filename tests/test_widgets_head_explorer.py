@@ -139,7 +139,7 @@ def test_typed_sentence_runs_in_python_with_a_kernel():
 
 
 def test_typed_sentence_over_the_cap_gets_the_message():
-    from course_utils.pretrained.web import MAX_BROWSER_TOKENS
+    from course_utils.pretrained.minilm_web import MAX_BROWSER_TOKENS
     from course_utils.widgets.head_explorer import too_long_message
 
     w = HeadExplorer(["A b."])
@@ -151,7 +151,7 @@ def test_typed_sentence_over_the_cap_gets_the_message():
 
 
 def test_download_size_and_worker_are_stated():
-    from course_utils.pretrained.web import download_sizes
+    from course_utils.pretrained.minilm_web import download_sizes
 
     w = HeadExplorer(["A b."])
     assert w.download_bytes == download_sizes("float16")["upfront_bytes"]

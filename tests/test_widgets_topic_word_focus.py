@@ -16,7 +16,7 @@ from course_utils.topic_focus import (
     train_classifier,
     word_tokens,
 )
-from course_utils.topic_focus.minilm import minilm_measures, to_words
+from course_utils.topic_focus.measures import minilm_measures, to_words
 from course_utils.widgets import TopicWordFocus
 from course_utils.widgets._base import MAX_STATE_BYTES, unpack_array
 

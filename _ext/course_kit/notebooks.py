@@ -274,6 +274,28 @@ def learner_copy(
             if "exercise" not in cell_tags:  # older chapters: mark it, as the standard does
                 cell_tags.append("exercise")
         cells.append(cell)
+    if str(language).lower().startswith("zh"):
+        first_code = next((i for i, c in enumerate(cells) if c.get("cell_type") == "code"), 0)
+        cells.insert(first_code, _language_cell())
     out["cells"] = cells
     out.setdefault("metadata", {})["course_edition"] = "learner"
     return out
+
+
+#: The first code cell of a 中文 learner copy: importing course_utils changes no setting, so the
+#: copy says which language its figures, widgets and checkers speak.
+SET_CHINESE = (
+    "from course_utils.i18n import set_language\n"
+    "\n"
+    'set_language("zh")  # 图中文字、小部件和检查器的反馈都用中文'
+)
+
+
+def _language_cell() -> dict[str, Any]:
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {"tags": ["language"]},
+        "outputs": [],
+        "source": SET_CHINESE,
+    }

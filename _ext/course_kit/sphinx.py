@@ -42,6 +42,10 @@ def launch_problem(theme_options: dict[str, Any]) -> str | None:
 
 
 def _config_inited(app: Any, config: Any) -> None:
+    # No copy of every page's source in the site (5 MB for both editions): the theme's download
+    # menu offers the chapter's learner copy instead (see learner_download), and the source
+    # notebook, which holds the solutions, stays in the repository.
+    config.html_copy_source = False
     paths = list(config.html_static_path or [])
     if str(STATIC) not in paths:
         paths.append(str(STATIC))
@@ -125,11 +129,50 @@ def kit_links(pagename: str, stem: str | None, root_doc: str, language: str = "e
     return ""
 
 
+def learner_download(header_buttons: list[dict], learner_href: str | None, tooltip: str) -> None:
+    """Point the theme's download menu at the learner copy instead of the page's source file.
+
+    The site has no ``_sources`` (``html_copy_source = False``), so the theme's source link would
+    lead nowhere; a chapter offers its learner copy there, other pages just "print to PDF".
+
+    >>> buttons = [{"label": "download-buttons", "buttons": [
+    ...     {"label": "download-source-button", "url": "../_sources/c.ipynb", "text": ".ipynb"},
+    ...     {"label": "download-pdf-button", "text": ".pdf"}]}]
+    >>> learner_download(buttons, "../learner/c.learner.ipynb", "learner copy")
+    >>> [(b["label"], b.get("url")) for b in buttons[0]["buttons"]]
+    [('download-learner-button', '../learner/c.learner.ipynb'), ('download-pdf-button', None)]
+    """
+    sources = ("download-source-button", "download-notebook-button")
+    for group in header_buttons:
+        if group.get("label") != "download-buttons":
+            continue
+        kept = []
+        for button in group.get("buttons", []):
+            if button.get("label") not in sources:
+                kept.append(button)
+            elif learner_href:
+                kept.append(
+                    button
+                    | {"url": learner_href, "text": ".ipynb", "tooltip": tooltip}
+                    | {"label": "download-learner-button", "icon": "fas fa-code"}
+                )
+                learner_href = None  # one learner link, even if the theme offered two sources
+        group["buttons"] = kept
+
+
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    language = kit_language(app.config.language)
+    stem = _chapter_stem(app, pagename)
+    if isinstance(context.get("header_buttons"), list):
+        href = None
+        if stem:
+            target = f"{LEARNER_DIR}/{learner_name(stem)}"
+            href = posixpath.relpath(target, posixpath.dirname(pagename) or ".")
+        tooltip = KIT_TEXT.get(language, KIT_TEXT["en"])["learner"]
+        learner_download(context["header_buttons"], href, tooltip)
     if "body" not in context:
         return
-    language = kit_language(app.config.language)
-    links = kit_links(pagename, _chapter_stem(app, pagename), app.config.root_doc, language)
+    links = kit_links(pagename, stem, app.config.root_doc, language)
     if not links:
         return
     body = context["body"]

@@ -42,9 +42,9 @@ which no page loads (our ``templates/static/webpack-macros.html`` leaves it out:
 stylesheet draws the icons from the web fonts); turns sphinx-external-toc's bare ``index.html``
 redirect (one ``<meta>`` line) into a small valid page with ``<html lang>``, a ``<title>`` and a
 visible link; and, when a page holds the head explorer, writes the browser model into
-``_static/minilm/`` (:func:`write_browser_model`): the ES modules of
-``course_utils.pretrained.web`` (``.mjs``, so never swept into every page as plain scripts, and
-started only by the widget on the reader's first edit) and the float16 weights exported from the
+``_static/minilm/`` (:func:`write_browser_model`): the ES modules beside
+``course_utils.pretrained.minilm_web`` (``.mjs``, so never swept into every page as plain scripts,
+and started only by the widget on the reader's first edit) and the float16 weights exported from the
 package's safetensors (generated, never committed).
 
 The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json``) are refreshed by
@@ -381,7 +381,7 @@ def write_browser_model(outdir: str | Path) -> Path:
 
     Returns that folder. ``scripts/export_minilm_web.py`` does the same from the command line.
     """
-    from course_utils.pretrained.web import export_weights, web_files
+    from course_utils.pretrained.minilm_web import export_weights, web_files
 
     target = Path(outdir) / BROWSER_MODEL_DIR
     target.mkdir(parents=True, exist_ok=True)

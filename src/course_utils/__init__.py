@@ -2,20 +2,21 @@
 
 One implementation per concept; the notebooks import from here and never paste package code.
 Heavy dependencies (torch, the pretrained model) are imported only by the modules that need them.
+Importing the package changes nothing outside it: IPython's formatters and matplotlib stay as they
+are (the book's execute script records figure text sizes; ``set_language("zh")`` draws figure text
+in Chinese).
 """
 
-from . import i18n
+from . import i18n  # course_utils.i18n.set_language("zh"): the language of figures and feedback
 from .attention import attention_scores, scaled_dot_product_attention
 from .masks import causal_mask
-from .plotting import install_figure_format
 from .softmax import softmax
 
-# In a notebook, figures are shown with their smallest text recorded in the PNG (the book's browser
-# test checks it is >= 11 px as shown); outside IPython this does nothing.
-install_figure_format()
-
-__all__ = ["attention_scores", "causal_mask", "scaled_dot_product_attention", "softmax"]
+__all__ = [
+    "attention_scores",
+    "causal_mask",
+    "i18n",
+    "scaled_dot_product_attention",
+    "softmax",
+]
 __version__ = "0.1.0"
-
-if i18n.get_language() == "zh":  # COURSE_LANG=zh: figures drawn in Chinese (course_utils.i18n)
-    i18n.install_matplotlib_hook()

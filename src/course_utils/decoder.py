@@ -33,36 +33,10 @@ import torch
 from torch import Tensor, nn
 
 from ._validation import shape_str
-from .multihead import MultiHeadAttention, attention_weights
+from .multihead import MultiHeadAttention
 from .transformer import FeedForward, _Block
 
 __all__ = ["DecoderBlock", "DecoderWeights"]
-
-
-def _attend(
-    attn: MultiHeadAttention,
-    dropout: nn.Dropout,
-    queries_from: Tensor,
-    keys_from: Tensor,
-    mask: Tensor | None,
-    *,
-    return_weights: bool,
-) -> tuple[Tensor, Tensor | None]:
-    """Multi-head attention from ``queries_from`` to ``keys_from`` with dropout on the weights.
-
-    In ``eval()`` mode this is exactly ``attn(q_in, kv_in, kv_in, mask)``; in training, dropout
-    zeroes some weights after the softmax (as ``torch.nn.MultiheadAttention`` does).
-    """
-    if not ((dropout.training and dropout.p > 0) or return_weights):
-        out = attn(queries_from, keys_from, keys_from, mask=mask)  # (B, T_q, d_model), fast path
-        return out, None
-    mask = attn._check_inputs(queries_from, keys_from, keys_from, mask)  # (B|1, h|1, T_q|1, T_k)
-    q = attn.split_heads(attn.W_Q(queries_from))  # (B, n_heads, T_q, d_k)
-    k = attn.split_heads(attn.W_K(keys_from))  # (B, n_heads, T_k, d_k)
-    v = attn.split_heads(attn.W_V(keys_from))  # (B, n_heads, T_k, d_k)
-    weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k), rows sum to 1
-    context = dropout(weights) @ v  # (B, n_heads, T_q, d_k); dropout is identity in eval()
-    return attn.W_O(attn.merge_heads(context)), weights  # (B, T_q, d_model)
 
 
 @dataclass(frozen=True)
@@ -124,13 +98,17 @@ class DecoderBlock(_Block):
                 f"memory has shape {shape_str(tuple(memory.shape))}, expected ({x.size(0)}, T_k, "
                 f"{self.d_model}): the same batch size B as x {shape_str(tuple(x.shape))}"
             )
-        sa = lambda h: _attend(  # noqa: E731
-            self.self_attn, self.self_attn_dropout, h, h, self_mask, return_weights=return_weights
-        )
-        ca = lambda h: _attend(  # noqa: E731
-            self.cross_attn, self.cross_attn_dropout, h, memory, memory_mask,
-            return_weights=return_weights,
-        )  # fmt: skip
+
+        def sa(h: Tensor) -> tuple[Tensor, Tensor | None]:  # masked self-attention
+            drop = self.self_attn_dropout
+            out = self.self_attn(h, h, h, self_mask, return_weights, dropout=drop)
+            return out if return_weights else (out, None)
+
+        def ca(h: Tensor) -> tuple[Tensor, Tensor | None]:  # cross-attention: h reads memory
+            drop = self.cross_attn_dropout
+            out = self.cross_attn(h, memory, memory, memory_mask, return_weights, dropout=drop)
+            return out if return_weights else (out, None)
+
         if self.norm_first:
             a, w_self = sa(self.norm1(x))
             x = x + self.dropout1(a)  # (B, T_q, d_model): the output steps exchange information

@@ -70,14 +70,17 @@ def _check_qk_mask(q: object, k: object, mask: object) -> None:
     check_mask_shape(tuple(mask.shape), (*batch, q.size(-2), k.size(-2)))
 
 
-def _choose_path(fast: bool | None, return_weights: bool) -> bool:
-    """Whether to take the fast path: by default when no weights are asked for (it forms none)."""
+def _choose_path(fast: bool | None, return_weights: bool, dropout: object = None) -> bool:
+    """Whether to take the fast path: by default when no weights are asked for (it forms none)
+    and no dropout is active (the weights it would drop are never formed)."""
+    if dropout is not None and not isinstance(dropout, nn.Dropout):
+        raise TypeError(f"dropout must be a torch.nn.Dropout or None; got {type(dropout).__name__}")
+    dropping = dropout is not None and dropout.training and dropout.p > 0
     if fast is None:
-        return not return_weights
-    if fast and return_weights:
-        raise ValueError(
-            "fast=True cannot return weights (scaled_dot_product_attention never forms them)"
-        )
+        return not (return_weights or dropping)
+    if fast and (return_weights or dropping):
+        why = "return weights" if return_weights else "apply an active dropout to the weights"
+        raise ValueError(f"fast=True cannot {why} (scaled_dot_product_attention never forms them)")
     return fast
 
 
@@ -279,6 +282,7 @@ class MultiHeadAttention(nn.Module):
         return_weights: bool = False,
         *,
         fast: bool | None = None,
+        dropout: nn.Dropout | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
         """Attend from ``query`` ``(B, T_q, d_model)`` to ``key``/``value`` ``(B, T_k, d_model)``.
 
@@ -290,15 +294,18 @@ class MultiHeadAttention(nn.Module):
         ``fast`` chooses the path: by default the fast one when no weights are asked for. Both
         paths give the same output on every input, also on NaN or inf (which propagate as in the
         four steps: a NaN query gives a NaN output row).
+        ``dropout`` (an ``nn.Dropout``) is applied to the weights after the softmax, as
+        ``torch.nn.MultiheadAttention`` does; while it is active (training, ``p > 0``) the readable
+        path is taken, and the weights returned are those before dropout.
         """
         mask = self._check_inputs(query, key, value, mask)
-        fast = _choose_path(fast, return_weights)
+        fast = _choose_path(fast, return_weights, dropout)
 
         # 1. Project, then split the d_model columns into n_heads heads of d_k.
         q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
         k = self.split_heads(self.W_K(key), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
         v = self.split_heads(self.W_V(value), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
-        return self.attend(q, k, v, mask, return_weights, fast=fast)
+        return self.attend(q, k, v, mask, return_weights, fast=fast, dropout=dropout)
 
     def attend(
         self,
@@ -309,14 +316,15 @@ class MultiHeadAttention(nn.Module):
         return_weights: bool = False,
         *,
         fast: bool | None = None,
+        dropout: nn.Dropout | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
         """Steps 2-4 on projected heads: ``q`` ``(B, n_heads, T_q, d_k)``, ``k``/``v``
         ``(B, n_kv_heads, T_k, d_k)``, ``mask`` already ``(B|1, n_heads|1, T_q|1, T_k|1)``.
 
         :meth:`forward` projects and then calls this; a KV cache (chapter 7) calls it with the
-        cached keys and values. Returns what :meth:`forward` returns.
+        cached keys and values. Returns what :meth:`forward` returns (``dropout`` as there).
         """
-        fast = _choose_path(fast, return_weights)
+        fast = _choose_path(fast, return_weights, dropout)
         # 2. Scaled dot-product attention in every head at once. The fast kernel may handle NaN or
         # inf differently from the four steps (it can return a finite row where they give NaN), so
         # non-finite projections take the readable path: both paths agree on every input.
@@ -331,7 +339,8 @@ class MultiHeadAttention(nn.Module):
         else:
             k, v = self.expand_kv(k), self.expand_kv(v)  # (B, n_heads, T_k, d_k) each
             weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k)
-            context = weights @ v  # (B, n_heads, T_q, d_k)
+            dropped = weights if dropout is None else dropout(weights)  # identity in eval()
+            context = dropped @ v  # (B, n_heads, T_q, d_k)
 
         # 3. Concatenate the heads; 4. mix them with W_O.
         output = self.W_O(self.merge_heads(context))  # (B, T_q, d_model)

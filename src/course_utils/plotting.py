@@ -53,9 +53,6 @@ from ._validation import as_float_array, shape_str
 from .fonts import cjk_font_family
 from .i18n import get_language, install_matplotlib_hook, translate
 
-if get_language() == "zh":  # figure text drawn in Chinese (course_utils.i18n.figures)
-    install_matplotlib_hook()
-
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not by `import course_utils`
     from matplotlib.axes import Axes
 
@@ -249,9 +246,10 @@ def _figure_png_base64(fig: Any) -> str | None:
 def install_figure_format(shell: Any = None) -> bool:
     """Show matplotlib figures in IPython through :func:`figure_png` (records the smallest text).
 
-    ``import course_utils`` calls it; it does nothing outside IPython and returns whether it
-    installed the formatter. It replaces IPython's own PNG formatter for figures (same pixels), so
-    ``%matplotlib inline`` must come before the first ``course_utils`` import, as in the chapters.
+    The book's execute script (``scripts/execute_notebooks.py``) calls it in the kernel before
+    every cell (``%matplotlib inline`` puts IPython's own formatter back); importing the package
+    does not. It does nothing outside IPython and returns whether it installed the formatter. It
+    replaces IPython's PNG formatter for figures with the same pixels.
 
     >>> install_figure_format()  # not in IPython here
     False
@@ -286,6 +284,8 @@ def token_font_kwargs() -> dict[str, Any]:
 def _new_axes(figsize: tuple[float, float]) -> Axes:
     import matplotlib.pyplot as plt
 
+    if get_language() == "zh":  # COURSE_LANG=zh: this figure's text drawn in Chinese
+        install_matplotlib_hook()
     _, ax = plt.subplots(figsize=figsize)
     return ax
 

@@ -20,7 +20,7 @@ model where each token is that the course teaches (chapter 5):
   ``h`` instead of adding anything to the tokens; :func:`alibi_slopes` gives the paper's ``m_h``.
 
 Learned absolute embeddings (BERT, GPT-2) are simply a trained ``(max_positions, d_model)`` table
-(``torch.nn.Embedding``); the experiment in :mod:`course_utils.experiments.positions` uses one.
+(``torch.nn.Embedding``); the experiment in :mod:`course_utils.experiments.previous_token` uses one.
 
 Numerics: angles are computed in float64 (``position * theta_i`` is exact enough even at position
 10^6) and the rotation is applied in the input's dtype (float16/bfloat16 inputs are rotated in

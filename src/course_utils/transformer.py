@@ -37,7 +37,7 @@ from torch import Tensor, nn
 
 from ._validation import check_int, shape_str
 from .kv_cache import KVCache, cached_self_attention
-from .multihead import MultiHeadAttention, attention_weights
+from .multihead import MultiHeadAttention
 
 __all__ = [
     "ACTIVATIONS",
@@ -244,17 +244,7 @@ class TransformerBlock(_Block):
         In training, some weights are zeroed and the rest scaled by ``1 / (1 - p)`` after the
         softmax, so a token randomly loses some of the tokens it drew from.
         """
-        drop = self.training and self.p_dropout > 0
-        if not (drop or return_weights):
-            return self.attn(h, h, h, mask=mask)  # (B, T, d_model), the fast path
-        mask = self.attn._check_inputs(h, h, h, mask)  # (B|1, h|1, T|1, T|1) or None
-        q = self.attn.split_heads(self.attn.W_Q(h))  # (B, n_heads, T, d_k)
-        k = self.attn.split_heads(self.attn.W_K(h))  # (B, n_heads, T, d_k)
-        v = self.attn.split_heads(self.attn.W_V(h))  # (B, n_heads, T, d_k)
-        weights = attention_weights(q, k, mask)  # (B, n_heads, T, T), rows sum to 1
-        context = self.attn_dropout(weights) @ v  # (B, n_heads, T, d_k); identity in eval()
-        out = self.attn.W_O(self.attn.merge_heads(context))  # (B, T, d_model)
-        return (out, weights) if return_weights else out
+        return self.attn(h, h, h, mask, return_weights, dropout=self.attn_dropout)
 
     def forward(
         self,

@@ -4,7 +4,7 @@ Every chapter widget is created under ``set_language("zh")`` (as the zh edition'
 executed), embedded the way myst-nb embeds saved widget state, and drawn by the site's own loader
 (``_ext/course_site/static``, no built site needed). Every control is moved one step; then every
 visible UI string (labels, captions, descriptions, live regions, aria labels and values, table
-heads, options, SVG titles and text) must pass :func:`course_utils.i18n.untranslated_english`
+heads, options, SVG titles and text) must pass :func:`course_site.zh_lint.untranslated_english`
 once the widget's own data (its tokens and sentences, which are not translated) is taken out.
 """
 
@@ -18,7 +18,8 @@ import pytest
 import traitlets
 
 from course_site.browser import ROOT, embed_page_html, serve
-from course_utils.i18n import set_language, untranslated_english
+from course_site.zh_lint import untranslated_english
+from course_utils.i18n import set_language
 from tests.browser.live_page import next_frames
 
 pytestmark = pytest.mark.browser

@@ -22,7 +22,7 @@ import pytest
 from course_site import BROWSER_MODEL_DIR
 from course_site.browser import WIDGET_SIZES_JS, WIDTH_JS, block_outside, run_axe
 from course_utils.pretrained import attention_maps, load_tokenizer
-from course_utils.pretrained.web import MAX_BROWSER_TOKENS, download_sizes
+from course_utils.pretrained.minilm_web import MAX_BROWSER_TOKENS, download_sizes
 from course_utils.topic_focus import attention_rollout
 from course_utils.widgets.head_explorer import too_long_message
 from tests.browser.live_page import next_frames

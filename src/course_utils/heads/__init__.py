@@ -1,11 +1,11 @@
-"""What attention heads do, in one place (chapter 4).
+"""What the heads of a pretrained model attend to (chapter 4).
 
-* :mod:`course_utils.heads.patterns` measures what every head of the pretrained model attends to
+* :mod:`course_utils.heads.measure` scores what every head of all-MiniLM-L6-v2 attends to
   (previous token, ``[CLS]``, punctuation, ...), averaged over a corpus of sentences
-  (``head_corpus.json``);
-* :mod:`course_utils.heads.experiment` trains a small model, seeded, on a task that needs two
-  relations at once: one head or several?
+  (``head_corpus.json``).
 
-Both need torch; import the submodule you use (``from course_utils.heads.patterns import
-measure_heads``), so that ``import course_utils.heads`` stays light.
+The chapter's training experiment ("one head or several?") is
+:mod:`course_utils.experiments.neighbours`, beside the course's other experiments.
+Import the submodule you use (``from course_utils.heads.measure import measure_heads``), so that
+``import course_utils.heads`` stays light.
 """

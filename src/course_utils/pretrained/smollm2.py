@@ -17,16 +17,15 @@ Every attention layer is :class:`course_utils.causal.CausalSelfAttention` (so
 :class:`course_utils.norms.RMSNorm` and RoPE is :func:`course_utils.positions.apply_rope`. The
 tests compare the logits with ``transformers``' ``LlamaForCausalLM`` loaded from the same file.
 
-The GGUF file is read by a small reader here (the format is a header, key/value metadata, a tensor
-table and the aligned tensor data). llama.cpp stores ``W_Q`` and ``W_K`` with the rows of each
-head permuted for its interleaved RoPE; we undo that permutation (as ``transformers`` does) so that
-the rotate-half RoPE of chapter 5 applies.
+The GGUF file is read with the ``gguf`` package's ``GGUFReader`` (the format is a header,
+key/value metadata, a tensor table and the aligned tensor data). llama.cpp stores ``W_Q`` and
+``W_K`` with the rows of each head permuted for its interleaved RoPE; we undo that permutation
+(as ``transformers`` does) so that the rotate-half RoPE of chapter 5 applies.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -59,79 +58,29 @@ def smollm2_gguf_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
 
 
-# -- a small GGUF reader ------------------------------------------------------------------------
-
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q"}
-_SCALARS |= {11: "<q", 12: "<d"}
-_STRING, _ARRAY = 8, 9
-
-
-class _Cursor:
-    def __init__(self, buf: memoryview) -> None:
-        self.buf, self.pos = buf, 0
-
-    def unpack(self, fmt: str) -> Any:
-        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += struct.calcsize(fmt)
-        return value
-
-    def string(self) -> str:
-        n = self.unpack("<Q")
-        s = bytes(self.buf[self.pos : self.pos + n]).decode("utf-8", errors="replace")
-        self.pos += n
-        return s
-
-    def value(self, kind: int) -> Any:
-        if kind == _STRING:
-            return self.string()
-        if kind == _ARRAY:
-            item_kind, n = self.unpack("<I"), self.unpack("<Q")
-            if item_kind in _SCALARS:  # numbers: one numpy read instead of n struct calls
-                dtype = np.dtype(_SCALARS[item_kind])
-                arr = np.frombuffer(self.buf, dtype, count=n, offset=self.pos)
-                self.pos += n * dtype.itemsize
-                return arr.tolist()
-            return [self.value(item_kind) for _ in range(n)]
-        return self.unpack(_SCALARS[kind])
+# -- reading the GGUF file with the ``gguf`` package ----------------------------------------------
 
 
 def read_gguf(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``(metadata, tensors)`` of a GGUF file; tensors dequantised to float32 numpy arrays.
 
-    Array shapes are in numpy (row-major) order, i.e. GGUF's dimensions reversed, so a linear
-    layer's weight comes out as ``(out_features, in_features)`` like ``nn.Linear.weight``.
+    Read with ``gguf.GGUFReader`` (llama.cpp's own reader, the one ``transformers`` uses). Array
+    shapes are in numpy (row-major) order, i.e. GGUF's dimensions reversed, so a linear layer's
+    weight comes out as ``(out_features, in_features)`` like ``nn.Linear.weight``.
     """
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    from gguf import GGUFReader
     from gguf.quants import dequantize
 
-    raw = np.memmap(path, dtype=np.uint8, mode="r")
-    cur = _Cursor(memoryview(raw))
-    if bytes(raw[:4]) != b"GGUF":
-        raise ValueError(f"{path} is not a GGUF file (no 'GGUF' magic)")
-    cur.pos = 4
-    version, n_tensors, n_kv = cur.unpack("<I"), cur.unpack("<Q"), cur.unpack("<Q")
-    if version < 2:
-        raise ValueError(f"GGUF version {version} is not supported (need >= 2)")
-    meta: dict[str, Any] = {}
-    for _ in range(n_kv):
-        key = cur.string()
-        meta[key] = cur.value(cur.unpack("<I"))
-    infos = []
-    for _ in range(n_tensors):
-        name = cur.string()
-        dims = [cur.unpack("<Q") for _ in range(cur.unpack("<I"))]
-        infos.append((name, dims, cur.unpack("<I"), cur.unpack("<Q")))
-    align = int(meta.get("general.alignment", 32))
-    start = (cur.pos + align - 1) // align * align  # the data section is aligned
+    try:
+        reader = GGUFReader(path)
+    except ValueError as err:  # the reader checks the magic number and the version
+        raise ValueError(f"{path} is not a readable GGUF file: {err}") from err
+    meta = {name: field.contents() for name, field in reader.fields.items()}
     tensors = {}
-    for name, dims, kind, offset in infos:
-        qtype = GGMLQuantizationType(kind)
-        block, block_bytes = GGML_QUANT_SIZES[qtype]
-        shape = tuple(reversed(dims))  # numpy order: (..., dims[0])
-        rows = int(np.prod(shape[:-1], dtype=np.int64))
-        row_bytes = dims[0] // block * block_bytes
-        data = raw[start + offset : start + offset + rows * row_bytes].reshape(rows, row_bytes)
-        tensors[name] = dequantize(data, qtype).reshape(shape).astype(np.float32, copy=False)
+    for tensor in reader.tensors:
+        shape = tuple(int(d) for d in reversed(tensor.shape))  # numpy order: (..., dims[0])
+        data = dequantize(tensor.data, tensor.tensor_type)
+        tensors[tensor.name] = data.reshape(shape).astype(np.float32, copy=False)
     return meta, tensors
 
 

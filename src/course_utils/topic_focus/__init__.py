@@ -9,7 +9,7 @@ Submodules, one job each:
   training loop;
 * :mod:`~course_utils.topic_focus.attribution`: attention rollout, gradient × input, ablation,
   top-k precision and bootstrap intervals;
-* :mod:`~course_utils.topic_focus.minilm`: the same questions asked of all-MiniLM-L6-v2.
+* :mod:`~course_utils.topic_focus.measures`: the same questions asked of all-MiniLM-L6-v2.
 """
 
 # The package exports what each submodule lists as public: every name is listed once, in its module.

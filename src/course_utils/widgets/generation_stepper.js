@@ -25,6 +25,21 @@ function render({ model, el }) {
   const svg = CU.svg("svg", { role: "img" }, layout);
   const title = CU.svg("title", {}, svg);
   const g = CU.svg("g", {}, svg);
+  // The legend is HTML under the drawing, so it wraps instead of being cut at the SVG's width;
+  // the sentence below it says how many keys and values come from the cache.
+  const key = CU.html("ul", { class: "cu-gstep-key" }, stage);
+  [
+    ["cu-gstep-cache", CU.t("k, v read from the cache")],
+    ["cu-gstep-newkv", CU.t("k, v of the new token")],
+    ["cu-gstep-seen", CU.t("an earlier step")],
+    ["cu-gstep-masked", CU.t("masked: weight exactly 0")],
+    ["cu-gstep-future", CU.t("not generated yet")],
+  ].forEach(([cls, label]) => {
+    const item = CU.html("li", {}, key);
+    const swatch = CU.svg("svg", { width: 14, height: 14, "aria-hidden": "true" }, item);
+    CU.svg("rect", { x: 1, y: 1, width: 12, height: 12, class: cls }, swatch);
+    item.append(` ${label}`);
+  });
   const out = CU.html("p", { class: "cu-gstep-out", "aria-live": "polite" }, stage);
 
   function update() {
@@ -37,7 +52,7 @@ function render({ model, el }) {
     const L = 60; // room for row labels
     const top = 40; // room for column labels
     const W = L + T * C + 10;
-    const H = top + T * C + 70;
+    const H = top + T * C + C + 6;
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     svg.setAttribute("width", W);
     svg.setAttribute("height", H);
@@ -82,8 +97,6 @@ function render({ model, el }) {
         class: j < t ? "cu-gstep-cache" : "cu-gstep-newkv",
       }, g);
     }
-    const legend = CU.svg("text", { x: L, y: ky + C + 4, class: "cu-gstep-label" }, g);
-    CU.setText(legend, t > 0 ? CU.t(`k, v: ${t} from the cache (blue), 1 new (orange)`) : CU.t("k, v: 1 new (orange); the cache is empty"));
     const row = [];
     for (let j = 0; j <= t; j += 1) row.push(`${tokens[j]} ${CU.fmt(CU.at(packed, t, j), 2)}`);
     const text = CU.t(`Step ${t}: the new token "${tokens[t]}" attends to ${t + 1} token(s): ${row.join(", ")}. ` +

@@ -9,7 +9,7 @@
 // The reader's own sentence (the text box): with a kernel (JupyterLab), the text goes to Python
 // (model "sentence"), which sends back "custom" (tokens, maps, rollout). Without a kernel (the static
 // site: our widget loader's model says model.kernelless and gives model.static_url), the first edit
-// starts a module Web Worker (_static/minilm/worker.mjs, course_utils.pretrained.web) that downloads the
+// starts a module Web Worker (_static/minilm/worker.mjs, course_utils.pretrained.minilm_web) that downloads the
 // float16 weights exported at build time and runs the encoder off the main thread. Its float results are
 // kept on the widget's root element as `root.cuHeadExplorer` (tokens, maps, rollout) for the tests.
 

@@ -14,8 +14,8 @@ A text box lets the reader type a sentence of their own (at most ``MAX_BROWSER_T
   model on it (``custom`` holds its maps and rollout, ``custom_error`` the message when it is too
   long); :meth:`HeadExplorer.add_sentence` adds a sentence for good;
 * on the static site, with no kernel, the page runs the same model in a Web Worker
-  (:mod:`course_utils.pretrained.web`): the first edit downloads ``download_bytes`` of weights
-  exported at build time (the size is stated on the button), and nothing before it.
+  (:mod:`course_utils.pretrained.minilm_web`): the first edit downloads ``download_bytes`` of
+  weights exported at build time (the size is stated on the button), and nothing before it.
 
 >>> w = HeadExplorer(["The cat sat."], layer=0, head=2)
 >>> w.tokens[0]
@@ -41,7 +41,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ..pretrained.web import MAX_BROWSER_TOKENS, download_sizes
+from ..pretrained.minilm_web import MAX_BROWSER_TOKENS, download_sizes
 from ._base import CourseWidget, check_index, pack_uint8
 from ._text import translate_parts
 

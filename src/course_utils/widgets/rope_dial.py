@@ -22,7 +22,6 @@ Python precomputes, for every base of the grid, the rotated pairs of q at positi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Self
 
@@ -175,9 +174,9 @@ class RopeDial(CourseWidget):
             k_pairs.append(np.stack([k_rot[:, :half], k_rot[:, half:]], axis=-1))  # (n_p, d/2, 2)
             idx = k_pos[:, None] + np.arange(n_d)[None, :]  # (n_p, n_d): query position p + Δ
             prod = q_rot[idx] * k_rot[:, None, :]  # (n_p, n_d, d): q_{p+Δ} * k_p
-            scores.append(prod.sum(-1) / math.sqrt(d))  # (n_p, n_d)
+            scores.append(prod.sum(-1) * default_scale(d))  # (n_p, n_d): scaled by 1/√d
             pair_prod = prod[..., :half] + prod[..., half:]  # (n_p, n_d, d/2): each dial's share
-            shares.append(pair_prod[0] / math.sqrt(d))  # (n_d, d/2): the same for every p
+            shares.append(pair_prod[0] * default_scale(d))  # (n_d, d/2): the same for every p
             thetas.append(rope_frequencies(d, base=base))  # (d/2,)
         scores_arr = np.stack(scores)  # (n_b, n_p, n_d)
         radius = max(

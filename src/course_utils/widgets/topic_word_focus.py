@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from ..topic_focus.attribution import ablate, classifier_gradient_x_input
 from ..topic_focus.classifier import TrainResult
 from ..topic_focus.dataset import TOPICS, TopicSentence, topic_mask, word_tokens
-from ..topic_focus.minilm import minilm_measures, to_words
+from ..topic_focus.measures import minilm_measures, to_words
 from ._base import CourseWidget, check_tokens, pack_array, pack_uint8, unpack_array
 from ._text import Text
 

@@ -2,7 +2,7 @@
 //
 // The same model as course_utils.pretrained.run_encoder (the course's Python reference): word + position +
 // segment-0 embeddings, LayerNorm, then 6 post-LayerNorm layers of 12-head attention and a GELU
-// feed-forward block. Weights are float16 or float32 (course_utils.pretrained.web.export_weights), read
+// feed-forward block. Weights are float16 or float32 (course_utils.pretrained.minilm_web.export_weights), read
 // into Float32Arrays; every sum is accumulated in float64 (JavaScript numbers). It returns the attention
 // weights of every layer and head, and the attention rollout of course_utils.topic_focus.attention_rollout.
 // Tested against the Python reference in Node (tests/js/minilm.test.mjs) and in Chromium.

@@ -2,7 +2,7 @@
 //
 // Started by the head explorer (course_utils/widgets/head_explorer.js) on the reader's first edit, as a module
 // worker: new Worker(".../_static/minilm/worker.mjs", {type: "module"}). The model files sit beside it in
-// model/ (written at build time by course_utils.pretrained.web.export_weights; same origin, no outside request).
+// model/ (written at build time by course_utils.pretrained.minilm_web.export_weights; same origin, no outside request).
 //
 // Messages in:  {type: "load", base?}            download manifest, vocabulary and weights (base: another folder)
 //               {type: "run", id, text, maxTokens} tokenize and run one sentence (after load)
