@@ -111,9 +111,13 @@ def test_online_softmax_steps_end_at_the_normaliser():
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"x": [1.0, 2.0], "block_size": 0}, ValueError, r"block_size must be a positive int"),
+        ({"x": [1.0, 2.0], "block_size": 0}, ValueError, r"block_size must be >= 1; got 0"),
         ({"x": [1.0, 2.0], "block_size": -3}, ValueError, r"block_size .* got -3"),
-        ({"x": [1.0, 2.0], "block_size": 2.0}, TypeError, r"block_size must be a positive int"),
+        (
+            {"x": [1.0, 2.0], "block_size": 2.0},
+            TypeError,
+            r"block_size must be an int; got float 2.0",
+        ),
         ({"x": [1.0, 2.0], "block_size": True}, TypeError, r"block_size"),
         ({"x": 3.0, "block_size": 1}, ValueError, r"at least 1 dimension"),
         ({"x": [1.0, 2.0], "axis": 1, "block_size": 1}, ValueError, r"axis 1 is out of range"),
@@ -276,10 +280,10 @@ def test_logits_of_1e4_in_float32():
 
 BAD_INPUTS = [
     # (description, kwargs override, error, message)
-    ("block_q zero", {"block_q": 0}, ValueError, r"block_q must be a positive int \(>= 1\); got 0"),
-    ("block_k negative", {"block_k": -4}, ValueError, r"block_k must be a positive int"),
-    ("block_q float", {"block_q": 2.0}, TypeError, r"block_q must be a positive int; got float"),
-    ("block_k bool", {"block_k": True}, TypeError, r"block_k must be a positive int; got bool"),
+    ("block_q zero", {"block_q": 0}, ValueError, r"block_q must be >= 1; got 0"),
+    ("block_k negative", {"block_k": -4}, ValueError, r"block_k must be >= 1; got -4"),
+    ("block_q float", {"block_q": 2.0}, TypeError, r"block_q must be an int; got float 2.0"),
+    ("block_k bool", {"block_k": True}, TypeError, r"block_k must be an int; got bool True"),
     ("causal not bool", {"causal": 1}, TypeError, r"causal must be True or False"),
     ("scale str", {"scale": "0.1"}, TypeError, r"scale must be a number or None"),
     ("scale nan", {"scale": float("nan")}, ValueError, r"scale must be finite"),

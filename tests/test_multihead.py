@@ -388,3 +388,51 @@ def test_bad_dropout_is_an_error(kwargs, error, match):
     x = torch.randn(1, 3, 8)
     with pytest.raises(error, match=match):
         mha(x, x, x, **kwargs)
+
+
+def test_the_chapter_shows_the_readable_reference_in_at_most_60_lines():
+    """Chapter 4 includes the class that holds the maths only: at most 60 lines, no argument
+    checks, no fast path (those are MultiHeadAttention's, which inherits the maths)."""
+    import inspect
+    import json
+    import re
+    from pathlib import Path
+
+    from course_utils import multihead
+
+    repo = Path(__file__).resolve().parents[1]
+    for path in (
+        repo / "chapters" / "04_multi_head_attention.ipynb",
+        repo / "locale" / "zh_CN" / "notebooks" / "chapters" / "04_multi_head_attention.ipynb",
+    ):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        text = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        shown = re.findall(r"literalinclude\} \.\./src/course_utils/multihead\.py\n(?::\w+:.*\n)*?"
+                           r":pyobject: (\w+)", text)  # fmt: skip
+        assert shown == ["MultiHeadAttentionReference"], (path.name, shown)
+    source = inspect.getsource(multihead.MultiHeadAttentionReference)
+    assert len(source.rstrip().splitlines()) <= 60
+    assert "raise" not in source and "scaled_dot_product_attention(" not in source
+    assert issubclass(MultiHeadAttention, multihead.MultiHeadAttentionReference)
+
+
+@pytest.mark.parametrize(("n_heads", "t_q", "t_k", "masked"), [(1, 3, 3, False), (2, 4, 6, True)])
+def test_the_readable_reference_equals_pytorch_multihead_attention(n_heads, t_q, t_k, masked):
+    """The class the chapter shows, alone (no checks, no fast path), against
+    ``torch.nn.MultiheadAttention`` with the same weights: outputs and per-head weights."""
+    from course_utils.multihead import MultiHeadAttentionReference
+
+    torch.manual_seed(n_heads)
+    ref = nn.MultiheadAttention(8, n_heads, batch_first=True).double().eval()
+    ours = MultiHeadAttentionReference(8, n_heads).double()
+    ours.load_state_dict(MultiHeadAttention.from_torch(ref).state_dict())
+    q = torch.randn(2, t_q, 8, dtype=torch.float64)
+    kv = torch.randn(2, t_k, 8, dtype=torch.float64)
+    mask = torch.rand(t_q, t_k) > 0.3 if masked else None
+    if mask is not None:
+        mask[:, 0] = True  # every query may attend to at least one key
+    want, want_w = ref(q, kv, kv, attn_mask=None if mask is None else ~mask,
+                       need_weights=True, average_attn_weights=False)  # fmt: skip
+    got, got_w = ours(q, kv, kv, mask, return_weights=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    torch.testing.assert_close(got_w, want_w, rtol=0, atol=1e-12)

@@ -258,3 +258,22 @@ def test_check_mask_shape(mask, expected, fits):
         return
     with pytest.raises(ValueError, match=r"^mask has shape .* without enlarging it$"):
         check_mask_shape(mask, expected)
+
+
+def test_one_integer_check_in_the_package() -> None:
+    """Every count, length, seed and index is checked by ``_validation.check_int`` (one message
+    everywhere): no module keeps a private copy of it. An ``axis`` (negative values count from
+    the end) has its own check."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "src" / "course_utils"
+    copies = [
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*.py")
+        if p.name != "_validation.py"
+        and re.search(
+            r"not isinstance\((?!axis\b)\w+, int \| np\.integer\)", p.read_text(encoding="utf-8")
+        )
+    ]
+    assert not copies, f"private integer checks beside _validation.check_int: {copies}"

@@ -71,10 +71,10 @@ def test_scaling_widget_state(explorer: ScalingExplorer) -> None:
     [
         ({"d_ks": [4]}, ValueError, r"d_ks must be a sequence of 2 to 16 ints"),
         ({"d_ks": [4, 2]}, ValueError, r"strictly increasing; got \[4, 2\]"),
-        ({"d_ks": [0, 2]}, ValueError, r"int >= 1; got 0"),
+        ({"d_ks": [0, 2]}, ValueError, r"every entry of d_ks \[0, 2\] must be >= 1; got 0"),
         ({"t_k": 1}, ValueError, r"t_k must be an int in \[2, 16\]; got 1"),
         ({"n_rows": 5}, ValueError, r"n_rows must be an int in \[10, 2000\]"),
-        ({"seed": -1}, TypeError, r"seed must be a non-negative int"),
+        ({"seed": -1}, ValueError, r"seed must be >= 0; got -1"),
         ({"d_k_index": 99}, ValueError, r"d_k_index must be an int in"),
     ],
 )

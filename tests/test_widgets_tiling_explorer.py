@@ -94,9 +94,9 @@ def test_state_size_under_budget(widget):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"block_q": 0}, ValueError, r"block_q must be between 1 and 8"),
-        ({"block_k": 9}, ValueError, r"block_k must be between 1 and 8"),
-        ({"block_k": 2.0}, TypeError, r"block_k must be a positive int"),
+        ({"block_q": 0}, ValueError, r"block_q must be an int in \[1, 8\]; got 0"),
+        ({"block_k": 9}, ValueError, r"block_k must be an int in \[1, 8\]; got 9"),
+        ({"block_k": 2.0}, TypeError, r"block_k must be an int in \[1, 8\]; got float 2.0"),
         ({"tokens": ["a"] * 7}, ValueError, r"tokens must have 8 labels"),
         ({"step_index": 8}, Exception, r"step_index"),
         ({"block_q": 1, "block_k": 1}, ValueError, r"64 tiles; at most 36"),

@@ -131,7 +131,7 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     >>> check_int(2.0, "t_q", low=1)
     Traceback (most recent call last):
     ...
-    TypeError: t_q must be an int; got float
+    TypeError: t_q must be an int; got float 2.0
     >>> check_int(4, "layer", low=0, high=3)
     Traceback (most recent call last):
     ...
@@ -140,8 +140,7 @@ def check_int(value: Any, name: str, *, low: int | None = None, high: int | None
     bounded = low is not None and high is not None
     what = f"an int in [{low}, {high}]" if bounded else "an int"
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        got = f"{type(value).__name__} {value!r}" if bounded else type(value).__name__
-        raise TypeError(f"{name} must be {what}; got {got}")
+        raise TypeError(f"{name} must be {what}; got {type(value).__name__} {value!r}")
     if bounded and not low <= value <= high:  # type: ignore[operator]
         raise ValueError(f"{name} must be {what}; got {value!r}")
     if low is not None and value < low:

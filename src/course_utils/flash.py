@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from ._validation import as_float_array, check_float_tensor, check_qkv_shapes, shape_str
+from ._validation import as_float_array, check_float_tensor, check_int, check_qkv_shapes, shape_str
 from .attention import resolve_scale
 
 __all__ = [
@@ -61,11 +61,7 @@ __all__ = [
 
 def _check_block(value: Any, name: str) -> int:
     """A block size is a plain positive int (``True`` and ``2.0`` are rejected, not converted)."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be a positive int; got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive int (>= 1); got {value}")
-    return int(value)
+    return check_int(value, name, low=1)
 
 
 def _check_axis(axis: Any, ndim: int) -> int:

@@ -31,6 +31,8 @@ weights, not masks, so invert a mask (``~mask``) when you hand it to PyTorch's m
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -45,7 +47,7 @@ from ._validation import (
 )
 from .attention import default_scale
 
-__all__ = ["MultiHeadAttention", "attention_weights"]
+__all__ = ["MultiHeadAttention", "MultiHeadAttentionReference", "attention_weights"]
 
 
 def _check_qk_mask(q: object, k: object, mask: object) -> None:
@@ -116,7 +118,68 @@ def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tenso
     return weights.masked_fill(~mask, 0.0)  # (..., T_q, T_k); masked -> exactly 0, NaN rows -> 0
 
 
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttentionReference(nn.Module):
+    """The maths of multi-head attention and nothing else: the readable reference.
+
+    :class:`MultiHeadAttention` is this class with its arguments checked and a fast path; read
+    this one to see the computation. ``mask``: boolean, ``True`` = may attend, broadcastable to
+    the scores ``(B, n_heads, T_q, T_k)``.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
+                 bias: bool = True) -> None:  # fmt: skip
+        super().__init__()
+        self.d_model, self.n_heads = d_model, n_heads
+        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        self.d_k = d_model // n_heads  # width of one head
+        # The per-head matrices side by side, one (d_model, n_heads * d_k) layer per projection;
+        # W_K and W_V have only n_kv_heads heads (fewer than n_heads under GQA/MQA).
+        self.W_Q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_K = nn.Linear(d_model, self.n_kv_heads * self.d_k, bias=bias)
+        self.W_V = nn.Linear(d_model, self.n_kv_heads * self.d_k, bias=bias)
+        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+
+    def split_heads(self, x: Tensor, n_heads: int | None = None) -> Tensor:
+        """``(B, T, n * d_k)`` -> ``(B, n, T, d_k)``: head ``i`` gets columns ``i*d_k`` on."""
+        B, T, _ = x.shape
+        n = self.n_heads if n_heads is None else n_heads  # self.n_kv_heads for k and v
+        return x.view(B, T, n, self.d_k).transpose(1, 2)  # (B, n, T, d_k)
+
+    def expand_kv(self, x: Tensor) -> Tensor:
+        """Each k/v head repeated for the query heads of its group (GQA; no-op for MHA)."""
+        group = self.n_heads // self.n_kv_heads
+        return x if group == 1 else x.repeat_interleave(group, dim=1)  # (B, n_heads, T, d_k)
+
+    def merge_heads(self, x: Tensor) -> Tensor:
+        """``(B, n_heads, T, d_k)`` -> ``(B, T, d_model)``: Concat(head_1, ..., head_h)."""
+        B, _, T, _ = x.shape
+        return x.transpose(1, 2).contiguous().view(B, T, self.d_model)  # (B, T, d_model)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                return_weights: bool = False, **options: Any) -> Any:  # fmt: skip
+        """``query`` ``(B, T_q, d_model)`` attends to ``key``/``value`` ``(B, T_k, d_model)``;
+        the output is ``(B, T_q, d_model)``, with the weights if ``return_weights``."""
+        # 1. Project, then split the d_model columns into heads of d_k.
+        q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
+        k = self.split_heads(self.W_K(key), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
+        v = self.split_heads(self.W_V(value), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
+        return self.attend(q, k, v, mask, return_weights, **options)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+               return_weights: bool = False, *,
+               dropout: nn.Module | None = None) -> Any:  # fmt: skip
+        """Steps 2-4 on projected heads; ``dropout`` (``nn.Dropout``) acts on the weights."""
+        k, v = self.expand_kv(k), self.expand_kv(v)  # (B, n_heads, T_k, d_k) each
+        # 2. Scores, scaling by 1/√d_k, masking and softmax, in every head at once.
+        weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k), rows sum to 1
+        dropped = weights if dropout is None else dropout(weights)  # identity in eval()
+        context = dropped @ v  # (B, n_heads, T_q, d_k): each head's weighted sum of values
+        # 3. Concatenate the heads; 4. mix them with W_O.
+        output = self.W_O(self.merge_heads(context))  # (B, T_q, d_model)
+        return (output, weights) if return_weights else output
+
+
+class MultiHeadAttention(MultiHeadAttentionReference):
     """Multi-head attention with ``n_heads`` heads of width ``d_k = d_model // n_heads``.
 
     Parameters
@@ -150,7 +213,6 @@ class MultiHeadAttention(nn.Module):
     def __init__(
         self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True
     ) -> None:
-        super().__init__()
         d_model = check_int(d_model, "d_model", low=1)
         n_heads = check_int(n_heads, "n_heads", low=1)
         n_kv_heads = n_heads if n_kv_heads is None else check_int(n_kv_heads, "n_kv_heads", low=1)
@@ -169,42 +231,11 @@ class MultiHeadAttention(nn.Module):
                 f"number of query heads; got n_heads = {n_heads}, n_kv_heads = {n_kv_heads} "
                 f"(n_heads / n_kv_heads = {n_heads / n_kv_heads:g})"
             )
-        self.d_model = d_model
-        self.n_heads = n_heads
-        self.n_kv_heads = n_kv_heads
-        self.d_k = d_model // n_heads  # width of one head
-        # Each projection holds the per-head matrices side by side: (d_model, n_heads * d_k);
-        # W_K and W_V have only n_kv_heads heads (fewer than n_heads under GQA/MQA).
-        self.W_Q = nn.Linear(d_model, d_model, bias=bias)
-        self.W_K = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
-        self.W_V = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
-        self.W_O = nn.Linear(d_model, d_model, bias=bias)
+        super().__init__(d_model, n_heads, n_kv_heads, bias=bias)
 
     def extra_repr(self) -> str:
         kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"
         return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_k={self.d_k}"
-
-    # -- the two reshapes that turn one wide projection into n_heads narrow ones, and back --
-    def split_heads(self, x: Tensor, n_heads: int | None = None) -> Tensor:
-        """``(B, T, n * d_k)`` -> ``(B, n, T, d_k)`` with ``n = n_heads`` (default: the module's
-        query heads; pass ``self.n_kv_heads`` for keys and values); head ``i`` gets columns
-        ``i*d_k`` to ``(i+1)*d_k``."""
-        B, T, _ = x.shape
-        n = self.n_heads if n_heads is None else n_heads
-        return x.view(B, T, n, self.d_k).transpose(1, 2)  # (B, n, T, d_k)
-
-    def expand_kv(self, x: Tensor) -> Tensor:
-        """``(B, n_kv_heads, T, d_k)`` -> ``(B, n_heads, T, d_k)``: each k/v head repeated for the
-        ``n_heads / n_kv_heads`` query heads of its group (a no-op for plain multi-head)."""
-        group = self.n_heads // self.n_kv_heads
-        if group == 1:
-            return x  # (B, n_heads, T, d_k)
-        return x.repeat_interleave(group, dim=1)  # (B, n_heads, T, d_k)
-
-    def merge_heads(self, x: Tensor) -> Tensor:
-        """``(B, n_heads, T, d_k)`` -> ``(B, T, d_model)``: Concat(head_1, ..., head_h)."""
-        B, _, T, _ = x.shape
-        return x.transpose(1, 2).contiguous().view(B, T, self.d_model)  # (B, T, d_model)
 
     def _check_inputs(
         self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
@@ -298,14 +329,9 @@ class MultiHeadAttention(nn.Module):
         ``torch.nn.MultiheadAttention`` does; while it is active (training, ``p > 0``) the readable
         path is taken, and the weights returned are those before dropout.
         """
-        mask = self._check_inputs(query, key, value, mask)
+        mask = self._check_inputs(query, key, value, mask)  # (B|1, n_heads|1, T_q|1, T_k) or None
         fast = _choose_path(fast, return_weights, dropout)
-
-        # 1. Project, then split the d_model columns into n_heads heads of d_k.
-        q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
-        k = self.split_heads(self.W_K(key), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
-        v = self.split_heads(self.W_V(value), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
-        return self.attend(q, k, v, mask, return_weights, fast=fast, dropout=dropout)
+        return super().forward(query, key, value, mask, return_weights, fast=fast, dropout=dropout)
 
     def attend(
         self,
@@ -330,23 +356,13 @@ class MultiHeadAttention(nn.Module):
         # non-finite projections take the readable path: both paths agree on every input.
         if fast and not all(bool(torch.isfinite(t).all()) for t in (q, k, v)):
             fast = False
-        if fast:
-            # enable_gqa lets query head i read k/v head i // group, without copying k and v.
-            context = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, enable_gqa=self.n_kv_heads != self.n_heads
-            )  # (B, n_heads, T_q, d_k)
-            weights = None
-        else:
-            k, v = self.expand_kv(k), self.expand_kv(v)  # (B, n_heads, T_k, d_k) each
-            weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k)
-            dropped = weights if dropout is None else dropout(weights)  # identity in eval()
-            context = dropped @ v  # (B, n_heads, T_q, d_k)
-
-        # 3. Concatenate the heads; 4. mix them with W_O.
-        output = self.W_O(self.merge_heads(context))  # (B, T_q, d_model)
-        if return_weights:
-            return output, weights
-        return output
+        if not fast:
+            return super().attend(q, k, v, mask, return_weights, dropout=dropout)
+        # enable_gqa lets query head i read k/v head i // group, without copying k and v.
+        context = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, enable_gqa=self.n_kv_heads != self.n_heads
+        )  # (B, n_heads, T_q, d_k)
+        return self.W_O(self.merge_heads(context))  # (B, T_q, d_model); no weights were formed
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -37,7 +37,7 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor
 
-from ._validation import check_float_tensor, check_positive_finite, shape_str
+from ._validation import check_float_tensor, check_int, check_positive_finite, shape_str
 from .masks import diagonal_offset
 
 __all__ = [
@@ -56,16 +56,8 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 
-def _check_int(value: Any, name: str, *, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int >= {low}; got {type(value).__name__} {value!r}")
-    if int(value) < low:
-        raise ValueError(f"{name} must be an int >= {low}; got {value}")
-    return int(value)
-
-
 def _check_even(value: Any, name: str) -> int:
-    value = _check_int(value, name, low=2)
+    value = check_int(value, name, low=2)
     if value % 2:
         raise ValueError(
             f"{name} must be even (the dimensions are used in pairs, one pair per frequency); "
@@ -112,7 +104,7 @@ def sinusoidal_encoding(
     array([[0.   , 1.   , 0.   , 1.   ],
            [0.841, 0.54 , 0.01 , 1.   ]])
     """
-    n_positions = _check_int(n_positions, "n_positions")
+    n_positions = check_int(n_positions, "n_positions", low=1)
     d_model = _check_even(d_model, "d_model")
     theta = rope_frequencies(d_model, base=base)  # (d_model/2,)
     angles = np.arange(n_positions, dtype=np.float64)[:, None] * theta[None, :]  # (P, d_model/2)
@@ -134,8 +126,7 @@ def sinusoid_shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> NDA
     >>> bool(np.allclose(sinusoid_shift_matrix(3, 6) @ pe[2], pe[5]))
     True
     """
-    if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise TypeError(f"k must be an int (an offset in positions); got {type(k).__name__} {k!r}")
+    k = check_int(k, "k")  # an offset in positions, of either sign
     d_model = _check_even(d_model, "d_model")
     angle = int(k) * rope_frequencies(d_model, base=base)  # (d_model/2,)
     c, s = np.cos(angle), np.sin(angle)  # (d_model/2,) each
@@ -305,7 +296,7 @@ def alibi_slopes(n_heads: int) -> Tensor:
     >>> alibi_slopes(8).tolist()
     [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625]
     """
-    n_heads = _check_int(n_heads, "n_heads")
+    n_heads = check_int(n_heads, "n_heads", low=1)
 
     def power_of_two(n: int) -> list[float]:
         start = 2.0 ** (-8.0 / n)  # = 2^(-2^-(log2(n) - 3)) in the reference code
@@ -345,8 +336,8 @@ def alibi_bias(
             [-0.1250, -0.0625,  0.0000]])
     """
     slopes = alibi_slopes(n_heads)  # (n_heads,)
-    t_q = _check_int(t_q, "t_q")
-    t_k = t_q if t_k is None else _check_int(t_k, "t_k")
+    t_q = check_int(t_q, "t_q", low=1)
+    t_k = t_q if t_k is None else check_int(t_k, "t_k", low=1)
     offset = diagonal_offset(t_q, t_k, align)
     query_pos = torch.arange(t_q, dtype=torch.float64)[:, None] + offset  # (t_q, 1)
     key_pos = torch.arange(t_k, dtype=torch.float64)[None, :]  # (1, t_k)

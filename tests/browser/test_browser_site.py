@@ -396,3 +396,58 @@ def test_head_explorer_says_its_vocabulary_is_english(
         assert not record.problems(), record.problems()
     finally:
         context.close()
+
+
+#: Every text box of a widget drawing against the widget's own boxes: a row label that ends past the
+#: first bar (runs under the drawing), and any SVG text wider than its SVG (cut at the viewBox).
+TEXT_OVERRUNS_JS = r"""
+(root) => {
+  const out = [];
+  for (const svg of root.querySelectorAll("svg")) {
+    const box = svg.getBoundingClientRect();
+    if (box.width < 40) continue;  // a swatch
+    for (const t of svg.querySelectorAll("text")) {
+      const r = t.getBoundingClientRect();
+      if (r.width === 0) continue;
+      if (r.left < box.left - 1 || r.right > box.right + 1) out.push("cut: " + t.textContent);
+    }
+  }
+  const firstBar = root.querySelector("svg line.cu-bt-axis");
+  if (firstBar) {
+    const barLeft = firstBar.getBoundingClientRect().left;
+    for (const t of root.querySelectorAll("text.cu-bt-label")) {
+      const r = t.getBoundingClientRect();
+      if (r.right > barLeft + 1) out.push("under the bars: " + t.textContent);
+    }
+  }
+  return out;
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("page_path", "widget"),
+    [
+        ("zh/chapters/06_transformer_block.html", ".cu-block-tracer"),
+        ("chapters/06_transformer_block.html", ".cu-block-tracer"),
+        ("chapters/07_causal_attention.html", ".cu-gstep"),
+        ("zh/chapters/07_causal_attention.html", ".cu-gstep"),
+        ("chapters/10_grouped_query_attention.html", ".cu-kvcalc"),
+        ("zh/chapters/10_grouped_query_attention.html", ".cu-kvcalc"),
+    ],
+)
+def test_widget_text_is_neither_cut_nor_under_the_drawing(
+    site_url: str, browser: Any, page_path: str, widget: str
+) -> None:
+    """The legends and captions that were cut at the SVG's edge (ch07 "…(b", ch10 "…does n") and the
+    zh row label that ran under the block tracer's bars (ch06) now fit, on desktop."""
+    context, page, record = open_page(browser, f"{site_url}{page_path}", (site_url,))
+    try:
+        wait_widgets(page)
+        root = page.locator(widget).first
+        root.scroll_into_view_if_needed()
+        problems = root.evaluate(TEXT_OVERRUNS_JS)
+        assert not problems, problems
+        assert not record.problems(), record.problems()
+    finally:
+        context.close()

@@ -22,8 +22,8 @@ import torch
 from numpy.typing import NDArray
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._validation import shape_str
-from .patterns import _check_int, _check_mask
+from .._validation import check_int, shape_str
+from .patterns import _check_mask
 
 __all__ = [
     "PatternCost",
@@ -44,10 +44,10 @@ def dense_score_bytes(t: int, *, n_heads: int = 1, batch: int = 1, bytes_per_sco
     >>> dense_score_bytes(131072) / 2**30  # 64 GiB for one head at T = 128k
     64.0
     """
-    t = _check_int(t, "t")
-    n_heads = _check_int(n_heads, "n_heads")
-    batch = _check_int(batch, "batch")
-    bytes_per_score = _check_int(bytes_per_score, "bytes_per_score")
+    t = check_int(t, "t", low=1)
+    n_heads = check_int(n_heads, "n_heads", low=1)
+    batch = check_int(batch, "batch", low=1)
+    bytes_per_score = check_int(bytes_per_score, "bytes_per_score", low=1)
     return batch * n_heads * t * t * bytes_per_score
 
 
@@ -76,8 +76,8 @@ def pattern_cost(mask: Any, d: int, *, bytes_per_score: int = 4) -> PatternCost:
     (10, 16, 320, 512, 0.625)
     """
     m = _check_mask(mask)
-    d = _check_int(d, "d")
-    bytes_per_score = _check_int(bytes_per_score, "bytes_per_score")
+    d = check_int(d, "d", low=1)
+    bytes_per_score = check_int(bytes_per_score, "bytes_per_score", low=1)
     pairs, dense = int(m.sum()), int(m.size)
     return PatternCost(
         pairs=pairs,
@@ -112,7 +112,7 @@ def reach(mask: Any, n_layers: int, *, residual: bool = True) -> NDArray[np.bool
     [2, 3, 4]
     """
     m = _square(mask)
-    n_layers = _check_int(n_layers, "n_layers")
+    n_layers = check_int(n_layers, "n_layers", low=1)
     step = (m | np.eye(len(m), dtype=bool)) if residual else m  # (t, t)
     step_i = step.astype(np.int64)  # (t, t)
     out = np.empty((n_layers, *m.shape), dtype=bool)  # (L, t, t)
@@ -139,7 +139,7 @@ def layers_to_reach_all(mask: Any, *, max_layers: int | None = None) -> int:
     """
     m = _square(mask)
     t = len(m)
-    limit = t if max_layers is None else _check_int(max_layers, "max_layers")
+    limit = t if max_layers is None else check_int(max_layers, "max_layers", low=1)
     step = (m | np.eye(t, dtype=bool)).astype(np.int64)  # (t, t)
     current = step > 0  # (t, t)
     for layers in range(1, limit + 1):
@@ -158,8 +158,8 @@ def window_layers_needed(t: int, window: int) -> int:
     >>> window_layers_needed(4096, 256), window_layers_needed(131072, 4096)
     (17, 33)
     """
-    t = _check_int(t, "t")
-    window = _check_int(window, "window")
+    t = check_int(t, "t", low=1)
+    window = check_int(window, "window", low=1)
     if t == 1:
         return 1
     if window == 1:

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import as_bool_array, shape_str
+from .._validation import as_bool_array, check_int, shape_str
 from ..masks import diagonal_offset
 
 __all__ = [
@@ -48,14 +48,6 @@ __all__ = [
 ]
 
 Align = Literal["top_left", "bottom_right"]
-
-
-def _check_int(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an int >= {minimum}; got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value}")
-    return int(value)
 
 
 def _offsets(t_q: int, t_k: int, align: Align) -> NDArray[np.int64]:
@@ -94,9 +86,9 @@ def sliding_window_mask(
     >>> sliding_window_mask(1, 5, window=3, align="bottom_right").astype(int)
     array([[0, 0, 1, 1, 1]])
     """
-    t_q = _check_int(t_q, "t_q")
-    t_k = t_q if t_k is None else _check_int(t_k, "t_k")
-    window = _check_int(window, "window")
+    t_q = check_int(t_q, "t_q", low=1)
+    t_k = t_q if t_k is None else check_int(t_k, "t_k", low=1)
+    window = check_int(window, "window", low=1)
     shift = diagonal_offset(t_q, t_k, align)
     # np.tri(N, M, k)[i, j] is j <= i + k: bands from two triangles, no (t_q, t_k) integer matrix
     # (at T = 16k that would be 2 GB of int64).
@@ -124,9 +116,9 @@ def dilated_window_mask(
            [0, 1, 0, 1, 0],
            [0, 0, 1, 0, 1]])
     """
-    t = _check_int(t, "t")
-    window = _check_int(window, "window")
-    dilation = _check_int(dilation, "dilation")
+    t = check_int(t, "t", low=1)
+    window = check_int(window, "window", low=1)
+    dilation = check_int(dilation, "dilation", low=1)
     back = _offsets(t, t, "top_left")  # (t, t): i - j
     dist = back if causal else np.abs(back)  # (t, t)
     return (dist >= 0) & (dist % dilation == 0) & (dist < window * dilation)  # (t, t)
@@ -155,8 +147,8 @@ def strided_mask(t: int, *, stride: int, causal: bool = True) -> NDArray[np.bool
     >>> strided_mask(7, stride=3)[6].astype(int)  # 4 and 5 (band), 3 and 0 (stride), itself
     array([1, 0, 0, 1, 1, 1, 1])
     """
-    t = _check_int(t, "t")
-    stride = _check_int(stride, "stride")
+    t = check_int(t, "t", low=1)
+    stride = check_int(stride, "stride", low=1)
     back = _offsets(t, t, "top_left")  # (t, t): i - j
     dist = back if causal else np.abs(back)  # (t, t)
     return (dist >= 0) & ((dist < stride) | (dist % stride == 0))  # (t, t)
@@ -195,7 +187,7 @@ def global_mask(t: int, global_positions: Iterable[int]) -> NDArray[np.bool_]:
            [0, 1, 0, 0],
            [0, 1, 0, 0]])
     """
-    t = _check_int(t, "t")
+    t = check_int(t, "t", low=1)
     pos = _positions(global_positions, t)
     mask = np.zeros((t, t), dtype=bool)  # (t, t)
     mask[pos, :] = True  # global queries see everything
@@ -215,9 +207,9 @@ def random_mask(t: int, *, n_random: int, seed: int) -> NDArray[np.bool_]:
     >>> bool((m == random_mask(6, n_random=2, seed=0)).all())
     True
     """
-    t = _check_int(t, "t")
-    n_random = _check_int(n_random, "n_random", minimum=0)
-    seed = _check_int(seed, "seed", minimum=0)
+    t = check_int(t, "t", low=1)
+    n_random = check_int(n_random, "n_random", low=0)
+    seed = check_int(seed, "seed", low=0)
     rng = np.random.default_rng(seed)
     n = min(n_random, t)
     # argsort of uniform noise = an independent random permutation per row; keep the first n.
@@ -240,8 +232,8 @@ def bigbird_mask(
     >>> bool(m[0].all() and m[:, 0].all())  # the global token
     True
     """
-    t = _check_int(t, "t")
-    n_global = _check_int(n_global, "n_global", minimum=0)
+    t = check_int(t, "t", low=1)
+    n_global = check_int(n_global, "n_global", low=0)
     if n_global > t:
         raise ValueError(f"n_global must be <= t = {t}; got {n_global}")
     local = sliding_window_mask(t, window=window, causal=False)  # (t, t)
@@ -261,7 +253,7 @@ def block_layout(mask: Any, block: int) -> NDArray[np.bool_]:
            [1, 1]])
     """
     m = _check_mask(mask)
-    block = _check_int(block, "block")
+    block = check_int(block, "block", low=1)
     t_q, t_k = m.shape
     n_bq, n_bk = -(-t_q // block), -(-t_k // block)
     padded = np.zeros((n_bq * block, n_bk * block), dtype=bool)  # (n_bq * b, n_bk * b)
@@ -285,11 +277,11 @@ def block_sparse_mask(layout: Any, block: int, t: int | None = None) -> NDArray[
         raise ValueError(
             f"layout must have shape (n_blocks_q, n_blocks_k); got shape {shape_str(lay.shape)}"
         )
-    block = _check_int(block, "block")
+    block = check_int(block, "block", low=1)
     full = np.kron(lay, np.ones((block, block), dtype=bool)).astype(bool)  # (n_bq*b, n_bk*b)
     if t is None:
         return full
-    t = _check_int(t, "t")
+    t = check_int(t, "t", low=1)
     if t > min(full.shape):
         raise ValueError(
             f"t must be <= {min(full.shape)} (the layout covers {shape_str(full.shape)} tokens); "

@@ -24,9 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validation import check_float_tensor, shape_str
+from .._validation import check_float_tensor, check_int, shape_str
 from ..attention import default_scale
-from .patterns import _check_int
 
 __all__ = ["BLOCK", "CHUNK_SCORES", "sliding_window_attention"]
 
@@ -102,7 +101,7 @@ def _sliding_window_attention(
     q: Tensor, k: Tensor, v: Tensor, *, window: int, causal: bool, block: int
 ) -> Tensor:
     q, k, v = _check_qkv(q, k, v)
-    window = _check_int(window, "window")
+    window = check_int(window, "window", low=1)
     *batch, t, d_k = q.shape
     d_v = v.shape[-1]
     w = min(window, t)  # a window longer than the sequence allows exactly what w = T allows

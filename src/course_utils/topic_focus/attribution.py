@@ -23,7 +23,7 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor
 
-from .._validation import as_float_array, shape_str
+from .._validation import as_float_array, check_int, shape_str
 from .classifier import TrainResult, make_batch, one_thread
 from .dataset import TopicSentence
 
@@ -158,8 +158,7 @@ def top_k_precision(
     idx = np.flatnonzero(c)  # candidate positions
     n_topic = int(m[idx].sum())
     k = n_topic if k is None else k
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= len(idx):
-        raise ValueError(f"k must be an int in [1, {len(idx)}] (the candidates); got {k!r}")
+    k = check_int(k, "k", low=1, high=len(idx))  # at most the number of candidates
     order = idx[np.argsort(-s[idx], kind="stable")]  # candidates, best first
     return float(m[order[:k]].mean())
 

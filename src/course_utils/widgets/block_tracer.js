@@ -44,6 +44,23 @@ function render({ model, el }) {
   }
 
   /**
+   * A row label longer than its column (a translation can be) goes on two lines, split after its
+   * colon, instead of running under the bars.
+   */
+  function fitLabel(t, maxWidth) {
+    if (typeof t.getComputedTextLength !== "function" || t.getComputedTextLength() <= maxWidth) return;
+    const value = t.textContent;
+    const cut = Math.max(value.lastIndexOf("：") + 1, value.lastIndexOf(": ") + 2);
+    if (cut <= 1 || cut >= value.length) return;
+    const x = t.getAttribute("x");
+    t.textContent = "";
+    const first = CU.svg("tspan", { x, dy: "-0.55em" }, t);
+    CU.setText(first, value.slice(0, cut).trim());
+    const second = CU.svg("tspan", { x, dy: "1.15em" }, t);
+    CU.setText(second, value.slice(cut).trim());
+  }
+
+  /**
    * One vector: a bar per dimension (blue up, orange down), scaled to the row's largest entry so that
    * its direction is visible; then its length (norm, from Python) as a bar on one shared scale.
    */
@@ -51,7 +68,7 @@ function render({ model, el }) {
     let scale = 0;
     for (const v of values) scale = Math.max(scale, Math.abs(v)); // a drawing scale, not maths
     scale = scale || 1;
-    text(svg, 0, y + ROW_H / 2 + 4, label, "cu-bt-label");
+    fitLabel(text(svg, 0, y + ROW_H / 2 + 4, label, "cu-bt-label"), LABEL_W - 8);
     const mid = y + ROW_H / 2;
     const half = ROW_H / 2 - 3;
     CU.svg("line", { x1: BAR_X, x2: BAR_X + BAR_W, y1: mid, y2: mid, class: "cu-bt-axis" }, svg);

@@ -14,7 +14,7 @@ function render({ model, el }) {
     options: model.get("labels"),
     selectLabel: CU.t("Example"),
     sliderLabel: CU.t("Output step"),
-    format: (i, outputs) => `${i + 1}: ${outputs[i]}`,
+    format: (i, outputs) => `${i}: ${outputs[i]}`, // positions from 0, as in the Python cells
     onSequence: rebuild,
     onPosition: update,
   });

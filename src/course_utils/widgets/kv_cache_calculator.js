@@ -10,7 +10,7 @@ function render({ model, el }) {
   const models = model.get("models");
   const CUSTOM = models.length;
   const W = 480;
-  const H = 190;
+  const H = 176;
   const X0 = 58; // left margin for the axis labels
   const Y0 = 16; // top of the plot
   const PH = 140; // plot height
@@ -89,6 +89,9 @@ function render({ model, el }) {
   const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" }, svgBox);
   const svgTitle = CU.svg("title", {}, svg);
   const plot = CU.svg("g", {}, svg);
+  // The caption is HTML under the drawing, so it wraps instead of being cut at the SVG's width.
+  CU.html("p", { class: "cu-kvcalc-caption" }, svgBox,
+    CU.t("cache of one sequence (log scale) by context; above the dashed line: does not fit"));
   const table = CU.html("table", { class: "cu-table cu-kvcalc-table" }, row2);
   const tbody = CU.html("tbody", {}, table);
   const row = (label) => {
@@ -140,8 +143,6 @@ function render({ model, el }) {
     CU.svg("line", { x1: X0, x2: W - 4, y1: ym, y2: ym, class: "cu-kvcalc-memory" }, plot);
     CU.setText(CU.svg("text", { x: W - 6, y: ym - 4, class: "cu-kvcalc-axis", "text-anchor": "end" }, plot),
       CU.t(`memory ${grids.memories_gib[iM]} GiB`));
-    CU.setText(CU.svg("text", { x: X0, y: H - 4, class: "cu-kvcalc-axis" }, plot),
-      CU.t("cache of one sequence (log scale) by context; above the dashed line: does not fit"));
 
     cPerToken.textContent = `${perToken.toLocaleString("en")} B (${fmtBytes(perToken)})`;
     cTotal.textContent = CU.t(`${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens`);

@@ -24,6 +24,7 @@ from typing import Any, Self
 import numpy as np
 import traitlets
 
+from .._validation import check_int
 from ..kv_cache import (
     DEEPSEEK_V2,
     values_per_token_gqa,
@@ -55,8 +56,7 @@ def _grid(values: Any, name: str, *, low: int) -> list[int]:
     if vals is None or not 2 <= len(vals) <= 12:
         raise ValueError(f"{name} must be a sequence of 2 to 12 ints; got {values!r}")
     for v in vals:
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < low:
-            raise ValueError(f"every entry of {name} must be an int >= {low}; got {v!r}")
+        check_int(v, f"every entry of {name}", low=low)
     if any(b <= a for a, b in itertools.pairwise(vals)):
         raise ValueError(f"{name} must be strictly increasing; got {vals}")
     return [int(v) for v in vals]

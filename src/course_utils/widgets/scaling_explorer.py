@@ -29,6 +29,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
+from .._validation import check_int
 from ..attention import default_scale
 from ..scaling import SaturationStats, sample_scores, saturation_stats
 from ..softmax import softmax
@@ -84,9 +85,7 @@ class ScalingExplorer(CourseWidget):
         grid = self._check_d_ks(d_ks)
         self._n_rows = check_grid_size(n_rows, "n_rows", low=10, high=2000)
         self._n_bins = check_grid_size(n_bins, "n_bins", low=5, high=60)
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise TypeError(f"seed must be a non-negative int; got {type(seed).__name__} {seed!r}")
-        self._seed = int(seed)
+        self._seed = check_int(seed, "seed", low=0)
         with self.hold_trait_notifications():
             self.t_k = check_grid_size(t_k, "t_k", low=2, high=16)
             self.d_ks = grid
@@ -119,8 +118,7 @@ class ScalingExplorer(CourseWidget):
         if values is None or not 2 <= len(values) <= 16:
             raise ValueError(f"d_ks must be a sequence of 2 to 16 ints; got {d_ks!r}")
         for d in values:
-            if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
-                raise ValueError(f"every entry of d_ks must be an int >= 1; got {d!r} in {values}")
+            check_int(d, f"every entry of d_ks {values}", low=1)
         if any(b <= a for a, b in itertools.pairwise(values)):
             raise ValueError(f"d_ks must be strictly increasing; got {values}")
         return [int(d) for d in values]

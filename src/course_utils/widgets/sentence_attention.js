@@ -14,7 +14,7 @@ function render({ model, el }) {
     options: model.get("labels"),
     selectLabel: CU.t("Sentence"),
     sliderLabel: CU.t("Query token"),
-    format: (i, tokens) => `${i + 1}: ${tokens[i]}`,
+    format: (i, tokens) => `${i}: ${tokens[i]}`, // positions from 0, as in the Python cells
     onSequence: rebuild,
     onPosition: update,
   });

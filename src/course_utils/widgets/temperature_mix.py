@@ -25,6 +25,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
+from .._validation import check_int
 from ..geometry import convex_hull
 from ..softmax import softmax
 from ._base import CourseWidget, check_tokens, check_vectors, pack_array
@@ -95,9 +96,7 @@ class TemperatureMix(CourseWidget):
             self.hull = convex_hull(v).tolist()
         self._recompute()
         start = int(np.argmin(np.abs(np.log(grid)))) if t_index is None else t_index
-        if isinstance(start, bool) or not isinstance(start, int | np.integer):
-            raise TypeError(f"t_index must be an int; got {type(start).__name__}")
-        self.t_index = int(start)
+        self.t_index = check_int(start, "t_index")
 
     @classmethod
     def example(cls) -> Self:

@@ -29,6 +29,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
+from .._validation import check_int
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..flash import TileStep, attention_memory_bytes, tile_schedule, tiled_attention_steps
 from ..masks import causal_mask
@@ -44,11 +45,8 @@ _MODES = ("plain", "causal")
 
 
 def _block(value: Any, name: str, t: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be a positive int; got {type(value).__name__}")
-    if not 1 <= value <= t:
-        raise ValueError(f"{name} must be between 1 and {t} (the number of tokens); got {value}")
-    return int(value)
+    """A tile size: from 1 to ``t``, the number of tokens."""
+    return check_int(value, name, low=1, high=t)
 
 
 def _after_current_tile(field: str, doc: str) -> property:
