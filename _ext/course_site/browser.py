@@ -508,11 +508,11 @@ TAB_START_JS = """
   start.focus();
   const shown = (e) => e.getClientRects().length > 0;
   // Links, buttons, form controls, and the code blocks the theme makes tab stops so that a
-  // keyboard can scroll them (pre[tabindex="0"]), and likewise a display formula too wide for its
-  // column (scrollable_math.js makes it a stop, as axe's scrollable-region-focusable asks): the
+  // keyboard can scroll them (pre[tabindex="0"]), and likewise a formula too wide for its column
+  // (scrollable_math.js makes it a stop, as axe's scrollable-region-focusable asks): the
   // stops a reader expects. Formulas that fit are not stops.
   const expected = 'a[href], button, summary, input, select, textarea, pre[tabindex="0"], ' +
-    'mjx-container[display="true"][tabindex="0"]';
+    'mjx-container[display="true"][tabindex="0"], mjx-container.cu-math-scroll[tabindex="0"]';
   const before = (a, b) => Boolean(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
   const stops = Array.from(article.querySelectorAll(expected)).filter(shown);
   return Array.from(document.querySelectorAll('.cu-widget')).map((w, i) => {
@@ -534,8 +534,8 @@ TAB_FOCUS_JS = """
   const e = document.activeElement;
   if (!e || e === document.body) return {target: null, formula: false, tag: null};
   const math = e.closest('mjx-container');
-  const scrolls = Boolean(math) && math.getAttribute('display') === 'true' &&
-    math.scrollWidth > math.clientWidth + 1;
+  const scrolls = Boolean(math) && (math.getAttribute('display') === 'true' ||
+    math.classList.contains('cu-math-scroll')) && math.scrollWidth > math.clientWidth + 1;
   return {target: e.dataset ? (e.dataset.cuTabTarget ?? null) : null,
           formula: Boolean(math) && !scrolls, tag: e.tagName.toLowerCase()};
 }

@@ -18,15 +18,16 @@ deterministic` around it, so the numbers are the same on every run.
 >>> steps, losses[0] > losses[-1]
 ([0, 2, 4], True)
 
-How long and how fast an experiment trains is its :class:`Schedule`, one group of its settings
-(see :mod:`course_utils._settings`); ``train_adam`` takes it as well.
+How long and how fast an experiment trains is its :class:`Schedule`. Each experiment has one flat
+frozen ``...Config`` dataclass holding every setting (the schedule's four among them); the chapters
+call it with keywords, which :func:`with_settings` puts in with ``dataclasses.replace``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypedDict, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -36,15 +37,17 @@ from ._determinism import snap_to_float32
 from ._validation import check_int, check_positive_finite
 
 __all__ = [
+    "ExperimentConfig",
     "Schedule",
-    "ScheduleSettings",
     "batch_loss",
     "held_out_loss",
     "token_cross_entropy",
     "train_adam",
+    "with_settings",
 ]
 
 M = TypeVar("M")
+C = TypeVar("C")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,13 +79,68 @@ class Schedule:
         check_int(self.eval_every, "eval_every", low=1)
 
 
-class ScheduleSettings(TypedDict, total=False):
-    """A :class:`Schedule`'s fields as flat keywords (types an experiment's ``**settings``)."""
+def with_settings(kind: type[C], config: C | None, settings: Mapping[str, Any], caller: str) -> C:
+    """``config`` (default ``kind()``: the experiment's defaults) with each keyword of ``settings``
+    replaced (``dataclasses.replace``, so the config checks itself again); an unknown name is a
+    ``TypeError`` that lists the valid ones.
+
+    >>> @dataclass(frozen=True)
+    ... class Toy:
+    ...     width: int = 8
+    ...     steps: int = 10
+    >>> with_settings(Toy, None, {"steps": 20}, "train_toy")
+    Toy(width=8, steps=20)
+    >>> with_settings(Toy, None, {"step": 20}, "train_toy")
+    Traceback (most recent call last):
+    ...
+    TypeError: train_toy() got an unknown setting 'step'; the settings are: width, steps
+    """
+    if config is None:
+        config = kind()
+    elif not isinstance(config, kind):
+        raise TypeError(f"{caller}() config must be a {kind.__name__}; got {type(config).__name__}")
+    names = [f.name for f in fields(config)]  # type: ignore[arg-type]
+    for name in settings:
+        if name not in names:
+            raise TypeError(
+                f"{caller}() got an unknown setting {name!r}; the settings are: " + ", ".join(names)
+            )
+    return replace(config, **settings) if settings else config  # type: ignore[type-var]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentConfig:
+    """What every experiment's flat config has: the schedule's four fields, checked when the config
+    is made (by keyword or by ``dataclasses.replace``). A subclass declares its own settings and
+    the defaults of these four, all as plain fields.
+
+    >>> @dataclass(frozen=True, kw_only=True)
+    ... class Toy(ExperimentConfig):
+    ...     width: int = 8
+    ...     steps: int = 10
+    ...     batch: int | None = 4
+    ...     lr: float = 0.1
+    ...     eval_every: int = 5
+    >>> Toy().schedule
+    Schedule(steps=10, batch=4, lr=0.1, eval_every=5)
+    >>> Toy(steps=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: steps must be >= 1; got 0
+    """
 
     steps: int
     batch: int | None
     lr: float
     eval_every: int
+
+    def __post_init__(self) -> None:
+        self.schedule  # noqa: B018 - making the schedule checks the four values
+
+    @property
+    def schedule(self) -> Schedule:
+        """``steps`` Adam steps of ``batch`` examples at ``lr``, measured every ``eval_every``."""
+        return Schedule(steps=self.steps, batch=self.batch, lr=self.lr, eval_every=self.eval_every)
 
 
 def train_adam(

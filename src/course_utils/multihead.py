@@ -304,17 +304,9 @@ class MultiHeadAttention(MultiHeadAttentionReference):
             mask = mask[:, None]  # (B, 1, T_q, T_k)
         return mask  # (B or 1, n_heads or 1, T_q or 1, T_k or 1)
 
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        mask: Tensor | None = None,
-        return_weights: bool = False,
-        *,
-        fast: bool | None = None,
-        dropout: nn.Dropout | None = None,
-    ) -> Tensor | tuple[Tensor, Tensor]:
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                return_weights: bool = False, *, fast: bool | None = None,
+                dropout: nn.Dropout | None = None) -> Tensor | tuple[Tensor, Tensor]:  # fmt: skip
         """Attend from ``query`` ``(B, T_q, d_model)`` to ``key``/``value`` ``(B, T_k, d_model)``.
 
         ``mask`` is boolean, ``True`` = may attend, of shape ``(T_q, T_k)``, ``(B, T_q, T_k)`` or
@@ -333,17 +325,9 @@ class MultiHeadAttention(MultiHeadAttentionReference):
         fast = _choose_path(fast, return_weights, dropout)
         return super().forward(query, key, value, mask, return_weights, fast=fast, dropout=dropout)
 
-    def attend(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        mask: Tensor | None = None,
-        return_weights: bool = False,
-        *,
-        fast: bool | None = None,
-        dropout: nn.Dropout | None = None,
-    ) -> Tensor | tuple[Tensor, Tensor]:
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+               return_weights: bool = False, *, fast: bool | None = None,
+               dropout: nn.Dropout | None = None) -> Tensor | tuple[Tensor, Tensor]:  # fmt: skip
         """Steps 2-4 on projected heads: ``q`` ``(B, n_heads, T_q, d_k)``, ``k``/``v``
         ``(B, n_kv_heads, T_k, d_k)``, ``mask`` already ``(B|1, n_heads|1, T_q|1, T_k|1)``.
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -43,7 +43,6 @@ __all__ = [
     "ACTIVATIONS",
     "BlockTrace",
     "FeedForward",
-    "SizeSettings",
     "TransformerBlock",
     "TransformerSize",
     "sublayer_norms",
@@ -381,8 +380,8 @@ def sublayer_norms(
 @dataclass(frozen=True)
 class TransformerSize:
     """The size of a stack of blocks: width ``d_model``, ``n_heads`` heads, FFN width ``d_ff``,
-    ``n_layers`` blocks. A group of an experiment's settings (see :mod:`course_utils._training`);
-    the blocks check the values when they are built.
+    ``n_layers`` blocks (the ``size`` of an experiment's config); the blocks check the values when
+    they are built.
 
     >>> size = TransformerSize(d_model=32, n_heads=2, d_ff=64, n_layers=2)
     >>> size.d_model // size.n_heads   # d_k of every head
@@ -394,11 +393,7 @@ class TransformerSize:
     d_ff: int
     n_layers: int
 
-
-class SizeSettings(TypedDict, total=False):
-    """A :class:`TransformerSize`'s fields as flat keywords (an experiment's ``**settings``)."""
-
-    d_model: int
-    n_heads: int
-    d_ff: int
-    n_layers: int
+    @classmethod
+    def of(cls, config: Any) -> TransformerSize:
+        """The size held by an experiment's flat config (its four fields of the same names)."""
+        return cls(config.d_model, config.n_heads, config.d_ff, config.n_layers)

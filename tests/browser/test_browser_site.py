@@ -31,6 +31,7 @@ from course_site.browser import (
     split_edition,
 )
 from tests.browser.live_page import (
+    goto_settled,
     move_every_control,
     next_frames,
     open_page,
@@ -449,5 +450,55 @@ def test_widget_text_is_neither_cut_nor_under_the_drawing(
         problems = root.evaluate(TEXT_OVERRUNS_JS)
         assert not problems, problems
         assert not record.problems(), record.problems()
+    finally:
+        context.close()
+
+
+#: Inline formulas whose right edge passes the edge of the screen and that cannot be scrolled.
+CUT_INLINE_MATH_JS = r"""
+async () => {
+  await window.MathJax.startup.promise;
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const width = document.documentElement.clientWidth;
+  return Array.from(document.querySelectorAll('article mjx-container:not([display="true"])'))
+    .filter((m) => m.getClientRects().length > 0)
+    .filter((m) => {
+      const r = m.getBoundingClientRect();
+      const scrolls = m.scrollWidth > m.clientWidth + 1 && m.getAttribute("tabindex") === "0";
+      // Inside a table (or code) that scrolls sideways as a whole: reachable by scrolling that.
+      let box = m.parentElement;
+      let inScroller = false;
+      for (; box && box !== document.body; box = box.parentElement) {
+        const x = getComputedStyle(box).overflowX;
+        if ((x === "auto" || x === "scroll") && box.scrollWidth > box.clientWidth + 1) {
+          inScroller = true;
+          break;
+        }
+      }
+      return r.right > width + 1 && !scrolls && !inScroller;
+    })
+    .map((m) => (m.querySelector("mjx-assistive-mml") || m).textContent.slice(0, 60));
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "page_path",
+    [
+        "chapters/11_multi_head_latent_attention.html",
+        "zh/chapters/11_multi_head_latent_attention.html",
+        "zh/chapters/04_multi_head_attention.html",
+        "zh/chapters/10_grouped_query_attention.html",
+    ],
+)
+def test_long_inline_maths_scrolls_on_a_phone(site_url: str, browser: Any, page_path: str) -> None:
+    """At 390 px, an inline formula wider than the line (ch11's absorption identity, zh ch04's
+    MultiHead formula) scrolls inside its line and is a Tab stop, instead of being cut off."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True)
+    try:
+        page = context.new_page()
+        goto_settled(page, f"{site_url}{page_path}")
+        cut = page.evaluate(CUT_INLINE_MATH_JS)
+        assert not cut, cut
     finally:
         context.close()

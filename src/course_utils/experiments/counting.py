@@ -18,21 +18,19 @@ import string
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Unpack
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._settings import Sequences, SequenceSettings, configure
-from .._training import Schedule, ScheduleSettings, batch_loss, held_out_loss, train_adam
-from ..transformer import BlockTrace, SizeSettings, TransformerBlock, TransformerSize
+from .._training import ExperimentConfig, batch_loss, held_out_loss, train_adam, with_settings
+from ..transformer import BlockTrace, TransformerBlock, TransformerSize
 
 __all__ = [
     "CountingConfig",
     "CountingModel",
     "CountingRun",
-    "CountingSettings",
     "decode",
     "encode",
     "make_batch",
@@ -42,8 +40,8 @@ __all__ = [
 LETTERS = string.ascii_lowercase
 
 
-@dataclass(frozen=True)
-class CountingConfig:
+@dataclass(frozen=True, kw_only=True)
+class CountingConfig(ExperimentConfig):
     """Everything :func:`train_counting` can be told, with its defaults (the chapter's run).
 
     Sequences of ``T`` letters out of ``V``; the blocks' size; dropout and pre-LN (``norm_first``)
@@ -51,23 +49,25 @@ class CountingConfig:
     pass it to :func:`train_counting` as a keyword.
 
     >>> config = CountingConfig()
-    >>> config.size.d_model, config.schedule.steps, config.norm_first
+    >>> config.d_model, config.steps, config.norm_first
     (16, 300, True)
+    >>> from dataclasses import replace
+    >>> TransformerSize.of(replace(config, d_model=8))
+    TransformerSize(d_model=8, n_heads=4, d_ff=64, n_layers=2)
     """
 
-    data: Sequences = Sequences(V=6, T=10)
-    size: TransformerSize = TransformerSize(d_model=16, n_heads=4, d_ff=64, n_layers=2)
+    V: int = 6  # letters
+    T: int = 10  # letters per sequence
+    d_model: int = 16
+    n_heads: int = 4
+    d_ff: int = 64
+    n_layers: int = 2
     dropout: float = 0.0
     norm_first: bool = True
-    schedule: Schedule = Schedule(steps=300, batch=64, lr=5e-3, eval_every=50)
-
-
-class CountingSettings(SequenceSettings, SizeSettings, ScheduleSettings, total=False):
-    """The keywords :func:`train_counting` accepts, typed: the fields of a :class:`CountingConfig`
-    and of its groups."""
-
-    dropout: float
-    norm_first: bool
+    steps: int = 300
+    batch: int | None = 64
+    lr: float = 5e-3
+    eval_every: int = 50
 
 
 def make_batch(batch: int, T: int, V: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -154,7 +154,7 @@ def train_counting(
     seeds: Sequence[int] = (0, 1, 2),
     *,
     config: CountingConfig | None = None,
-    **settings: Unpack[CountingSettings],
+    **settings: Any,
 ) -> list[CountingRun]:
     """Train one :class:`CountingModel` per seed with Adam; return the test curve and accuracy.
 
@@ -167,15 +167,19 @@ def train_counting(
     >>> runs[0].steps, len(runs[0].losses)            # step 0: before training
     ([0, 1, 2], 3)
     """
-    cfg = configure(CountingConfig, config, settings, "train_counting")
-    V, T, schedule = cfg.data.V, cfg.data.T, cfg.schedule
+    cfg = with_settings(CountingConfig, config, settings, "train_counting")
+    V, T, schedule = cfg.V, cfg.T, cfg.schedule
     runs = []
     with _deterministic():
         test_x, test_y = make_batch(512, T, V, torch.Generator().manual_seed(12345))
         for seed in seeds:
             torch.manual_seed(seed)
             model = CountingModel(
-                V, T, **asdict(cfg.size), dropout=cfg.dropout, norm_first=cfg.norm_first
+                V,
+                T,
+                **asdict(TransformerSize.of(cfg)),
+                dropout=cfg.dropout,
+                norm_first=cfg.norm_first,
             )
             data = torch.Generator().manual_seed(1000 + seed)
             next_batch = partial(make_batch, schedule.batch, T, V, data)  # (B, T) x 2

@@ -18,46 +18,42 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Unpack
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._settings import Sequences, SequenceSettings, configure
-from .._training import Schedule, ScheduleSettings, batch_loss, held_out_loss, train_adam
+from .._training import ExperimentConfig, batch_loss, held_out_loss, train_adam, with_settings
 from ..multihead import MultiHeadAttention
 
 __all__ = [
     "HeadsConfig",
     "HeadsResult",
-    "HeadsSettings",
     "NeighboursModel",
     "make_batch",
     "run_heads_experiment",
 ]
 
 
-@dataclass(frozen=True)
-class HeadsConfig:
+@dataclass(frozen=True, kw_only=True)
+class HeadsConfig(ExperimentConfig):
     """Everything :func:`run_heads_experiment` can be told besides the head counts and seeds.
 
     The width ``d_model`` shared by every head count, the sequences (``T`` tokens out of ``V``),
     and the training schedule (Adam's fused kernel).
 
-    >>> HeadsConfig().d_model, HeadsConfig().schedule.steps
+    >>> HeadsConfig().d_model, HeadsConfig().steps
     (8, 600)
     """
 
+    steps: int = 600
+    batch: int | None = 64
+    lr: float = 3e-3
+    eval_every: int = 100
     d_model: int = 8
-    data: Sequences = Sequences(V=8, T=12)
-    schedule: Schedule = Schedule(steps=600, batch=64, lr=3e-3, eval_every=100)
-
-
-class HeadsSettings(SequenceSettings, ScheduleSettings, total=False):
-    """Typed keywords of :func:`run_heads_experiment` (a :class:`HeadsConfig`, flattened)."""
-
-    d_model: int
+    V: int = 8  # vocabulary
+    T: int = 12  # tokens per sequence
 
 
 def make_batch(batch: int, T: int, V: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -125,7 +121,7 @@ def run_heads_experiment(
     seeds: Sequence[int] = (0, 1),
     *,
     config: HeadsConfig | None = None,
-    **settings: Unpack[HeadsSettings],
+    **settings: Any,
 ) -> list[HeadsResult]:
     """Train one model per ``(n_heads, seed)`` on the neighbours task; return their test results.
 
@@ -137,15 +133,15 @@ def run_heads_experiment(
     >>> [(x.n_heads, x.d_k, x.n_params == r[0].n_params, len(x.losses)) for x in r]
     [(1, 8, True, 2), (2, 4, True, 2)]
     """
-    cfg = configure(HeadsConfig, config, settings, "run_heads_experiment")
-    d_model, V, T = cfg.d_model, cfg.data.V, cfg.data.T
+    cfg = with_settings(HeadsConfig, config, settings, "run_heads_experiment")
+    V, T = cfg.V, cfg.T  # vocabulary, tokens per sequence
     results = []
     with _deterministic():
         test_x, test_y = make_batch(2048, T, V, torch.Generator().manual_seed(12345))
         for n_heads in n_heads_list:
             for seed in seeds:
                 torch.manual_seed(seed)
-                model = NeighboursModel(V, T, d_model, n_heads)
+                model = NeighboursModel(V, T, cfg.d_model, n_heads)
                 data = torch.Generator().manual_seed(1000 + seed)  # same batches for every n_heads
                 next_batch = partial(make_batch, cfg.schedule.batch, T, V, data)  # (B, T) x 2
                 _, losses = train_adam(
@@ -161,7 +157,7 @@ def run_heads_experiment(
                 results.append(
                     HeadsResult(
                         n_heads=n_heads,
-                        d_k=d_model // n_heads,
+                        d_k=cfg.d_model // n_heads,
                         seed=seed,
                         n_params=sum(p.numel() for p in model.parameters()),
                         losses=losses,

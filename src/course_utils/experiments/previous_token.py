@@ -24,14 +24,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Unpack
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._settings import Sequences, SequenceSettings, configure
-from .._training import Schedule, ScheduleSettings, batch_loss, held_out_loss, train_adam
+from .._training import ExperimentConfig, batch_loss, held_out_loss, train_adam, with_settings
 from ..attention import default_scale
 from ..positions import apply_rope, sinusoidal_encoding
 
@@ -39,7 +38,6 @@ __all__ = [
     "KINDS",
     "PositionResult",
     "PositionsConfig",
-    "PositionsSettings",
     "PreviousTokenModel",
     "make_previous_token_batch",
     "run_positions_experiment",
@@ -50,8 +48,8 @@ KINDS = ("none", "sinusoidal", "learned", "rope")
 IGNORE = -100  # target of position 0 (no previous token); cross_entropy skips it
 
 
-@dataclass(frozen=True)
-class PositionsConfig:
+@dataclass(frozen=True, kw_only=True)
+class PositionsConfig(ExperimentConfig):
     """Everything :func:`run_positions_experiment` can be told, with its defaults.
 
     Training sequences of ``T`` tokens out of ``V``, the longer test sequences' ``T_long``, the
@@ -61,17 +59,14 @@ class PositionsConfig:
     Schedule(steps=300, batch=64, lr=0.01, eval_every=50)
     """
 
-    data: Sequences = Sequences(V=8, T=12)
-    T_long: int = 24
+    steps: int = 300
+    batch: int | None = 64
+    lr: float = 1e-2
+    eval_every: int = 50
+    V: int = 8  # vocabulary
+    T: int = 12  # tokens per training sequence
+    T_long: int = 24  # tokens per longer test sequence
     d_model: int = 16
-    schedule: Schedule = Schedule(steps=300, batch=64, lr=1e-2, eval_every=50)
-
-
-class PositionsSettings(SequenceSettings, ScheduleSettings, total=False):
-    """Keywords of :func:`run_positions_experiment`, one per setting of :class:`PositionsConfig`."""
-
-    T_long: int
-    d_model: int
 
 
 def make_previous_token_batch(
@@ -160,7 +155,7 @@ def run_positions_experiment(
     seeds: Sequence[int] = (0, 1),
     *,
     config: PositionsConfig | None = None,
-    **settings: Unpack[PositionsSettings],
+    **settings: Any,
 ) -> list[PositionResult]:
     """Train one model per ``(kind, seed)`` on the previous-token task; return test results.
 
@@ -175,8 +170,8 @@ def run_positions_experiment(
     for kind in kinds:
         if kind not in KINDS:
             raise ValueError(f"kinds must hold names from {KINDS}; got {kind!r}")
-    cfg = configure(PositionsConfig, config, settings, "run_positions_experiment")
-    V, T, d_model = cfg.data.V, cfg.data.T, cfg.d_model
+    cfg = with_settings(PositionsConfig, config, settings, "run_positions_experiment")
+    V, T, d_model = cfg.V, cfg.T, cfg.d_model
     results = []
     with _deterministic():
         test_x, test_y = make_previous_token_batch(1024, T, V, torch.Generator().manual_seed(99))

@@ -21,7 +21,7 @@ import string
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Unpack
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,18 +29,16 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
-from .._settings import configure
-from .._training import Schedule, ScheduleSettings, train_adam
+from .._training import ExperimentConfig, train_adam, with_settings
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
 from ..positions import sinusoidal_encoding
-from ..transformer import SizeSettings, TransformerBlock, TransformerSize
+from ..transformer import TransformerBlock, TransformerSize
 
 __all__ = [
     "ReversalConfig",
     "ReversalModel",
     "ReversalRun",
-    "ReversalSettings",
     "alignment_accuracy",
     "cross_attention_rows",
     "decode",
@@ -54,28 +52,27 @@ LETTERS = string.ascii_lowercase[:10]  # a..j
 VOCAB = ["<pad>", "<bos>", "<eos>", *LETTERS]
 
 
-@dataclass(frozen=True)
-class ReversalConfig:
+@dataclass(frozen=True, kw_only=True)
+class ReversalConfig(ExperimentConfig):
     """Everything :func:`train_reversal` can be told, with its defaults (chapter 8's run).
 
     Words of ``min_len`` to ``max_len`` letters; the size of the encoder and of the decoder
     (``n_layers`` blocks each); the training schedule (Adam with linear decay).
 
-    >>> ReversalConfig().size
+    >>> TransformerSize.of(ReversalConfig())
     TransformerSize(d_model=32, n_heads=2, d_ff=64, n_layers=2)
     """
 
-    min_len: int = 2
-    max_len: int = 8
-    size: TransformerSize = TransformerSize(d_model=32, n_heads=2, d_ff=64, n_layers=2)
-    schedule: Schedule = Schedule(steps=600, batch=64, lr=3e-3, eval_every=100)
-
-
-class ReversalSettings(SizeSettings, ScheduleSettings, total=False):
-    """What :func:`train_reversal` takes as keywords: every setting of a :class:`ReversalConfig`."""
-
-    min_len: int
-    max_len: int
+    steps: int = 600
+    batch: int | None = 64
+    lr: float = 3e-3
+    eval_every: int = 100
+    min_len: int = 2  # letters of the shortest word
+    max_len: int = 8  # letters of the longest word
+    d_model: int = 32
+    n_heads: int = 2
+    d_ff: int = 64
+    n_layers: int = 2  # blocks in the encoder, and in the decoder
 
 
 def encode(words: Sequence[str], t_k: int | None = None) -> tuple[Tensor, Tensor]:
@@ -254,7 +251,7 @@ def train_reversal(
     seeds: Sequence[int] = (0, 1, 2),
     *,
     config: ReversalConfig | None = None,
-    **settings: Unpack[ReversalSettings],
+    **settings: Any,
 ) -> list[ReversalRun]:
     """Train one :class:`ReversalModel` per seed (Adam, linear decay); report held-out numbers.
 
@@ -266,14 +263,14 @@ def train_reversal(
     >>> runs[0].steps, len(runs[0].alignment)
     ([0, 1, 2], 2)
     """
-    cfg = configure(ReversalConfig, config, settings, "train_reversal")
+    cfg = with_settings(ReversalConfig, config, settings, "train_reversal")
     min_len, max_len = cfg.min_len, cfg.max_len
     runs = []
     with _deterministic():
         test_src, test_len, test_tgt = held_out(min_len=min_len, max_len=max_len)
         for seed in seeds:
             torch.manual_seed(seed)
-            model = ReversalModel(max_len=max_len, **asdict(cfg.size))
+            model = ReversalModel(max_len=max_len, **asdict(TransformerSize.of(cfg)))
             data = torch.Generator().manual_seed(1000 + seed)
             next_batch = partial(make_batch, cfg.schedule.batch, min_len, max_len, data)
             at, losses = train_adam(

@@ -25,15 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Unpack
+from typing import Any
 
 import torch
 from numpy.typing import NDArray
 from torch import Tensor, nn
 
 from .._determinism import deterministic, one_thread
-from .._settings import configure
-from .._training import Schedule, ScheduleSettings, train_adam
+from .._training import ExperimentConfig, train_adam, with_settings
 from ..multihead import attention_weights
 from .dataset import TOPICS, TopicSentence, template_sentences, topic_mask, word_tokens
 
@@ -41,7 +40,6 @@ __all__ = [
     "AttentionPoolingClassifier",
     "Batch",
     "ClassifierConfig",
-    "ClassifierSettings",
     "Split",
     "TrainResult",
     "Vocabulary",
@@ -54,8 +52,8 @@ __all__ = [
 PAD, UNK = "<pad>", "<unk>"
 
 
-@dataclass(frozen=True)
-class ClassifierConfig:
+@dataclass(frozen=True, kw_only=True)
+class ClassifierConfig(ExperimentConfig):
     """Everything :func:`train_classifier` can be told besides the data and the seed.
 
     The widths of the embeddings (``d_model``) and of the query/key space (``d_k``), and the
@@ -65,16 +63,12 @@ class ClassifierConfig:
     Schedule(steps=150, batch=None, lr=0.05, eval_every=10)
     """
 
+    steps: int = 150
+    batch: int | None = None  # the whole training set at every step
+    lr: float = 0.05
+    eval_every: int = 10
     d_model: int = 32
     d_k: int = 16
-    schedule: Schedule = Schedule(steps=150, lr=0.05, eval_every=10)
-
-
-class ClassifierSettings(ScheduleSettings, total=False):
-    """Keywords of :func:`train_classifier`: a :class:`ClassifierConfig`'s settings, each typed."""
-
-    d_model: int
-    d_k: int
 
 
 @dataclass(frozen=True)
@@ -257,7 +251,7 @@ def train_classifier(
     *,
     seed: int = 0,
     config: ClassifierConfig | None = None,
-    **settings: Unpack[ClassifierSettings],
+    **settings: Any,
 ) -> TrainResult:
     """Train an :class:`AttentionPoolingClassifier` with full-batch Adam; seeded, CPU, ~1 s.
 
@@ -266,7 +260,7 @@ def train_classifier(
     settings: ``config`` (a :class:`ClassifierConfig`, the defaults if None), and as keywords
     ``steps``, ``lr``, ``eval_every``, ``d_model``, ``d_k`` (see the module's example).
     """
-    cfg = configure(ClassifierConfig, config, settings, "train_classifier")
+    cfg = with_settings(ClassifierConfig, config, settings, "train_classifier")
     if cfg.schedule.batch is not None:
         raise ValueError(
             "batch must be None: train_classifier trains on the whole training set at every "
