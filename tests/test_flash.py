@@ -442,7 +442,11 @@ def test_parallel_path_reuses_its_workers_and_serves_concurrent_callers():
             tiled_attention(*inputs[0], block_q=16, block_k=16, causal=True)
             workers = set(flash._POOLS[2]._threads)
             tiled_attention(*inputs[1], block_q=16, block_k=16, causal=True)
-            assert set(flash._POOLS[2]._threads) == workers  # the same threads, not new ones
+            # The same threads, not new ones: the pool may add its second worker lazily (on a
+            # loaded machine the first call can finish on one), but it never replaces a worker
+            # and never holds more than its two.
+            now = set(flash._POOLS[2]._threads)
+            assert workers <= now and len(now) <= 2, (workers, now)
 
         def call(i: int) -> torch.Tensor:
             with torch.inference_mode():

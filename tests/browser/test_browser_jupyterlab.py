@@ -111,6 +111,23 @@ def widget_classes() -> list[str]:
 WIDGETS = widget_classes()
 GALLERY = "chapters/widget_gallery.ipynb"
 SCRATCH = "chapters/scratch_hostile_text.ipynb"
+HOT_RELOAD = "chapters/scratch_hot_reload.ipynb"
+#: A widget on screen, then its .js edited (in a copy of the files) and sent to it while it lives:
+#: the edit marks the widget's element, which only the new code does.
+HOT_RELOAD_CELLS = [
+    "import pathlib, shutil, tempfile\n"
+    "from course_utils.widgets import QueryKeyPlane\n"
+    "from course_utils.widgets._base import HERE\n"
+    "from course_utils.widgets.hot_reload import reload_widget_code\n"
+    "copy = pathlib.Path(tempfile.mkdtemp())\n"
+    "for p in [*HERE.glob('*.js'), *HERE.glob('*.css')]:\n"
+    "    shutil.copy(p, copy / p.name)\n"
+    "QueryKeyPlane.example()",
+    "js = copy / 'query_key_plane.js'\n"
+    "js.write_text(js.read_text().replace('function render({ model, el }) {',\n"
+    "    'function render({ model, el }) {\\n  el.dataset.hotReload = \"reloaded\";', 1))\n"
+    "print(reload_widget_code(copy), 'widget(s) got the new code')",
+]
 
 
 def _notebook(cells: list[str]) -> Any:
@@ -131,6 +148,7 @@ def _write_notebooks(work: Path) -> None:
     gallery = [f"from course_utils.widgets import {name}\n{name}.example()" for name in WIDGETS]
     nbformat.write(_notebook(gallery), work / GALLERY)
     nbformat.write(_notebook([XSS_CELL]), work / SCRATCH)
+    nbformat.write(_notebook(HOT_RELOAD_CELLS), work / HOT_RELOAD)
 
 
 def _stop(proc: subprocess.Popen[bytes], base: str, token: str) -> None:
@@ -507,4 +525,21 @@ def test_learner_text_is_never_html_in_jupyterlab(lab: dict[str, Any], browser: 
         )
         assert injected == 0, "hostile text became HTML elements"
         page.wait_for_timeout(500)  # give a broken image's onerror time to fire
+        s.check_clean()
+
+
+def test_an_edited_widget_file_redraws_the_live_widget_in_jupyterlab(
+    lab: dict[str, Any], browser: Any
+) -> None:
+    """Hot reload: a widget's .js edited while its view is on screen reaches the view through
+    ``reload_widget_code`` (new ``_esm``), with no kernel restart and no re-execution of the cell
+    that made the widget."""
+    with _Session(browser, lab, "hot-reload", HOT_RELOAD) as s:
+        s.open()
+        _run_all(s.page)
+        s.page.wait_for_selector('.jp-Notebook [data-hot-reload="reloaded"]', timeout=CELL_MS)
+        views = s.page.evaluate(
+            "() => document.querySelectorAll('.jp-Notebook .cu-widget .cu-stage').length"
+        )
+        assert views == 1, views  # redrawn in place, not a second view
         s.check_clean()

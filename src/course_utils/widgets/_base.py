@@ -44,6 +44,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -75,6 +76,8 @@ __all__ = [
 ]
 
 HERE = Path(__file__).parent
+#: The widgets alive in this kernel, so that new code for them (``hot_reload``) reaches each one.
+LIVE_WIDGETS: weakref.WeakSet[CourseWidget] = weakref.WeakSet()
 #: Budget for the JSON size of one widget's data traits (its frames and inputs, not its code).
 MAX_STATE_BYTES = 50_000
 #: Longest token a widget accepts (longer text would not fit in the drawing).
@@ -371,6 +374,8 @@ class CourseWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if lang != "en" and self._widget_file:
             kwargs.setdefault("_esm", widget_esm(self._widget_file, lang))
         super().__init__(*args, **kwargs)
+        self._code_language = lang  # the language its ES module was built in
+        LIVE_WIDGETS.add(self)
         if not self.description and self._default_description:
             self.description = self._default_description
         if not self.title and self._default_title:
