@@ -99,15 +99,16 @@ class DecoderBlock(_Block):
                 f"{self.d_model}): the same batch size B as x {shape_str(tuple(x.shape))}"
             )
 
-        def sa(h: Tensor) -> tuple[Tensor, Tensor | None]:  # masked self-attention
-            drop = self.self_attn_dropout
-            out = self.self_attn(h, h, h, self_mask, return_weights, dropout=drop)
+        def attend(attn: MultiHeadAttention, drop: nn.Dropout, h: Tensor, source: Tensor,
+                   mask: Tensor | None) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+            out = attn(h, source, source, mask, return_weights, dropout=drop)  # dropout on weights
             return out if return_weights else (out, None)
 
+        def sa(h: Tensor) -> tuple[Tensor, Tensor | None]:  # masked self-attention
+            return attend(self.self_attn, self.self_attn_dropout, h, h, self_mask)
+
         def ca(h: Tensor) -> tuple[Tensor, Tensor | None]:  # cross-attention: h reads memory
-            drop = self.cross_attn_dropout
-            out = self.cross_attn(h, memory, memory, memory_mask, return_weights, dropout=drop)
-            return out if return_weights else (out, None)
+            return attend(self.cross_attn, self.cross_attn_dropout, h, memory, memory_mask)
 
         if self.norm_first:
             a, w_self = sa(self.norm1(x))

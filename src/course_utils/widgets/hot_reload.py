@@ -56,7 +56,7 @@ def reload_widget_code(source: Path | None = None) -> int:
         stem = type(widget)._widget_file
         if stem not in known:
             continue
-        esm = widget_esm(stem, getattr(widget, "_code_language", "en"), source=folder)
+        esm = widget_esm(stem, widget._code_language, source=folder)
         css = widget_css(stem, source=folder)
         if widget._esm != esm or widget._css != css:
             with widget.hold_sync():
