@@ -19,11 +19,10 @@ function render({ model, el }) {
   // The sliders over the grids of the pattern's sizes; the last two say what they mean for the chosen
   // pattern (the size slider is named after its size; whether it uses extra tokens).
   const pattern = () => model.get("pattern_index");
-  const paramText = (v) => `${model.get("param_labels")[pattern()]} = ${v}`;
   const extraText = (v) => (model.get("uses_extra")[pattern()] ? String(v) : CU.t(`${v} (unused here)`));
   const [tSlider, paramSlider, extraSlider] = [
     ["T", "t_index", "t_values", String],
-    [model.get("param_labels")[pattern()], "param_index", "param_values", paramText],
+    [model.get("param_labels")[pattern()], "param_index", "param_values", String],
     [CU.t("Global / random tokens"), "extra_index", "extra_values", extraText],
   ].map(([label, trait, grid, format]) => CU.slider({ label, model, trait, grid, format, onInput: draw }));
   [select, tSlider, paramSlider, extraSlider].forEach((c) => controls.appendChild(c.root));
