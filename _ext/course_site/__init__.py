@@ -66,6 +66,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
 
@@ -483,6 +484,21 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         index.write_text(redirect_page(match.group(1), title, language), encoding="utf-8")
 
 
+def screen_only_role(
+    name: str,
+    rawtext: str,
+    text: str,
+    lineno: int,
+    inliner: Any,
+    options: Any = None,
+    content: Any = None,
+) -> tuple[list[nodes.Node], list[Any]]:
+    """``{screen}`(or with the arrow keys)```: words that only a reader at a screen can act on (how
+    to move a widget). The page shows them; the printed book, whose widgets are still images,
+    leaves them out (``.cu-screen-only`` in the print style sheet)."""
+    return [nodes.inline(rawtext, text, classes=["cu-screen-only"])], []
+
+
 class TranslateTocCaptions(SphinxTransform):
     """Translate the table of contents' part captions ("Part I: ...") in a translated build.
 
@@ -549,6 +565,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_search_language(EnglishWithChineseSearch)  # Chinese words findable in both editions
     app.add_search_language(ChineseSearch)
     app.add_transform(TranslateTocCaptions)
+    app.add_role("screen", screen_only_role)
     # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
     app.connect("config-inited", _config_inited, priority=900)
     app.connect("builder-inited", _builder_inited)

@@ -148,7 +148,8 @@ def test_paper_shows_the_solutions_and_no_screen_only_parts(pages: list[str], ed
     """On paper nothing can be opened or typed into: every worked solution is printed open under
     its label, no toggle is left ("Show the solution", "Show code cell content"), no unanswered
     checker says "not yet right", no still shows the head explorer's typing box or download
-    button, and every still has its widget's own caption (not the fallback "Widget")."""
+    button, no sentence tells the reader to move a widget with the arrow keys, and every still has
+    its widget's own caption (not the fallback "Widget")."""
     text = "\n".join(pages)
     language = EDITIONS[edition][1]
     n_solutions = sum(
@@ -165,8 +166,28 @@ def test_paper_shows_the_solutions_and_no_screen_only_parts(pages: list[str], ed
     failures = re.findall(r"✗[^\n]*(?:not yet right|还不对)", text)
     assert not failures, f"{len(failures)} unanswered checkers printed, e.g. {failures[0]!r}"
     assert not re.search(r"downloads \d|Run the model on it", text)
+    # How to move a widget (the chapters' {screen} role): a still image has nothing to move.
+    flat = re.sub(r"\s+", "", text)
+    told = re.findall(r"mouse,?or(?:with)?thearrowkeys|鼠标或方向键|再用方向键", flat)
+    assert not told, f"{len(told)} instructions to move a widget printed"
+    screen_only = screen_only_words(language)
+    assert screen_only, "the chapters mark no screen-only words"
+    printed = [w for w in screen_only if re.sub(r"\s+", "", w) in flat]
+    assert not printed, f"screen-only words printed: {printed}"
     still = re.split("[;；]", PRINT_TEXT[language]["still"])[0]
     assert not re.search(rf"^\s*Widget \({re.escape(still)}", text, re.M)
+
+
+def screen_only_words(language: str) -> list[str]:
+    """The texts of the chapters' ``{screen}`...``` roles, in the edition's language."""
+    role = re.compile(r"\{screen\}`([^`]+)`")
+    if language == "en":
+        texts = ["".join(c["source"]) for p in CHAPTERS for c in read_notebook(p)["cells"]]
+    else:
+        catalogues = sorted((REPO / "locale" / "zh_CN" / "LC_MESSAGES" / "chapters").glob("*.po"))
+        texts = [p.read_text(encoding="utf-8").replace('"\n"', "") for p in catalogues]
+        texts = [t.split("msgstr", 1)[-1] for t in "\n".join(texts).split("msgid")]
+    return [m for t in texts for m in role.findall(t)]
 
 
 @pytest.mark.parametrize("edition", ["zh"], indirect=True)
