@@ -489,3 +489,34 @@ def test_a_zh_learner_copy_speaks_chinese_when_run() -> None:
     )
     assert run.returncode == 0, run.stderr[-1000:]
     assert run.stdout.strip() == "正确"
+
+
+def _slides(deck: list[dict]) -> list[list[dict]]:
+    """A deck's cells grouped by slide (notes and skipped cells left out)."""
+    slides: list[list[dict]] = []
+    for cell in deck:
+        kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type")
+        if kind in {"skip", "notes"}:
+            continue
+        if kind in {"slide", "subslide"} or not slides:
+            slides.append([])
+        slides[-1].append(cell)
+    return slides
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_no_slide_is_a_heading_alone(path: Path) -> None:
+    """A heading always shares its slide with something: a lead sentence, a list, a widget. (A
+    "Try it" heading was left alone above a slide with its widget, and a section heading deep in
+    a cell lost its lead sentence to the notes.)"""
+    from course_kit.slides import deck_notebook
+
+    deck = deck_notebook(read_notebook(path))["cells"]
+    alone = []
+    for cells in _slides(deck):
+        text = "\n\n".join(source(c) for c in cells).strip()
+        if all(c["cell_type"] == "markdown" for c in cells) and re.fullmatch(
+            r"#{1,6}\s[^\n]*", text
+        ):
+            alone.append(text)
+    assert not alone, f"slides with only a heading: {alone}"

@@ -246,12 +246,24 @@ def _blocks(markdown: str) -> list[str]:
     return blocks
 
 
-def _lead(paragraph: str, lang: str) -> str:
-    """The first sentence of a paragraph, at most :data:`LEAD_CHARS` characters (else nothing)."""
+def _lead(paragraph: str, lang: str, clause: bool = False) -> str:
+    """The first sentence of a paragraph, at most :data:`LEAD_CHARS` characters (else nothing);
+    with ``clause``, a sentence too long is cut after its first clause (``:`` or ``;``).
+
+    >>> _lead("Write `f(x)` for one row: `x` has shape $(T,)$; return " + "more " * 50 + ".", "en")
+    ''
+    >>> _lead("Write `f(x)` for one row: `x` has shape $(T,)$; return " + "more " * 50 + ".", "en", True)
+    'Write `f(x)` for one row:'
+    """
     text = join_lines(paragraph.strip(), lang)
     end = re.search(r"[.!?](?=\s)|[。！？]", text)
     sentence = text[: end.end()] if end else text
-    return sentence if len(sentence) <= LEAD_CHARS else ""
+    if len(sentence) <= LEAD_CHARS:
+        return sentence
+    # A clause ends at ":" or ";" outside maths and code (where they are part of a formula).
+    plain = re.sub(r"\$[^$]*\$|`[^`]*`", lambda m: "_" * len(m.group(0)), sentence)
+    cut = re.search(r"[:;](?=\s)|[：；]", plain[:LEAD_CHARS]) if clause else None
+    return sentence[: cut.end()] if cut else ""
 
 
 def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple[str, list[str]]:
@@ -274,8 +286,11 @@ def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple
     """
     slide: list[str] = []
     notes: list[str] = []
+    first_lead = lead
     for block in _blocks(markdown):
         first = block.lstrip().splitlines()[0] if block.strip() else ""
+        if slide and re.match(r"^#{1,6}\s", first):
+            lead = first_lead  # a later section of the cell gets its own lead sentence
         is_prose = bool(first) and not (
             re.match(r"^(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||!\[|>|<|`{3}|~{3}|\$\$|\\\[|\*\*)", first)
         )
@@ -284,7 +299,9 @@ def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple
             continue
         notes.append(block.strip())
         if lead:
-            sentence = _lead(block, lang)
+            # Under a heading that would stand alone, a long first sentence gives its first clause.
+            headings_only = bool(slide) and all(re.match(r"^#{1,6}\s", b) for b in slide)
+            sentence = _lead(block, lang, clause=headings_only)
             if sentence:
                 slide.append(sentence)
             lead = False
@@ -429,12 +446,13 @@ def deck_notebook(
         shown.clear()
 
     used = 0
+    heading_alone = False  # the slide being filled shows a heading and nothing else yet
 
     def place(cell: dict[str, Any], index: int, upcoming: int = 0) -> None:
         """Give ``cell`` its slide type (a heading or a full slide starts a new one) and add it.
         ``upcoming``: the size of what follows; a heading that would be parted from it starts a
         new slide with it."""
-        nonlocal used
+        nonlocal used, heading_alone
         meta = cell.setdefault("metadata", {})
         explicit = meta.get("slideshow", {}).get("slide_type")
         if explicit is None:
@@ -446,11 +464,13 @@ def deck_notebook(
             size = _estimate_lines(cell)
             if cell["cell_type"] == "markdown" and not source(cell).strip():
                 slide_type = "skip"  # all of it went to the notes
+            elif heading_alone and level == 0:
+                slide_type, used = "-", used + size  # a heading is never left alone on a slide
             elif 1 <= level <= 2:
                 slide_type, used = "slide", size
             elif (
                 # a widget or a figure gets the slide (with its heading): large, readable
-                (_shows(cell) in {"widget", "figure"} and used > 4)
+                (_shows(cell) in {"widget", "figure"} and used > 4 and not heading_alone)
                 or (level == 3 and used > SLIDE_LINES // 2)
                 or (used and used + size > SLIDE_LINES)
                 or (level >= 3 and used and used + size + upcoming > SLIDE_LINES)
@@ -464,6 +484,12 @@ def deck_notebook(
         slide_type = meta["slideshow"]["slide_type"] if "slideshow" in meta else None
         if slide_type in {"slide", "subslide"}:
             flush(index)
+        if slide_type != "skip":
+            is_heading = cell["cell_type"] == "markdown" and bool(
+                re.fullmatch(r"\s*#{1,6}\s[^\n]*\s*", source(cell))
+            )
+            new_slide = slide_type in {"slide", "subslide"}
+            heading_alone = is_heading and (new_slide or heading_alone)
         out_cells.append(cell)
         if slide_type != "skip":
             shown.append(_shows(cell))
