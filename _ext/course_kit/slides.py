@@ -250,9 +250,10 @@ def _lead(paragraph: str, lang: str, clause: bool = False) -> str:
     """The first sentence of a paragraph, at most :data:`LEAD_CHARS` characters (else nothing);
     with ``clause``, a sentence too long is cut after its first clause (``:`` or ``;``).
 
-    >>> _lead("Write `f(x)` for one row: `x` has shape $(T,)$; return " + "more " * 50 + ".", "en")
+    >>> long = "Write `f(x)` for one row: `x` has shape $(T,)$; return " + "more " * 50 + "."
+    >>> _lead(long, "en")
     ''
-    >>> _lead("Write `f(x)` for one row: `x` has shape $(T,)$; return " + "more " * 50 + ".", "en", True)
+    >>> _lead(long, "en", clause=True)
     'Write `f(x)` for one row:'
     """
     text = join_lines(paragraph.strip(), lang)
