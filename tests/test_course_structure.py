@@ -24,6 +24,9 @@ one test (or one parametrised test per chapter) each:
 7. The glossary uses ``{glossary}``, every term is "English (中文)", and every ``{term}`` resolves.
 8. Text that mentions GPT-4's configuration labels it as speculation (the seed's rule).
 10. ``LICENSE``, ``LICENSE-CONTENT`` and a licence file in every vendored static directory.
+11. The code the book shows fits its code column: every line of a notebook's code cells (chapters,
+    appendix, their 中文 copies) and of the package code a page shows with ``literalinclude``
+    is at most the notebooks' line length (``chapters/ruff.toml``), counted as ruff counts it.
 
 Rule 9 (the built site) is in ``tests/test_built_site.py``.
 """
@@ -34,6 +37,8 @@ import ast
 import functools
 import json
 import re
+import tomllib
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -841,3 +846,91 @@ def test_every_vendored_directory_has_a_licence():
                         f"{f.relative_to(REPO)} looks third-party (it has a copyright notice): "
                         f"vendor it under course_vendor/ with its licence"
                     )
+
+
+# --------------------------------------------------------------------------------------------
+# Rule 11: the code the book shows fits its column
+# --------------------------------------------------------------------------------------------
+
+#: The notebooks and their 中文 copies: their code cells are shown in the book's column.
+NOTEBOOK_DIRS = (CHAPTER_DIR, REPO / "appendix")
+ZH_NOTEBOOKS = REPO / "locale" / "zh_CN" / "notebooks"
+#: ``{literalinclude} path`` and its options, in a Markdown cell (MyST).
+LITERALINCLUDE = re.compile(r"\{literalinclude\}\s+(\S+)\n((?:\s*:\w+:.*\n)*)")
+
+
+def code_line_length() -> int:
+    """The notebooks' line length: what a code block of the book holds at 1280 px (measured by
+    ``tests/browser/test_browser_site.py::test_code_fits_the_column_on_desktop``)."""
+    lengths = {
+        tomllib.loads((folder / "ruff.toml").read_text(encoding="utf-8"))["line-length"]
+        for folder in NOTEBOOK_DIRS
+    }
+    assert len(lengths) == 1, f"chapters/ and appendix/ have different line lengths: {lengths}"
+    return lengths.pop()
+
+
+def columns(line: str) -> int:
+    """Width of a line in a monospace column, as ruff counts it: wide (CJK) characters take two.
+
+    >>> columns("x = 1"), columns("小明")
+    (5, 4)
+    """
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+def shown_source(path: Path, options: str) -> str:
+    """The lines of ``path`` that ``literalinclude`` shows: the whole file, or its ``:pyobject:``
+    (a top-level function or class, or ``Class.method``)."""
+    text = path.read_text(encoding="utf-8")
+    obj = re.search(r":pyobject:\s*(\S+)", options)
+    if re.search(r":(lines|start-after|end-before|start-at|end-at):", options):
+        pytest.fail(f"literalinclude option not read by this test: {options!r}")
+    if not obj:
+        return text
+    body: list[ast.stmt] = ast.parse(text).body
+    node: ast.AST | None = None
+    for name in obj.group(1).split("."):
+        node = next((n for n in body if getattr(n, "name", None) == name), None)
+        assert node is not None, f"{path.name}: no {obj.group(1)} to include"
+        body = getattr(node, "body", [])
+    lines = text.splitlines()
+    return "\n".join(lines[node.lineno - 1 : node.end_lineno])
+
+
+def book_notebooks() -> list[Path]:
+    english = [p for folder in NOTEBOOK_DIRS for p in sorted(folder.glob("*.ipynb"))]
+    return english + [ZH_NOTEBOOKS / p.relative_to(REPO) for p in english]
+
+
+@pytest.mark.parametrize("path", book_notebooks(), ids=lambda p: p.relative_to(REPO).as_posix())
+def test_code_shown_fits_the_column(path: Path):
+    """No code line of the notebook, nor of the package code it includes, is wider than the
+    notebooks' line length (it would scroll sideways in the book)."""
+    limit = code_line_length()
+    nb = load_notebook(path)
+    wide = [
+        f"code cell {i}: {line.strip()[:50]!r} ({columns(line)} columns)"
+        for i, cell in enumerate(nb["cells"])
+        if cell["cell_type"] == "code"
+        for line in source(cell).splitlines()
+        if columns(line) > limit
+    ]
+    # A 中文 copy's includes are read from where its English notebook is.
+    folder = (
+        REPO / path.relative_to(ZH_NOTEBOOKS) if path.is_relative_to(ZH_NOTEBOOKS) else path
+    ).parent
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for m in LITERALINCLUDE.finditer(source(cell)):
+            included = folder / m[1]
+            wide += [
+                f"literalinclude {m[1]}: {line.strip()[:50]!r} ({columns(line)} columns)"
+                for line in shown_source(included.resolve(), m[2]).splitlines()
+                if columns(line) > limit
+            ]
+    assert not wide, (
+        f"{len(wide)} line(s) wider than {limit} columns (chapters/ruff.toml):\n"
+        + "\n".join(wide[:20])
+    )

@@ -408,6 +408,40 @@ WIDTH_JS = """
 }
 """
 
+#: Every code block of the article (``div.highlight pre``) with its kind (``input``: a cell's
+#: code; ``output``: what a cell printed; ``include``: package code shown by ``literalinclude``),
+#: whether it scrolls sideways (scroll width past its box), its first line, its longest line and how
+#: many monospace characters fit its box. Folded cells (``<details>``: solutions, hidden inputs) are
+#: opened first, as a reader does: their code is measured as shown.
+CODE_BLOCKS_JS = """
+async () => {
+  await document.fonts.ready;
+  for (const d of document.querySelectorAll('article details')) d.open = true;
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const probe = document.createElement('span');
+  const out = [];
+  for (const pre of document.querySelectorAll('article div.highlight pre')) {
+    if (pre.getClientRects().length === 0) continue;
+    const kind = pre.closest('.cell_output') ? 'output'
+      : pre.closest('.cell_input') ? 'input' : 'include';
+    const lines = pre.textContent.replace(/\\n$/, '').split('\\n');
+    const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+    const style = getComputedStyle(pre);
+    probe.textContent = 'x'.repeat(100);
+    probe.style.font = style.font;
+    probe.style.whiteSpace = 'pre';
+    pre.append(probe);
+    const charWidth = probe.getBoundingClientRect().width / 100;
+    probe.remove();
+    const inner = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    out.push({kind, scrolls: pre.scrollWidth > pre.clientWidth + 1,
+              first: lines.find((l) => l.trim()) || '', longest: longest.length,
+              fit: Math.floor(inner / charWidth)});
+  }
+  return out;
+}
+"""
+
 #: Size (CSS px) of every course widget: [{cls, width, height}].
 #: How many widget views the page saved (each must be drawn as one course widget).
 N_VIEWS_JS = """() => document.querySelectorAll(

@@ -118,65 +118,67 @@ def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tenso
     return weights.masked_fill(~mask, 0.0)  # (..., T_q, T_k); masked -> exactly 0, NaN rows -> 0
 
 
-# The reference keeps its signatures on two lines (chapter 4 shows the class whole, in <= 60
-# lines), so the formatter leaves it as written.
+# Chapter 4 shows the reference whole, in <= 60 lines of at most 79 characters
+# (the notebooks' line length, chapters/ruff.toml: what fits the book's code
+# column), so the formatter (line length 100 here) leaves it as written.
 # fmt: off
 class MultiHeadAttentionReference(nn.Module):
-    """The maths of multi-head attention and nothing else: the readable reference.
+    """The maths of multi-head attention and nothing else: the reference.
 
-    :class:`MultiHeadAttention` is this class with its arguments checked and a fast path; read
-    this one to see the computation. ``mask``: boolean, ``True`` = may attend, broadcastable to
-    the scores ``(B, n_heads, T_q, T_k)``.
+    :class:`MultiHeadAttention` adds checks of its arguments and a fast path.
+    ``mask``: boolean, ``True`` = may attend, broadcastable to the scores.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
-                 bias: bool = True) -> None:
+    def __init__(self, d_model: int, n_heads: int,
+                 n_kv_heads: int | None = None, bias: bool = True) -> None:
         super().__init__()
         self.d_model, self.n_heads = d_model, n_heads
         self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         self.d_k = d_model // n_heads  # width of one head
-        # The per-head matrices side by side, one (d_model, n_heads * d_k) layer per projection;
-        # W_K and W_V have only n_kv_heads heads (fewer than n_heads under GQA/MQA).
+        # One layer per projection, heads side by side (W_K, W_V: n_kv_heads).
         self.W_Q = nn.Linear(d_model, d_model, bias=bias)
         self.W_K = nn.Linear(d_model, self.n_kv_heads * self.d_k, bias=bias)
         self.W_V = nn.Linear(d_model, self.n_kv_heads * self.d_k, bias=bias)
         self.W_O = nn.Linear(d_model, d_model, bias=bias)
 
     def split_heads(self, x: Tensor, n_heads: int | None = None) -> Tensor:
-        """``(B, T, n * d_k)`` -> ``(B, n, T, d_k)``: head ``i`` gets columns ``i*d_k`` on."""
+        """``(B, T, n * d_k)`` -> ``(B, n, T, d_k)``: d_k columns a head."""
         B, T, _ = x.shape
-        n = self.n_heads if n_heads is None else n_heads  # self.n_kv_heads for k and v
+        n = self.n_heads if n_heads is None else n_heads  # n_kv_heads: k, v
         return x.view(B, T, n, self.d_k).transpose(1, 2)  # (B, n, T, d_k)
 
     def expand_kv(self, x: Tensor) -> Tensor:
-        """Each k/v head repeated for the query heads of its group (GQA; no-op for MHA)."""
-        group = self.n_heads // self.n_kv_heads
-        return x if group == 1 else x.repeat_interleave(group, dim=1)  # (B, n_heads, T, d_k)
+        """Each k/v head repeated for the query heads of its group (GQA)."""
+        group = self.n_heads // self.n_kv_heads  # 1 for MHA: x as it is
+        # (B, n_heads, T, d_k)
+        return x if group == 1 else x.repeat_interleave(group, dim=1)
 
     def merge_heads(self, x: Tensor) -> Tensor:
-        """``(B, n_heads, T, d_k)`` -> ``(B, T, d_model)``: Concat(head_1, ..., head_h)."""
+        """``(B, n_heads, T, d_k)`` -> ``(B, T, d_model)``: Concat(heads)."""
         B, _, T, _ = x.shape
-        return x.transpose(1, 2).contiguous().view(B, T, self.d_model)  # (B, T, d_model)
+        # (B, T, d_model)
+        return x.transpose(1, 2).contiguous().view(B, T, self.d_model)
 
-    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
-                return_weights: bool = False, **options: Any) -> Any:
-        """``query`` ``(B, T_q, d_model)`` attends to ``key``/``value`` ``(B, T_k, d_model)``;
-        the output is ``(B, T_q, d_model)``, with the weights if ``return_weights``."""
+    def forward(self, query: Tensor, key: Tensor, value: Tensor,
+                mask: Tensor | None = None, return_weights: bool = False,
+                **options: Any) -> Any:
+        """``(B, T_q, d_model)`` queries attend to ``(B, T_k, d_model)``."""
         # 1. Project, then split the d_model columns into heads of d_k.
         q = self.split_heads(self.W_Q(query))  # (B, n_heads, T_q, d_k)
-        k = self.split_heads(self.W_K(key), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
-        v = self.split_heads(self.W_V(value), self.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
+        # k and v: (B, n_kv_heads, T_k, d_k)
+        k = self.split_heads(self.W_K(key), self.n_kv_heads)
+        v = self.split_heads(self.W_V(value), self.n_kv_heads)
         return self.attend(q, k, v, mask, return_weights, **options)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
-               return_weights: bool = False, *,
+    def attend(self, q: Tensor, k: Tensor, v: Tensor,
+               mask: Tensor | None = None, return_weights: bool = False, *,
                dropout: nn.Module | None = None) -> Any:
-        """Steps 2-4 on projected heads; ``dropout`` (``nn.Dropout``) acts on the weights."""
-        k, v = self.expand_kv(k), self.expand_kv(v)  # (B, n_heads, T_k, d_k) each
-        # 2. Scores, scaling by 1/√d_k, masking and softmax, in every head at once.
-        weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k), rows sum to 1
-        dropped = weights if dropout is None else dropout(weights)  # identity in eval()
-        context = dropped @ v  # (B, n_heads, T_q, d_k): each head's weighted sum of values
+        """Steps 2-4 on projected heads; ``dropout`` acts on the weights."""
+        k, v = self.expand_kv(k), self.expand_kv(v)  # (B, n_heads, T_k, d_k)
+        # 2. Scores, scaled by 1/√d_k, masked, softmax: every head at once.
+        weights = attention_weights(q, k, mask)  # (B, n_heads, T_q, T_k)
+        dropped = weights if dropout is None else dropout(weights)
+        context = dropped @ v  # (B, n_heads, T_q, d_k): each head's output
         # 3. Concatenate the heads; 4. mix them with W_O.
         output = self.W_O(self.merge_heads(context))  # (B, T_q, d_model)
         return (output, weights) if return_weights else output
