@@ -107,3 +107,24 @@ def cells_needed_from(sources: list[str], first: int) -> list[int]:
             keep.add(i)
             needed |= names[1] if names else set()
     return sorted(keep)
+
+
+def included_pyobjects(stem: str, module: str) -> dict[str, list[str]]:
+    """The ``:pyobject:`` names that chapter ``stem``'s Markdown includes from
+    ``src/course_utils/<module>`` with ``{literalinclude}``, in the English notebook and in its
+    zh-executed copy (keyed by edition: ``"en"``, ``"zh"``)."""
+    import json
+    import re
+
+    repo = CHAPTERS.parent
+    editions = {"en": CHAPTERS, "zh": repo / "locale" / "zh_CN" / "notebooks" / "chapters"}
+    pattern = re.compile(
+        rf"literalinclude\}} \.\./src/course_utils/{re.escape(module)}\n(?::\w+:.*\n)*?"
+        r":pyobject: (\w+)"
+    )
+    shown = {}
+    for edition, folder in editions.items():
+        cells = json.loads((folder / f"{stem}.ipynb").read_text(encoding="utf-8"))["cells"]
+        text = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        shown[edition] = pattern.findall(text)
+    return shown

@@ -431,7 +431,7 @@ def test_parallel_path_reuses_its_workers_and_serves_concurrent_callers():
     and callers from several Python threads at once each get their own, exact, result."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from course_utils import flash
+    from course_utils import flash_fast
 
     inputs = [_qkv((1, 4), 40, 40, 8, 8, torch.float64, seed=s) for s in range(6)]
     refs = [F.scaled_dot_product_attention(q, k, v, is_causal=True) for q, k, v in inputs]
@@ -440,12 +440,12 @@ def test_parallel_path_reuses_its_workers_and_serves_concurrent_callers():
     try:
         with torch.inference_mode():
             tiled_attention(*inputs[0], block_q=16, block_k=16, causal=True)
-            workers = set(flash._POOLS[2]._threads)
+            workers = set(flash_fast._POOLS[2]._threads)
             tiled_attention(*inputs[1], block_q=16, block_k=16, causal=True)
             # The same threads, not new ones: the pool may add its second worker lazily (on a
             # loaded machine the first call can finish on one), but it never replaces a worker
             # and never holds more than its two.
-            now = set(flash._POOLS[2]._threads)
+            now = set(flash_fast._POOLS[2]._threads)
             assert workers <= now and len(now) <= 2, (workers, now)
 
         def call(i: int) -> torch.Tensor:
@@ -483,3 +483,96 @@ def test_inplace_paths_match_sdpa_and_the_autograd_path(t_q, t_k, block_q, block
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(fast, ref, rtol=0, atol=1e-5)
     torch.testing.assert_close(fast, slow.detach(), rtol=0, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# the readable reference (the loop chapter 12 shows) and its speed paths
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("batch", "t_q", "t_k", "d", "d_v", "block_q", "block_k", "causal"), ATTENTION_CASES
+)
+def test_the_reference_alone_equals_torch_sdpa(batch, t_q, t_k, d, d_v, block_q, block_k, causal):
+    """tiled_attention_reference, called directly (no checks, no speed paths), in float64:
+    causal and not, T_q != T_k, tiles that do not divide T, one key or one query per tile."""
+    from course_utils.flash import tiled_attention_reference
+
+    q, k, v = _qkv(batch, t_q, t_k, d, d_v, torch.float64, seed=t_q * 17 + t_k)
+    ours = tiled_attention_reference(q, k, v, block_q=block_q, block_k=block_k, causal=causal)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert ours.shape == ref.shape
+    torch.testing.assert_close(ours, ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("t_q", "t_k", "block_q", "block_k"), [(37, 53, 8, 5), (53, 37, 16, 16)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("grad", [False, True])
+def test_tiled_attention_equals_its_reference(t_q, t_k, block_q, block_k, causal, grad):
+    """The guarded public function, on its fast path (no grad: in place, base 2, threads) and on
+    its autograd path, gives the reference's numbers (float64), and its scale is SDPA's."""
+    from course_utils.flash import tiled_attention_reference
+
+    q, k, v = _qkv((2, 3), t_q, t_k, 16, 8, torch.float64, seed=t_q + 3 * t_k)
+    blocks = {"block_q": block_q, "block_k": block_k, "causal": causal}
+    want = tiled_attention_reference(q, k, v, **blocks)
+    got = tiled_attention(*(t.clone().requires_grad_(grad) for t in (q, k, v)), **blocks)
+    assert got.requires_grad == grad
+    torch.testing.assert_close(got.detach(), want, rtol=0, atol=1e-12)
+
+
+def test_the_reference_returns_the_running_statistics():
+    """stats=True: the final running max m is the row maximum of the visible scaled scores and
+    ℓ the softmax's denominator under it (what the chapter's widget shows)."""
+    from course_utils.flash import tiled_attention_reference
+
+    q, k, v = _qkv((2,), 9, 11, 4, 3, torch.float64, seed=1)
+    out, m, ell = tiled_attention_reference(q, k, v, block_q=4, block_k=3, causal=True, stats=True)
+    s = (q @ k.transpose(-2, -1) / 2.0).masked_fill(torch.ones(9, 11).triu(1).bool(), -math.inf)
+    torch.testing.assert_close(m, s.amax(dim=-1, keepdim=True), rtol=0, atol=0)
+    torch.testing.assert_close(ell, torch.exp(s - m).sum(dim=-1, keepdim=True), rtol=0, atol=1e-12)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                               rtol=0, atol=1e-12)  # fmt: skip
+
+
+def test_chapter_12_shows_the_readable_reference_in_at_most_60_lines():
+    """Both editions include the reference from the package file, and the shown function is
+    the maths only: at most 60 lines, no argument checks, no threads, no in-place speed path."""
+    import inspect
+    import re
+
+    from course_utils import flash
+
+    from .notebook_runner import CHAPTERS, included_pyobjects
+
+    shown = included_pyobjects("12_efficient_attention", "flash.py")
+    assert shown == {"en": ["tiled_attention_reference"], "zh": ["tiled_attention_reference"]}
+    chapter = (CHAPTERS / "12_efficient_attention.ipynb").read_text(encoding="utf-8")
+    assert "getsource" not in chapter  # the loop is shown once, from the package file
+    source = inspect.getsource(flash.tiled_attention_reference)
+    assert len(source.rstrip().splitlines()) <= 60
+    for speed_or_check in ("raise", "thread", "Thread", "pool", "exp2", "_(", "out=", "check_"):
+        assert speed_or_check not in source, speed_or_check
+    # Every line that makes a tensor says its shape (nanoGPT style), on it or just above it.
+    lines = source.splitlines()
+    makes_tensor = re.compile(r"^\s+[\w, ]+ = .*(torch\.|\.new_|@|\[\.\.\.|masked_fill)")
+    unshaped = [
+        ln
+        for i, ln in enumerate(lines)
+        if makes_tensor.match(ln) and "# (" not in ln and "# (" not in lines[i - 1]
+    ]
+    assert not unshaped, unshaped
+    assert sum(bool(makes_tensor.match(ln)) for ln in lines) >= 12
+
+
+def test_the_speed_paths_live_apart_from_the_reference():
+    """flash.py holds the reference, the checks and the teaching helpers; the thread pool and the
+    in-place loop are flash_fast's (imported by flash, never the other way round)."""
+    import inspect
+
+    from course_utils import flash, flash_fast
+
+    assert "ThreadPoolExecutor" not in inspect.getsource(flash)
+    assert "baddbmm_" not in inspect.getsource(flash)
+    assert "from .flash import" not in inspect.getsource(flash_fast)
+    assert hasattr(flash_fast, "_POOLS") and not hasattr(flash, "_POOLS")

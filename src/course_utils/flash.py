@@ -18,7 +18,10 @@ Functions
 ---------
 - :func:`online_softmax` — numpy, equals :func:`course_utils.softmax.softmax`, streamed over blocks.
 - :func:`online_softmax_steps` — the running ``(m, l)`` after each block, for teaching.
-- :func:`tiled_attention` — PyTorch, equals ``torch.nn.functional.scaled_dot_product_attention``.
+- :func:`tiled_attention_reference` — the tile loop to read (no checks, no speed paths; chapter 12
+  shows it).
+- :func:`tiled_attention` — PyTorch, equals ``torch.nn.functional.scaled_dot_product_attention``:
+  checks its inputs, runs the reference for autograd and :mod:`course_utils.flash_fast` otherwise.
 - :func:`tiled_attention_steps` — the running state after each tile (small examples, the widget).
 - :func:`tile_schedule` — which ``(query block, key block)`` tiles are visited, in order.
 - :func:`attention_memory_bytes` — bytes of the largest temporaries, naive against tiled.
@@ -28,18 +31,18 @@ Functions
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from numpy.typing import NDArray
+from torch import Tensor
 
 from ._validation import as_float_array, check_float_tensor, check_int, check_qkv_shapes, shape_str
 from .attention import resolve_scale
+from .flash_fast import tiled_attention_fast
 
 __all__ = [
     "TileStep",
@@ -50,6 +53,7 @@ __all__ = [
     "online_softmax_steps",
     "tile_schedule",
     "tiled_attention",
+    "tiled_attention_reference",
     "tiled_attention_steps",
 ]
 
@@ -228,207 +232,46 @@ def tile_schedule(
     return tiles
 
 
-def _tile_update(
-    q_blk: torch.Tensor,
-    k_blk: torch.Tensor,
-    v_blk: torch.Tensor,
-    m: torch.Tensor,
-    l: torch.Tensor,  # noqa: E741 (the paper's name)
-    o: torch.Tensor,
-    mask: torch.Tensor | None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One tile of the online softmax, out of place: fold keys ``k_blk`` into ``(m, l, o)``.
-
-    ``q_blk`` is already multiplied by the scale and by ``log2(e)``: the scores are in base-2
-    units, and ``exp2`` replaces ``exp`` (``exp(x) = 2 ** (x · log2 e)``, the same numbers up to
-    rounding). ``exp2`` costs about half of ``exp`` on a CPU, and the exponentials are most of the
-    work besides the two matrix products (FlashAttention-2 does the same on GPUs). Shapes:
-    ``q_blk (N, r, d)``, ``k_blk (N, c, d)``, ``v_blk (N, c, d_v)``, ``m, l (N, r, 1)``,
-    ``o (N, r, d_v)``, ``mask (r, c)`` bool (True = may attend) or None. Returns new tensors, so
-    that autograd can follow (the fast path without autograd is :func:`_tiled_forward_inplace`,
-    the same equations with every tensor updated in place).
+# fmt: off
+def tiled_attention_reference(q: Tensor, k: Tensor, v: Tensor, *, block_q: int = 256,
+                              block_k: int = 256, causal: bool = False, scale: float | None = None,
+                              stats: bool = False) -> Tensor | tuple[Tensor, Tensor, Tensor]:
+    """The readable tile loop: ``softmax(q kᵀ · scale) v`` for tensors ``(..., T, d)``, one tile
+    of ``(block_q, block_k)`` scores at a time, keeping per query row the running maximum ``m``,
+    sum ``ℓ`` and unnormalised output ``o`` (the online softmax). ``stats=True`` also returns
+    ``m`` and ``ℓ``, ``(..., T_q, 1)`` each. :func:`tiled_attention` checks its inputs first.
     """
-    s = torch.matmul(q_blk, k_blk.transpose(-2, -1))  # (N, r, c): this tile's scores
-    if mask is not None:
-        s = s.masked_fill(~mask, -math.inf)
-    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, r, 1): running maximum
-    # Every row has seen key 0 by its first tile (top-left causal), so m_new is finite here.
-    alpha = torch.exp2(m - m_new)  # (N, r, 1): rescales what was summed under the old maximum
-    p = torch.exp2(s - m_new)  # (N, r, c): 2^(s - m_new) <= 1
-    l_new = l * alpha + p.sum(dim=-1, keepdim=True)  # (N, r, 1)
-    return m_new, l_new, o * alpha + p @ v_blk
-
-
-def _causal_tile_mask(qs: int, qe: int, ks: int, ke: int, device: torch.device) -> torch.Tensor:
-    rows = torch.arange(qs, qe, device=device)[:, None]  # (r, 1): query positions
-    cols = torch.arange(ks, ke, device=device)[None, :]  # (1, c): key positions
-    return cols <= rows  # (r, c): top-left aligned, key j visible to query i iff j <= i
-
-
-def _first_visible_row(qs: int, qe: int, ks: int, ke: int, causal: bool) -> int:
-    """The first query row of block ``qs:qe`` that sees any key of ``ks:ke``."""
-    return max(qs, ks) if causal and ke - 1 > qs else qs
-
-
-def _tiled_forward(
-    qf: torch.Tensor,
-    kf: torch.Tensor,
-    vf: torch.Tensor,
-    *,
-    block_q: int,
-    block_k: int,
-    causal: bool,
-) -> torch.Tensor:
-    """The tile loop out of place (for autograd) on folded inputs ``qf (N, T_q, d)`` (already
-    scaled), ``kf (N, T_k, d)``, ``vf (N, T_k, d_v)``; returns the output ``(N, T_q, d_v)``."""
-    n, t_q, _ = qf.shape
-    t_k, d_v = vf.shape[-2:]
-    outputs = []  # one (N, r, d_v) block per query block, concatenated at the end
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    blocks = []  # (o / ℓ, m, ℓ) of each block of queries
     for qs in range(0, t_q, block_q):
-        qe = min(qs + block_q, t_q)
-        m = qf.new_full((n, qe - qs, 1), -math.inf)  # (N, r, 1): running max per query row
-        o = qf.new_zeros((n, qe - qs, d_v))  # (N, r, d_v): running Σ exp(s - m) v
-        l = qf.new_zeros((n, qe - qs, 1))  # noqa: E741  (N, r, 1): running Σ exp(s - m)
+        q_blk = q[..., qs : qs + block_q, :] * scale  # (..., r, d): this block's queries
+        r = q_blk.shape[-2]
+        m = q.new_full((*q.shape[:-2], r, 1), -math.inf)  # (..., r, 1): running max per row
+        ell = q.new_zeros((*q.shape[:-2], r, 1))  # (..., r, 1): running sum ℓ of exp(s - m)
+        o = q.new_zeros((*q.shape[:-2], r, v.shape[-1]))  # (..., r, d_v): Σ exp(s - m) v
         for ks in range(0, t_k, block_k):
-            ke = min(ks + block_k, t_k)
-            if causal and ks > qe - 1:
-                break  # tiles above the diagonal: every key after every query of this block
-            r0 = _first_visible_row(qs, qe, ks, ke, causal)  # earlier rows see none of the keys
-            mask = _causal_tile_mask(r0, qe, ks, ke, qf.device) if causal and ke - 1 > qs else None
-            rows = slice(r0 - qs, qe - qs)
-            m_r, l_r, o_r = _tile_update(
-                qf[:, r0:qe], kf[:, ks:ke], vf[:, ks:ke], m[:, rows], l[:, rows], o[:, rows], mask
-            )
-            keep = slice(0, r0 - qs)  # the rows left out keep their state
-            m = torch.cat([m[:, keep], m_r], dim=1)
-            l = torch.cat([l[:, keep], l_r], dim=1)  # noqa: E741
-            o = torch.cat([o[:, keep], o_r], dim=1)
-        # l >= 1 for every row (its own maximum contributes exp(0) = 1), so o / l is safe.
-        outputs.append(o / l)  # (N, r, d_v)
-    return torch.cat(outputs, dim=1) if outputs else qf.new_zeros((n, 0, d_v))  # (N, T_q, d_v)
-
-
-def _tiled_forward_inplace(
-    qf: torch.Tensor,
-    kf: torch.Tensor,
-    vf: torch.Tensor,
-    out: torch.Tensor,
-    *,
-    block_q: int,
-    block_k: int,
-    causal: bool,
-) -> None:
-    """The tile loop without autograd, writing ``out (N, T_q, d_v)``: the equations of
-    :func:`_tile_update`, with as few passes over a tile as PyTorch calls allow.
-
-    - One buffer holds the scores of every tile; ``exp2`` overwrites them in place.
-    - The first key block of a query block *sets* ``(m, l, o)`` (``o = p @ v``, nothing to
-      rescale); only the later ones rescale by ``alpha`` and accumulate (``baddbmm_``).
-    - ``p @ v`` has the ``d_v`` columns of ``v`` (64: a multiple of the matrix kernels' width),
-      and ``l`` is a separate row sum: that is cheaper than appending a column of ones to ``v``
-      to get the sum from the same product (65 columns), measured.
-    """
-    n, t_q, _ = qf.shape
-    t_k, d_v = vf.shape[-2:]
-    buffer = qf.new_empty(n * min(block_q, t_q) * min(block_k, t_k))  # one tile of scores
-    kt = kf.transpose(-2, -1)  # (N, d, T_k): a view, no copy
-    for qs in range(0, t_q, block_q):
-        qe = min(qs + block_q, t_q)
-        r = qe - qs
-        m = qf.new_empty((n, r, 1))  # (N, r, 1): running max per query row (base-2 units)
-        l = qf.new_empty((n, r, 1))  # noqa: E741  (N, r, 1): running Σ 2^(s - m)
-        o = qf.new_empty((n, r, d_v))  # (N, r, d_v): running Σ 2^(s - m) v
-        for ks in range(0, t_k, block_k):
-            ke = min(ks + block_k, t_k)
-            if causal and ks > qe - 1:
-                break  # tiles above the diagonal: every key after every query of this block
-            r0 = _first_visible_row(qs, qe, ks, ke, causal)  # ks = 0 always gives r0 = qs
-            rows = slice(r0 - qs, r)
-            shape = (n, qe - r0, ke - ks)
-            s = torch.matmul(
-                qf[:, r0:qe], kt[:, :, ks:ke], out=buffer[: math.prod(shape)].view(shape)
-            )  # (N, r', c): this tile's scores
-            if causal and ke - 1 > qs:  # the tile crosses the diagonal: mask the keys after i
-                s.masked_fill_(~_causal_tile_mask(r0, qe, ks, ke, qf.device), -math.inf)
-            v_blk = vf[:, ks:ke]  # (N, c, d_v)
-            if ks == 0:  # the first tile of this query block: every row, nothing to rescale
-                torch.amax(s, dim=-1, keepdim=True, out=m)  # (N, r, 1), finite: key 0 is seen
-                p = s.sub_(m).exp2_()  # (N, r, c): 2^(s - m) <= 1, in the scores' buffer
-                torch.sum(p, dim=-1, keepdim=True, out=l)  # (N, r, 1)
-                torch.matmul(p, v_blk, out=o)  # (N, r, d_v)
-                continue
-            m_r, l_r, o_r = m[:, rows], l[:, rows], o[:, rows]  # views of the rows that see keys
-            m_new = torch.maximum(m_r, s.amax(dim=-1, keepdim=True))  # (N, r', 1)
-            alpha = m_r.sub(m_new).exp2_()  # (N, r', 1): 2^(m_old - m_new) <= 1
-            m_r.copy_(m_new)
-            p = s.sub_(m_new).exp2_()  # (N, r', c)
-            l_r.mul_(alpha).add_(p.sum(dim=-1, keepdim=True))  # (N, r', 1)
-            o_r.mul_(alpha).baddbmm_(p, v_blk)  # (N, r', d_v): alpha·o + p @ v
-        # l >= 1 for every row (its own maximum contributes 2^0 = 1), so o / l is safe.
-        torch.div(o, l, out=out[:, qs:qe])  # (N, r, d_v)
-
-
-#: log2(e): scores times this are in base-2 units, for exp2.
-_LOG2_E = 1.0 / math.log(2.0)
-
-#: Serialises the calls that change PyTorch's (process-wide) intra-op thread count.
-_THREADS_LOCK = threading.Lock()
-
-#: The worker pools of :func:`_parallel_over_batch`, by size (threads are reused across calls).
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-
-
-def _parallel_over_batch(
-    qf: torch.Tensor,
-    kf: torch.Tensor,
-    vf: torch.Tensor,
-    out: torch.Tensor,
-    workers: int,
-    blocks: dict[str, Any],
-) -> None:
-    """Split the batch entries (heads) into ``workers`` contiguous slabs and run
-    :func:`_tiled_forward_inplace` on each slab in its own thread, writing its rows of ``out``.
-
-    Every tile is about ten PyTorch calls, and with intra-op parallelism each call makes
-    PyTorch's threads meet at a barrier; on a busy machine most of the time goes into waiting
-    there (measured: 4x SDPA's time at T = 1024 under a load of 11 on 2 cores). Independent heads
-    need no meeting at all: PyTorch releases the GIL inside its kernels, so ``workers`` Python
-    threads, each running single-threaded kernels, use the cores with no synchronisation until
-    the end. Each thread takes its heads as one batch (4 of 8 heads with 2 threads), not one
-    head at a time: 4 times fewer calls, so 4 times fewer hand-overs of the GIL, which is what
-    costs on a busy machine (measured: 1.37x SDPA's time against 1.69x for one head at a time,
-    T = 1024, same load). The intra-op thread count is set to 1 for the duration of the call and
-    restored afterwards.
-    """
-    inference = torch.is_inference_mode_enabled()
-    n = qf.shape[0]
-    bounds = [n * w // workers for w in range(workers + 1)]  # as even as possible, in order
-
-    def run(w: int) -> None:
-        # Grad and inference modes are thread-local: give the worker the caller's.
-        with torch.inference_mode(inference), torch.no_grad():
-            heads = slice(bounds[w], bounds[w + 1])
-            _tiled_forward_inplace(qf[heads], kf[heads], vf[heads], out[heads], **blocks)
-
-    with _THREADS_LOCK:
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            list(_worker_pool(workers).map(run, range(workers)))  # list(): re-raise an exception
-        finally:
-            torch.set_num_threads(threads)
-
-
-def _worker_pool(workers: int) -> ThreadPoolExecutor:
-    """The pool of ``workers`` threads, made once and kept (call with ``_THREADS_LOCK`` held).
-
-    A thread's first PyTorch call sets up its per-thread state, about 1.8 ms here: a fresh pool
-    on every call cost 3.6 ms of a 25 ms attention at T = 1024 (measured, quiet machine).
-    """
-    pool = _POOLS.get(workers)
-    if pool is None:
-        pool = _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="tiled_attention")
-    return pool
+            if causal and ks > qs + r - 1:
+                break  # this key block and all later ones come after every query of the block
+            k_blk = k[..., ks : ks + block_k, :]  # (..., c, d)
+            v_blk = v[..., ks : ks + block_k, :]  # (..., c, d_v)
+            s = q_blk @ k_blk.transpose(-2, -1)  # (..., r, c): this tile's scores
+            if causal:  # query i sees key j iff j <= i (top-left, as SDPA's is_causal)
+                rows = torch.arange(qs, qs + r, device=q.device)[:, None]  # (r, 1)
+                cols = torch.arange(ks, ks + s.shape[-1], device=q.device)  # (c,)
+                s = s.masked_fill(cols > rows, -math.inf)  # (..., r, c)
+            # The first tile holds key 0, which every row sees: m_new is finite from then on.
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., r, 1)
+            alpha = torch.exp(m - m_new)  # (..., r, 1): rescales the old sums, <= 1
+            p = torch.exp(s - m_new)  # (..., r, c): <= 1, and 0 where masked
+            ell = alpha * ell + p.sum(dim=-1, keepdim=True)  # (..., r, 1)
+            o = alpha * o + p @ v_blk  # (..., r, d_v)
+            m = m_new  # (..., r, 1)
+        blocks.append((o / ell, m, ell))  # ℓ >= 1: each row's own maximum adds exp(0)
+    # (..., T_q, d_v) for the output, (..., T_q, 1) for m and ℓ: the blocks' rows in order
+    out, m, ell = (torch.cat(parts, dim=-2) for parts in zip(*blocks, strict=True))
+    return (out, m, ell) if stats else out
+# fmt: on
 
 
 def tiled_attention(
@@ -472,11 +315,12 @@ def tiled_attention(
     Equals ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
     scale=scale)`` up to rounding (tested: 1e-5 in float32, 1e-10 in float64).
 
-    Autograd works (through ordinary tensor operations, storing every tile: not memory efficient);
-    without gradients the tiles are updated in place (``_tiled_forward_inplace``: one reused
-    buffer of scores, ``l`` as a separate row sum), and on a CPU the batch entries (heads) are
-    shared among ``torch.get_num_threads()`` Python threads that each run single-threaded kernels,
-    with PyTorch's thread count set to 1 during the call (see ``_parallel_over_batch``).
+    Autograd works: when an input requires grad this runs :func:`tiled_attention_reference`
+    (ordinary tensor operations, storing every tile: not memory efficient). Without gradients it
+    runs :func:`course_utils.flash_fast.tiled_attention_fast`, the same equations in base 2 with
+    the tiles updated in place (one reused buffer of scores, ``l`` as a separate row sum); on a
+    CPU the batch entries (heads) are shared among ``torch.get_num_threads()`` Python threads
+    that each run single-threaded kernels, with PyTorch's thread count set to 1 during the call.
 
     Examples
     --------
@@ -488,32 +332,18 @@ def tiled_attention(
     True
     """
     q, k, v, scale = _check_qkv(q, k, v, scale)
-    block_q = _check_block(block_q, "block_q")
-    block_k = _check_block(block_k, "block_k")
+    blocks = {
+        "block_q": _check_block(block_q, "block_q"),
+        "block_k": _check_block(block_k, "block_k"),
+    }
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False; got {type(causal).__name__}")
-    batch = q.shape[:-2]
-    t_q, d = q.shape[-2:]
-    t_k, d_v = v.shape[-2:]
-    out_dtype = q.dtype
-    work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
-    # Fold the batch dimensions into one: (N, T, d). Scaling q once costs T·d, not T_q·T_k.
-    # log2(e) too: the tiles use exp2 (see _tile_update).
-    qf = (q.reshape(-1, t_q, d).to(work) * (scale * _LOG2_E)).contiguous()  # (N, T_q, d)
-    kf = k.reshape(-1, t_k, d).to(work)  # (N, T_k, d)
-    vf = v.reshape(-1, t_k, d_v).to(work)  # (N, T_k, d_v)
-    n = qf.shape[0]
-    blocks = {"block_q": block_q, "block_k": block_k, "causal": causal}
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        out = _tiled_forward(qf, kf, vf, **blocks)  # (N, T_q, d_v), differentiable
-        return out.reshape(*batch, t_q, d_v).to(out_dtype)
-    out = qf.new_empty((n, t_q, d_v))  # (N, T_q, d_v)
-    workers = min(torch.get_num_threads(), n) if qf.device.type == "cpu" else 1
-    if workers > 1:
-        _parallel_over_batch(qf, kf, vf, out, workers, blocks)
-    else:
-        _tiled_forward_inplace(qf, kf, vf, out, **blocks)
-    return out.reshape(*batch, t_q, d_v).to(out_dtype)
+        work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
+        qw, kw, vw = (t.to(work) for t in (q, k, v))
+        out = tiled_attention_reference(qw, kw, vw, **blocks, causal=causal, scale=scale)
+        return out.to(q.dtype)  # (..., T_q, d_v), differentiable
+    return tiled_attention_fast(q, k, v, **blocks, causal=causal, scale=scale)
 
 
 # --------------------------------------------------------------------------------------------
@@ -538,10 +368,12 @@ class TileStep:
 def tiled_attention_steps(
     q: Any, k: Any, v: Any, *, block_q: int, block_k: int, causal: bool = False
 ) -> Iterator[TileStep]:
-    """Run :func:`tiled_attention`'s loop on 2-D inputs and yield the state after every tile.
+    """Run :func:`tiled_attention_reference`'s loop on 2-D inputs and yield the state after every
+    tile, in float64; the last step's ``output`` is the exact attention output.
 
-    Uses the same tile update as :func:`tiled_attention`, in float64; the last step's ``output``
-    is the exact attention output.
+    The state after the tile ``(qs, qe, ks, ke)`` is what the loop holds there: rows before ``qs``
+    are finished, rows ``qs:qe`` have seen keys ``0:ke`` (so the reference run on ``q[:qe]``,
+    ``k[:ke]``, ``v[:ke]`` with the same blocks gives their state), later rows nothing yet.
 
     >>> q = k = v = np.eye(3)
     >>> steps = list(tiled_attention_steps(q, k, v, block_q=3, block_k=2))
@@ -555,32 +387,17 @@ def tiled_attention_steps(
     )
     if qt.dim() != 2:
         raise ValueError(f"q, k and v must be 2-D here; got q {shape_str(tuple(qt.shape))}")
-    t_q, t_k, d_v = qt.shape[0], kt.shape[0], vt.shape[1]
-    # Base-2 scores, as in tiled_attention: l is the same sum (2^(x·log2 e - m·log2 e) = e^(x - m)),
-    # and the maximum is reported back in natural units.
-    qs_all = qt[None] * (scale * _LOG2_E)  # (1, T_q, d)
-    m = torch.full((1, t_q, 1), -math.inf, dtype=torch.float64)  # (1, T_q, 1)
-    l = torch.zeros((1, t_q, 1), dtype=torch.float64)  # noqa: E741
-    o = torch.zeros((1, t_q, d_v), dtype=torch.float64)  # (1, T_q, d_v)
-    for qs, qe, ks, ke in tile_schedule(t_q, t_k, block_q=block_q, block_k=block_k, causal=causal):
-        mask = _causal_tile_mask(qs, qe, ks, ke, qt.device) if causal else None
-        m_r, l_r, o_r = _tile_update(
-            qs_all[:, qs:qe],
-            kt[None, ks:ke],
-            vt[None, ks:ke],
-            m[:, qs:qe],
-            l[:, qs:qe],
-            o[:, qs:qe],
-            mask,
-        )
-        m[:, qs:qe], l[:, qs:qe], o[:, qs:qe] = m_r, l_r, o_r
-        safe_l = torch.where(l > 0, l, torch.ones_like(l))  # rows not reached yet: output 0
-        yield TileStep(
-            (qs, qe, ks, ke),
-            m[0, :, 0].numpy() / _LOG2_E,
-            l[0, :, 0].numpy().copy(),
-            (o / safe_l)[0].numpy().copy(),
-        )
+    t_q, d_v = qt.shape[0], vt.shape[1]
+    m = np.full(t_q, -np.inf)  # (T_q,): rows not reached yet
+    l = np.zeros(t_q)  # noqa: E741  (T_q,)
+    output = np.zeros((t_q, d_v))  # (T_q, d_v)
+    blocks = {"block_q": block_q, "block_k": block_k, "causal": causal}
+    for qs, qe, ks, ke in tile_schedule(t_q, kt.shape[0], **blocks):
+        o_seen, m_seen, l_seen = tiled_attention_reference(
+            qt[:qe], kt[:ke], vt[:ke], **blocks, scale=scale, stats=True
+        )  # (qe, d_v), (qe, 1), (qe, 1): rows qs:qe after keys 0:ke
+        m[qs:qe], l[qs:qe], output[qs:qe] = m_seen[qs:, 0], l_seen[qs:, 0], o_seen[qs:]
+        yield TileStep((qs, qe, ks, ke), m.copy(), l.copy(), output.copy())
 
 
 # --------------------------------------------------------------------------------------------

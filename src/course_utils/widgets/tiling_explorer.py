@@ -1,11 +1,11 @@
 """Chapter 12's tile stepper: FlashAttention-style tiling on a small example, one tile at a time.
 
-Python runs :func:`course_utils.flash.tiled_attention_steps` (the same tile update as
-:func:`course_utils.flash.tiled_attention`) for the example, with and without the causal mask, and
-stores the running maximum ``m``, sum ``l`` and output estimate ``o / l`` of every query row after
-every tile, plus each row's distance from the exact output. A second view shows the memory of naive
-against tiled attention as ``T`` grows (:func:`course_utils.flash.attention_memory_bytes`). The
-JavaScript only looks these numbers up.
+Python runs :func:`course_utils.flash.tiled_attention_steps` (the loop of
+:func:`course_utils.flash.tiled_attention_reference`, shown in the chapter) for the example, with
+and without the causal mask, and stores the running maximum ``m``, sum ``l`` and output estimate
+``o / l`` of every query row after every tile, plus each row's distance from the exact output. A
+second view shows the memory of naive against tiled attention as ``T`` grows
+(:func:`course_utils.flash.attention_memory_bytes`). The JavaScript only looks these numbers up.
 
 >>> from course_utils.data import bank_example
 >>> ex = bank_example()
