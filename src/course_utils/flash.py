@@ -233,43 +233,47 @@ def tile_schedule(
 
 
 # fmt: off
-def tiled_attention_reference(q: Tensor, k: Tensor, v: Tensor, *, block_q: int = 256,
-                              block_k: int = 256, causal: bool = False, scale: float | None = None,
-                              stats: bool = False) -> Tensor | tuple[Tensor, Tensor, Tensor]:
-    """The readable tile loop: ``softmax(q kᵀ · scale) v`` for tensors ``(..., T, d)``, one tile
-    of ``(block_q, block_k)`` scores at a time, keeping per query row the running maximum ``m``,
-    sum ``ℓ`` and unnormalised output ``o`` (the online softmax). ``stats=True`` also returns
-    ``m`` and ``ℓ``, ``(..., T_q, 1)`` each. :func:`tiled_attention` checks its inputs first.
+def tiled_attention_reference(
+    q: Tensor, k: Tensor, v: Tensor, *, block_q: int = 256, block_k: int = 256,
+    causal: bool = False, scale: float | None = None, stats: bool = False,
+) -> Tensor | tuple[Tensor, Tensor, Tensor]:
+    """The readable tile loop: ``softmax(q kᵀ · scale) v`` for ``(..., T, d)``
+    tensors, one tile of ``(block_q, block_k)`` scores at a time, keeping per
+    query row the running maximum ``m``, sum ``ℓ`` and unnormalised output
+    ``o`` (the online softmax). ``stats=True`` also returns ``m`` and ``ℓ``,
+    ``(..., T_q, 1)`` each. :func:`tiled_attention` checks its inputs first.
     """
-    t_q, t_k = q.shape[-2], k.shape[-2]
+    t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     blocks = []  # (o / ℓ, m, ℓ) of each block of queries
     for qs in range(0, t_q, block_q):
-        q_blk = q[..., qs : qs + block_q, :] * scale  # (..., r, d): this block's queries
-        r = q_blk.shape[-2]
-        m = q.new_full((*q.shape[:-2], r, 1), -math.inf)  # (..., r, 1): running max per row
-        ell = q.new_zeros((*q.shape[:-2], r, 1))  # (..., r, 1): running sum ℓ of exp(s - m)
-        o = q.new_zeros((*q.shape[:-2], r, v.shape[-1]))  # (..., r, d_v): Σ exp(s - m) v
+        q_blk = q[..., qs : qs + block_q, :] * scale  # (..., r, d): queries
+        r, batch = q_blk.shape[-2], q.shape[:-2]
+        m = q.new_full((*batch, r, 1), -math.inf)  # (..., r, 1): running max
+        ell = q.new_zeros((*batch, r, 1))  # (..., r, 1): Σ exp(s - m)
+        o = q.new_zeros((*batch, r, d_v))  # (..., r, d_v): Σ exp(s - m) v
         for ks in range(0, t_k, block_k):
             if causal and ks > qs + r - 1:
-                break  # this key block and all later ones come after every query of the block
+                break  # this key block and all later ones follow every query
             k_blk = k[..., ks : ks + block_k, :]  # (..., c, d)
             v_blk = v[..., ks : ks + block_k, :]  # (..., c, d_v)
-            s = q_blk @ k_blk.transpose(-2, -1)  # (..., r, c): this tile's scores
-            if causal:  # query i sees key j iff j <= i (top-left, as SDPA's is_causal)
-                rows = torch.arange(qs, qs + r, device=q.device)[:, None]  # (r, 1)
-                cols = torch.arange(ks, ks + s.shape[-1], device=q.device)  # (c,)
-                s = s.masked_fill(cols > rows, -math.inf)  # (..., r, c)
-            # The first tile holds key 0, which every row sees: m_new is finite from then on.
-            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., r, 1)
-            alpha = torch.exp(m - m_new)  # (..., r, 1): rescales the old sums, <= 1
+            s = q_blk @ k_blk.transpose(-2, -1)  # (..., r, c): tile's scores
+            if causal:  # query i sees key j iff j <= i (as SDPA's is_causal)
+                rows = torch.arange(qs, qs + r, device=q.device)  # (r,)
+                # (c,): the tile's key positions
+                cols = torch.arange(ks, ks + s.shape[-1], device=q.device)
+                future = cols > rows[:, None]  # (r, c): key after query
+                s = s.masked_fill(future, -math.inf)  # (..., r, c)
+            # The first tile holds key 0, seen by every row: m_new is finite.
+            m_new = torch.maximum(m, s.amax(-1, keepdim=True))  # (..., r, 1)
+            alpha = torch.exp(m - m_new)  # (..., r, 1): rescales old sums
             p = torch.exp(s - m_new)  # (..., r, c): <= 1, and 0 where masked
-            ell = alpha * ell + p.sum(dim=-1, keepdim=True)  # (..., r, 1)
+            ell = alpha * ell + p.sum(-1, keepdim=True)  # (..., r, 1)
             o = alpha * o + p @ v_blk  # (..., r, d_v)
             m = m_new  # (..., r, 1)
-        blocks.append((o / ell, m, ell))  # ℓ >= 1: each row's own maximum adds exp(0)
-    # (..., T_q, d_v) for the output, (..., T_q, 1) for m and ℓ: the blocks' rows in order
-    out, m, ell = (torch.cat(parts, dim=-2) for parts in zip(*blocks, strict=True))
+        blocks.append((o / ell, m, ell))  # ℓ >= 1: a row's max adds exp(0)
+    # (..., T_q, d_v) for the output, (..., T_q, 1) for m and ℓ
+    out, m, ell = (torch.cat(p, dim=-2) for p in zip(*blocks, strict=True))
     return (out, m, ell) if stats else out
 # fmt: on
 
