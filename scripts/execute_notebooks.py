@@ -5,7 +5,9 @@ Usage: python scripts/execute_notebooks.py chapters/*.ipynb
 
 Each notebook runs top to bottom in a fresh kernel with its own folder as the working directory.
 Widget state is stored in the notebook metadata (nbclient's ``store_widget_state``) so the built
-site shows live widgets too; the widgets' code is not (``strip_widget_code``: the site takes it from
+site shows live widgets too, under ids fixed by the notebook (``stable_model_ids``) and with no
+clock times, so that running an unchanged notebook again changes nothing in the file. The
+widgets' code is not saved (``strip_widget_code``: the site takes it from
 ``_static/course_widgets/``, JupyterLab from the live class). Run this after changing a chapter
 or ``course_utils``; commit the outputs.
 
@@ -28,7 +30,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from course_utils.widgets.saved_code import strip_widget_code
+from course_utils.widgets.saved_code import stable_model_ids, strip_widget_code
 
 REPO = Path(__file__).resolve().parents[1]
 #: Where the zh-executed copies of the notebooks live (committed, like the English outputs).
@@ -74,6 +76,41 @@ def output_path(path: Path, lang: str | None) -> Path:
     return ZH_NOTEBOOKS / rel
 
 
+def coalesce_streams(notebook: nbformat.NotebookNode) -> None:
+    """Join a cell's consecutive ``stdout`` (or ``stderr``) outputs into one: how a cell's printing
+    is cut into messages depends on when the kernel flushed it (on a busy machine, more often),
+    not on what it printed. nbval compares the joined text too. Drops the clock times an earlier
+    run recorded (``metadata.execution``)."""
+    for cell in notebook.cells:
+        joined: list = []
+        for output in cell.get("outputs", []):
+            last = joined[-1] if joined else None
+            if (
+                output.get("output_type") == "stream"
+                and last is not None
+                and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")
+            ):
+                last["text"] += output["text"]
+            else:
+                joined.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = joined
+        cell.get("metadata", {}).pop("execution", None)  # clock times of an earlier run
+
+
+def tidy(notebook: nbformat.NotebookNode, target: Path) -> None:
+    """What an executed notebook keeps (``target``: where it is written): widget state without
+    the widgets' code, each cell's printing as one output per stream, no clock times, and widget
+    ids fixed by the notebook's path and the model's place, not the kernel's random ones (unique
+    across notebooks: the printed book puts every chapter on one page)."""
+    strip_widget_code(notebook)  # state only: the code lives in the package's .js/.css files
+    coalesce_streams(notebook)
+    where = target.resolve().with_suffix("")
+    rel = where.relative_to(REPO).as_posix() if where.is_relative_to(REPO) else where.name
+    stable_model_ids(notebook, rel)
+
+
 def execute(path: Path, timeout: int, lang: str | None = None) -> float:
     notebook = nbformat.read(path, as_version=4)
     if lang is None:
@@ -86,12 +123,13 @@ def execute(path: Path, timeout: int, lang: str | None = None) -> float:
         kernel_name="python3",
         resources={"metadata": {"path": str(path.resolve().parent)}},
         store_widget_state=True,
+        record_timing=False,  # no clock times in the file: an unchanged notebook stays unchanged
     )
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
-    strip_widget_code(notebook)  # state only: the code lives in the package's .js/.css files
     target = output_path(path, lang)
+    tidy(notebook, target)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
     return elapsed
@@ -107,7 +145,20 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="run with COURSE_LANG set, write to locale/zh_CN/notebooks/ (sources unchanged)",
     )
+    parser.add_argument(
+        "--tidy-only",
+        action="store_true",
+        help="do not execute: rewrite the saved notebooks as an execution would save them (tidy)",
+    )
     args = parser.parse_args(argv)
+    if args.tidy_only:
+        for path in args.notebooks:
+            target = output_path(path, args.lang)
+            notebook = nbformat.read(target, as_version=4)
+            tidy(notebook, target)
+            nbformat.write(notebook, target)
+            print(f"{target}: tidied", flush=True)
+        return 0
     book_kernel_environment()
     for path in args.notebooks:
         elapsed = execute(path, args.timeout, args.lang)

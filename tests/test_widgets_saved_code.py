@@ -112,3 +112,65 @@ def test_strip_keeps_state_and_rejects_code_it_does_not_know():
     assert models["a"]["state"]["_esm"] == placeholder_esm("rope_dial", "zh")
     with pytest.raises(ValueError, match=r"rope_dial.*re-execute"):
         strip_widget_code(notebook("export default { render() {} }  // older code"))
+
+
+def _saved_ids(nb: dict) -> list[str]:
+    return sorted(nb["metadata"].get("widgets", {}).get(STATE, {}).get("state", {}))
+
+
+def test_stable_ids_do_not_depend_on_the_kernels_random_ids():
+    """The same notebook saved twice with different random model ids (as two executions save it)
+    becomes the same file; every reference still points at a saved model."""
+    import random
+    import re
+
+    from course_utils.widgets.saved_code import stable_model_ids
+
+    text = (REPO / "chapters" / "01_queries_keys_values.ipynb").read_text(encoding="utf-8")
+    ids = sorted(set(re.findall(r"[0-9a-f]{32}", text)))
+    assert len(ids) >= 4, "chapter 1 saves several widget models"
+    copies = []
+    for seed in (1, 2):
+        rng = random.Random(seed)
+        fresh = {old: f"{rng.getrandbits(128):032x}" for old in ids}
+        nb = json.loads(re.sub(r"[0-9a-f]{32}", lambda m, f=fresh: f[m.group(0)], text))
+        assert stable_model_ids(nb, "en/chapters/01") == len(_saved_ids(nb))
+        copies.append(json.dumps(nb, sort_keys=True))
+    assert copies[0] == copies[1]
+    nb = json.loads(copies[0])
+    saved = set(_saved_ids(nb))
+    refs = set(re.findall(r"IPY_MODEL_([0-9a-f]{32})", json.dumps(nb)))
+    shown = {
+        o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+        for c in nb["cells"]
+        for o in c.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    }
+    assert refs <= saved and shown <= saved and shown
+
+
+def test_executing_an_unchanged_notebook_again_writes_the_same_file(tmp_path: Path):
+    """No clock times and no random widget ids: the repository does not grow when every notebook
+    is run again with nothing changed (before: every cell's timestamps and every model id)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "execute", REPO / "scripts" / "execute_notebooks.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.book_kernel_environment(str(tmp_path / "config"))
+    path = tmp_path / "01_queries_keys_values.ipynb"
+    path.write_bytes((REPO / "chapters" / path.name).read_bytes())
+    saved = []
+    for _ in range(2):
+        script.execute(path, timeout=120)
+        saved.append(path.read_bytes())
+    if saved[0] != saved[1]:
+        import difflib
+
+        diff = difflib.unified_diff(
+            saved[0].decode().splitlines(), saved[1].decode().splitlines(), lineterm="", n=0
+        )
+        raise AssertionError("\n".join(line[:160] for line in list(diff)[:20]))
+    assert b'"iopub.execute_input"' not in saved[0]

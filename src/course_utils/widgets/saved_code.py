@@ -43,6 +43,7 @@ __all__ = [
     "placeholder_css",
     "placeholder_esm",
     "read_code_script",
+    "stable_model_ids",
     "strip_widget_code",
     "widget_stems",
     "write_widget_modules",
@@ -192,3 +193,75 @@ def write_widget_modules(folder: str | Path, source: Path | None = None) -> list
             path.write_text(code_script(stem, lang, source), encoding="utf-8")
             written.append(path)
     return written
+
+
+#: A widget model's id as Jupyter writes it (a uuid4's 32 hex digits), alone or in a reference.
+_MODEL_ID = re.compile(r"\b(?:IPY_MODEL_)?([0-9a-f]{32})\b")
+#: The mime type of a widget's output (its ``model_id``) and the key of the saved models.
+_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+_STATE_MIME = "application/vnd.jupyter.widget-state+json"
+
+
+def stable_model_ids(notebook: Any, salt: str) -> int:
+    """Rename the widget models saved in ``notebook`` to ids that depend only on where they are
+    used, not on the random ids a kernel gave them, so that executing an unchanged notebook again
+    writes the same file (no diff, no growth of the repository). Models are numbered in the order
+    the outputs show them, each followed by the models its state refers to (``IPY_MODEL_<id>``);
+    the ``n``-th gets ``md5(f"{salt}:{n}")``. Returns how many models were renamed.
+
+    >>> a, b = "a" * 32, "b" * 32
+    >>> nb = {"cells": [{"outputs": [{"data": {_VIEW_MIME: {"model_id": b}}}]}],
+    ...       "metadata": {"widgets": {_STATE_MIME: {"state": {
+    ...           a: {"state": {}}, b: {"state": {"layout": "IPY_MODEL_" + a}}}}}}}
+    >>> stable_model_ids(nb, "ch01")
+    2
+    >>> models = nb["metadata"]["widgets"][_STATE_MIME]["state"]
+    >>> first = nb["cells"][0]["outputs"][0]["data"][_VIEW_MIME]["model_id"]
+    >>> models[first]["state"]["layout"][len("IPY_MODEL_"):] in models
+    True
+    """
+    import hashlib
+
+    models = notebook.get("metadata", {}).get("widgets", {}).get(_STATE_MIME, {}).get("state", {})
+    order: list[str] = []
+
+    def visit(model_id: str) -> None:
+        if model_id in order or model_id not in models:
+            return
+        order.append(model_id)
+        for ref in _MODEL_ID.findall(json.dumps(models[model_id], sort_keys=True)):
+            visit(ref)
+
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(_VIEW_MIME)
+            if view and "model_id" in view:
+                visit(view["model_id"])
+    # Models no output shows (none today): after the others, in an order fixed by their content.
+    rest = sorted(set(models) - set(order), key=lambda i: json.dumps(models[i], sort_keys=True))
+    for model_id in rest:
+        visit(model_id)
+    new = {old: hashlib.md5(f"{salt}:{n}".encode()).hexdigest() for n, old in enumerate(order)}
+
+    def renamed_id(m: re.Match[str]) -> str:
+        return m.group(0).replace(m.group(1), new.get(m.group(1), m.group(1)))
+
+    def rename(value: Any) -> Any:
+        if isinstance(value, str):
+            return _MODEL_ID.sub(renamed_id, value)
+        if isinstance(value, list):
+            return [rename(v) for v in value]
+        if isinstance(value, dict):
+            return {rename(k): rename(v) for k, v in value.items()}
+        return value
+
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            view = output.get("data", {}).get(_VIEW_MIME)
+            if view and "model_id" in view:
+                view["model_id"] = new.get(view["model_id"], view["model_id"])
+    if models:
+        renamed = {new[i]: rename(models[i]) for i in order}
+        models.clear()
+        models.update(renamed)
+    return len(order)
