@@ -194,6 +194,39 @@ def test_e9_wiegreffe_pinter_tests_described_and_erasure_attributed_to_serrano_s
     assert "Wiegreffe and Pinter's question" not in _msgids(CH13)
 
 
+def test_e9_the_uniform_attention_baseline_is_run_and_reported_in_both_editions():
+    """W&P's first test was described as 'not run here'; the chapter now runs it (both editions)."""
+    md = _flat(_markdown(CH13))
+    for gone in (
+        "would be the next control; this chapter does not run it",
+        "Wiegreffe and Pinter's own tests, starting with a model trained with uniform weights, are "
+        "not run here",
+        "whose tests (uniform weights, spread over seeds",
+    ):
+        assert gone not in md and gone not in _msgids(CH13), gone
+    for text in (
+        "**Wiegreffe and Pinter's first test: uniform weights.**",
+        '`attention="uniform"` keeps the query at zero',
+        "We ran the first of Wiegreffe and Pinter's tests",
+        "| a model with uniform weights does worse |",
+        "Their other three tests",
+    ):
+        assert text in md, text
+    assert "均匀权重" in _msgstr(CH13, "Wiegreffe and Pinter's first test: uniform weights.")
+    assert "0.936" in _msgstr(CH13, "We ran the first of Wiegreffe and Pinter's tests")
+    assert "4 个百分点" in _msgstr(CH13, "The learned attention adds a few points")
+    for nb_path in (REPO / f"{CH13}.ipynb", LOCALE.parent / "notebooks" / f"{CH13}.ipynb"):
+        nb = json.loads(nb_path.read_text(encoding="utf-8"))
+        cells = [
+            c
+            for c in nb["cells"]
+            if c["cell_type"] == "code" and 'attention="uniform"' in "".join(c["source"])
+        ]
+        assert len(cells) == 1, nb_path
+        printed = "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
+        assert "uniform     0.936 ± 0.010" in printed, nb_path
+
+
 # --- E10: √(2/n) holds for normal data; q·k at d_k = 1 is heavier-tailed ---
 
 
