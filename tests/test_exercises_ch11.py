@@ -99,3 +99,71 @@ def test_hanging_function_is_stopped(monkeypatch):
     t0 = time.perf_counter()
     assert not ch11.check_absorb_query(hang)
     assert time.perf_counter() - t0 < 10
+
+
+# --- exercise 11.4: MLA alone at 16 bits against DeepSeek-V2's reported 93.3% ---
+
+
+def kv_reduction(gqa, mla, bits, *, kv=2, rope=True, latents=1, gqa_bits=16, bits_per_byte=8):
+    n_layers, n_kv_heads, d_head = gqa
+    gqa_bytes = kv * n_layers * n_kv_heads * d_head * gqa_bits / 8
+    n_layers, d_c, d_rope = mla
+    mla_bytes = n_layers * (latents * d_c + rope * d_rope) * bits / bits_per_byte
+    return 1 - mla_bytes / gqa_bytes
+
+
+def test_kv_reduction_gives_82_percent_at_16_bits_and_the_papers_93_3_at_6():
+    ds67, v2 = (95, 8, 128), (60, 512, 64)
+    assert f"{kv_reduction(ds67, v2, 16):.1%}" == "82.2%"
+    assert f"{kv_reduction(ds67, v2, 6):.1%}" == "93.3%"
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        kv_reduction,
+        lambda g, m, b: np.float64(kv_reduction(g, m, b)),
+        lambda g, m, b: torch.tensor(kv_reduction(g, m, b), dtype=torch.float32),
+        lambda g, m, b: np.array([kv_reduction(g, m, b)], dtype=np.float32),
+        lambda g, m, b: round(kv_reduction(g, m, b), 3),  # three decimals are enough
+        lambda g, m, b: 1 - m[0] * (m[1] + m[2]) * b / (2 * g[0] * g[1] * g[2] * 16),  # in bits
+    ],
+    ids=["float", "numpy", "torch-f32", "array-f32", "rounded", "bits"],
+)
+def test_kv_reduction_right_answers_pass(fn):
+    fb = ch11.check_kv_reduction(fn)
+    assert fb, str(fb)
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (lambda g, m, b: 1 - kv_reduction(g, m, b), "fraction KEPT"),
+        (lambda g, m, b: 100 * kv_reduction(g, m, b), "not a percentage"),
+        (lambda g, m, b: kv_reduction(g, m, b, kv=1), "a key AND a value per KV head"),
+        (lambda g, m, b: kv_reduction(g, m, b, rope=False), "RoPE key k^R is cached too"),
+        (lambda g, m, b: kv_reduction(g, m, b, latents=2), "ONE latent"),
+        (lambda g, m, b: kv_reduction(g, m, b, gqa_bits=b), "the GQA cache stays at 16 bits"),
+        (lambda g, m, b: kv_reduction(g, m, b, bits_per_byte=1), "bits / 8 bytes"),
+        (lambda g, m, b: kv_reduction(g, m, 16), "the MLA cache holds `bits`-bit numbers"),
+    ],
+    ids=["kept", "percent", "no-v", "no-rope", "two-latents", "both-quantized", "bits", "16-bit"],
+)
+def test_kv_reduction_mistakes_are_named(fn, hint):
+    fb = ch11.check_kv_reduction(fn)
+    assert not fb
+    assert hint in str(fb), str(fb)
+
+
+def test_kv_reduction_hard_coded_and_broken_answers_get_feedback():
+    hard_coded = ch11.check_kv_reduction(lambda g, m, b: 0.822)
+    assert not hard_coded and "bits = 6" in str(hard_coded)
+    for fn, text in [
+        (lambda g, m, b: None, "returned None"),
+        (lambda g, m, b: [0.8, 0.9], "expected one number"),
+        (lambda g, m, b: "82%", "expected one number"),
+        (lambda g, m, b: 1 / 0, "ZeroDivisionError"),
+        (..., "still Ellipsis"),
+    ]:
+        fb = ch11.check_kv_reduction(fn)
+        assert not fb and text in str(fb), str(fb)

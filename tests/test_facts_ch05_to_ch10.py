@@ -13,9 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import polib
+import torch
 
 from course_utils import positions
+from course_utils.exercises import ch05
+from course_utils.i18n import translate
 from course_utils.sparse import strided_mask
+from course_utils.widgets import rope_dial
 
 REPO = Path(__file__).resolve().parents[1]
 CH = {int(p.name[:2]): p for p in sorted((REPO / "chapters").glob("*.ipynb"))}
@@ -66,6 +70,25 @@ def test_e1_rope_pairings_name_the_right_code():
     assert "Llama-family models" not in _flat(positions.apply_rope.__doc__)
     assert "Meta 的 Llama 参考代码" in _zh(5, "and so does Meta's reference Llama code")
     assert "Meta 的 Llama 代码" in _zh(5, "Rotate-half (GPT-NeoX,")
+
+
+def test_e1_rope_checker_and_dial_name_gpt_neox_not_llama_for_rotate_half():
+    """The exercise's hint and the RoPE dial repeated 'rotate-half, as Llama does'."""
+
+    def interleaved(x, p, base):
+        return positions.apply_rope(
+            torch.as_tensor(x), torch.as_tensor(p), base=base, interleaved=True
+        )
+
+    fb = str(ch05.check_rope(interleaved))
+    assert "interleaved pairing" in fb and "Llama" not in fb
+    assert "GPT-NeoX and Hugging Face transformers" in fb
+    msg = next(line for line in fb.splitlines() if "interleaved pairing" in line)
+    msg = msg.split("hint:", 1)[-1].strip()
+    zh = translate(msg, "zh")
+    assert "GPT-NeoX" in zh and "Llama" not in zh and zh != msg
+    doc = _flat(rope_dial.RopeDial.__doc__)
+    assert "as in Llama" not in doc and "Rotate-half pairing (GPT-NeoX, Hugging Face" in doc
 
 
 # --- E2, ch7: causal attention is the first of the seed's variants (causal, cross, sparse)

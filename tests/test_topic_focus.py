@@ -144,6 +144,32 @@ def test_initial_attention_is_uniform(trained):
     assert trained.topic_share_curve[0] == pytest.approx(token_share, abs=1e-6)
 
 
+def test_uniform_attention_baseline_keeps_every_weight_at_one_over_t():
+    """Wiegreffe and Pinter's first test: the same model trained with uniform weights. The query
+    never moves, every sentence's weights stay 1/T, and the rest of the model still learns."""
+    data = make_split(n_train=200, n_test=80, seed=0)
+    uniform = train_classifier(data, seed=0, steps=20, eval_every=5, attention="uniform")
+    learned = train_classifier(data, seed=0, steps=20, eval_every=5)
+    assert torch.equal(uniform.model.query, torch.zeros_like(uniform.model.query))
+    _, weights = uniform.predict(data.test)
+    for w in weights:
+        np.testing.assert_allclose(w, np.full(len(w), 1 / len(w)), rtol=1e-12)
+    assert len(set(uniform.topic_share_curve)) == 1  # the share of topic tokens, throughout
+    assert uniform.topic_share_curve[0] == learned.topic_share_curve[0]
+    assert learned.topic_share_curve[-1] > uniform.topic_share_curve[-1] + 0.3
+    assert uniform.test_accuracy > 0.5  # the embeddings and the output layer learn (chance 0.25)
+    same_init = train_classifier(data, seed=0, steps=1, eval_every=1, attention="uniform")
+    assert same_init.test_accuracy_curve[0] == learned.test_accuracy_curve[0]
+
+
+def test_attention_setting_rejects_unknown_kinds():
+    data = make_split(n_train=20, n_test=8, seed=0)
+    with pytest.raises(
+        ValueError, match="attention must be one of 'learned', 'uniform'; got 'none'"
+    ):
+        train_classifier(data, steps=1, attention="none")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

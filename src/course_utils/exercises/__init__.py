@@ -14,6 +14,8 @@ Generic checkers (in ``_checks.py``)
 - :func:`check_array` ``(name, answer, expected, *, rtol, atol, mistakes=(), nan_hint=None)``:
   shape, then the first entry that differs, then the hint of any :class:`Mistake` whose value equals
   the answer.
+- :func:`check_number` ``(name, answer, expected, mistakes, wrong, *, atol=0.0)``: one number
+  (float, numpy or torch scalar); ``mistakes`` are ``(value, hint)`` pairs;
 - :func:`check_scores` ``(answer, q, k, *, scaled=True, scale=None)``
 - :func:`check_weights` ``(answer, q=None, k=None, *, mask=None, scale=None)``
 - :func:`check_attention_output` ``(answer, q, k, v, mask=None, *, scale=None)``
@@ -78,6 +80,7 @@ from ._checks import (
     check_array,
     check_attention_output,
     check_causal_mask,
+    check_number,
     check_scores,
     check_softmax,
     check_weights,
@@ -98,6 +101,7 @@ __all__ = [
     "check_array",
     "check_attention_output",
     "check_causal_mask",
+    "check_number",
     "check_scores",
     "check_softmax",
     "check_weights",

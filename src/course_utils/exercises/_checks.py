@@ -12,7 +12,7 @@ The package re-exports the public names of this module (``course_utils.exercises
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -184,6 +184,50 @@ def not_a_pair(title: str, result: Any, names: str) -> Feedback | None:
         (f"expected a pair ({names}); got a {type(result).__name__}",),
         (f"end the function with `return {names}`",),
     )
+
+
+def check_number(
+    name: str,
+    result: Any,
+    expected: float,
+    mistakes: Sequence[tuple[float, str]],
+    wrong: Callable[[float], str],
+    *,
+    atol: float = 0.0,
+) -> Feedback:
+    """Compare a learner's number (float, numpy or torch scalar, also float32) with ``expected``.
+
+    Equal within ``1e-9`` relative (more for float32) or within ``atol`` (e.g. ``5e-4`` accepts a
+    fraction rounded to three decimals). ``mistakes`` are ``(value, hint)``: the hint of the first
+    whose value the answer equals, with the same tolerance, is given. ``wrong(value)`` is the
+    message for a wrong answer.
+
+    >>> print(check_number("share", 0.25, 0.75, [(0.25, "that is the part kept")],
+    ...                    lambda v: f"got {v:g}, expected 0.75"))
+    ✗ share: not yet right
+      - got 0.25, expected 0.75
+      hint: that is the part kept
+    >>> bool(check_number("share", 0.750, 0.7503, [], str, atol=5e-4))
+    True
+    """
+    try:
+        arr = as_answer_array(result, name)
+    except TypeError as err:
+        return Feedback(False, name, (f"expected one number; {err}",))
+    if arr.size != 1:
+        return Feedback(
+            False, name, (f"expected one number; got an array of shape {tuple(arr.shape)}",)
+        )
+    rtol, _ = answer_tolerance(arr.dtype, 1e-9, 0.0)
+    value = float(arr.reshape(()))
+
+    def same(a: float, b: float) -> bool:
+        return math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
+
+    if same(value, expected):
+        return Feedback(True, name)
+    hints = [hint for candidate, hint in mistakes if same(value, candidate)]
+    return Feedback(False, name, (wrong(value),), tuple(hints[:1]))
 
 
 def _not_numeric(name: str, answer: Any) -> Feedback | None:

@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ import numpy as np
 from ..saturation import softmax_jacobian
 from ..scaling import sample_scores, saturation_sweep
 from ..softmax import softmax
-from ._checks import answer_tolerance, as_answer_array
+from ._checks import answer_tolerance, as_answer_array, check_number
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -40,34 +40,6 @@ __all__ = ["check_jacobian", "check_saturation_threshold", "check_score_variance
 _SEED = 2017
 _GRID = tuple(2**i for i in range(11))  # what the checker uses (the public name may be rebound)
 SATURATION_GRID = _GRID
-
-
-def _check_number(
-    name: str,
-    result: Any,
-    expected: float,
-    mistakes: Sequence[tuple[float, str]],
-    wrong: Callable[[float], str],
-) -> Feedback:
-    """Compare a learner's number (float, numpy or torch scalar, also float32) with ``expected``.
-
-    ``mistakes`` are ``(value, hint)``: the hint of the first whose value the answer equals is
-    given. ``wrong(value)`` is the message for a wrong answer.
-    """
-    try:
-        arr = as_answer_array(result, name)
-    except TypeError as err:
-        return Feedback(False, name, (f"expected one number; {err}",))
-    if arr.size != 1:
-        return Feedback(
-            False, name, (f"expected one number; got an array of shape {tuple(arr.shape)}",)
-        )
-    rtol, _ = answer_tolerance(arr.dtype, 1e-9, 0.0)
-    value = float(arr.reshape(()))
-    if math.isclose(value, expected, rel_tol=rtol):
-        return Feedback(True, name)
-    hints = [hint for candidate, hint in mistakes if math.isclose(value, candidate, rel_tol=rtol)]
-    return Feedback(False, name, (wrong(value),), tuple(hints[:1]))
 
 
 # --- exercise 2.1 ---------------------------------------------------------------------------------
@@ -110,7 +82,7 @@ def check_score_variance(
                 f"(a simulation of 20,000 pairs measures {simulated:.4g})"
             )
 
-        return _check_number("score_var", result, expected, mistakes, wrong)
+        return check_number("score_var", result, expected, mistakes, wrong)
 
     def compare_scale(result: Any, d_k: int, s_q: float, s_k: float) -> Feedback:
         variance = d_k * s_q**2 * s_k**2
@@ -129,7 +101,7 @@ def check_score_variance(
                 f"factor the variance would be {c * c * variance:.4g}, not 1"
             )
 
-        return _check_number("unit_scale", result, want, mistakes, wrong)
+        return check_number("unit_scale", result, want, mistakes, wrong)
 
     for fn, name, compare in (
         (score_var, "score_var", compare_var),

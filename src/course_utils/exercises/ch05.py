@@ -133,7 +133,8 @@ def check_rope(rope: Callable[[np.ndarray, np.ndarray, float], Any]) -> Feedback
         mistakes = [
             Mistake(
                 "you paired dimension 2i with 2i+1 (the RoFormer paper's interleaved pairing); "
-                "this exercise uses rotate-half, as Llama does: dimension i with i + d/2",
+                "this exercise uses rotate-half, as GPT-NeoX and Hugging Face transformers do: "
+                "dimension i with i + d/2",
                 apply_rope(xt, pt, base=base, interleaved=True),
             ),
             Mistake(

@@ -9,7 +9,9 @@ tensors (also with ``requires_grad``), float32 or lists. A checker never raises.
   ``(mha, mla)``, numbers cached per token per layer;
 - :func:`check_absorb_query`: ``absorb_query(q_c, W_UK)``, the query moved into latent space;
 - :func:`check_latent_scores`: ``latent_scores(q_c, q_r, c_kv, k_r, W_UK)``, one token's scaled
-  scores against the cached latents, for every head.
+  scores against the cached latents, for every head;
+- :func:`check_kv_reduction`: ``kv_reduction(gqa, mla, bits)``, the fraction of cache bytes per
+  token an MLA model saves against a GQA model with a 16-bit cache (DeepSeek-V2's 93.3%).
 
 >>> bool(check_cache_values(lambda h, d, dc, dr: (2 * h * d, dc + dr)))
 True
@@ -29,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from ..attention import default_scale
-from ..kv_cache import values_per_token_mha, values_per_token_mla
-from ._checks import Mistake, check_array
+from ..kv_cache import kv_cache_bytes, mla_cache_bytes, values_per_token_mha, values_per_token_mla
+from ._checks import Mistake, check_array, check_number
 from ._feedback import Feedback
 from ._learner import run_cases
 
-__all__ = ["check_absorb_query", "check_cache_values", "check_latent_scores"]
+__all__ = ["check_absorb_query", "check_cache_values", "check_kv_reduction", "check_latent_scores"]
 
 _SEED = 2024
 _ATOL = 1e-5  # float32 answers round at about 1e-7 relative; entries here are of order 1-10
@@ -199,4 +201,101 @@ def check_latent_scores(latent_scores: Callable[..., Any]) -> Feedback:
         _score_cases(),
         compare,
         "all {n} cases equal the naive scores (keys rebuilt from the latents)",
+    )
+
+
+# --- exercise 11.4: what DeepSeek-V2's 93.3% measures -----------------------------------------
+
+_GQA_BYTES = 2  # the GQA model's cache holds 16-bit numbers (DeepSeek 67B: bf16)
+_REDUCTION_ATOL = 5e-4  # a fraction rounded to three decimals (0.822) is right
+
+
+def _reduction_cases() -> list[tuple[str, tuple[tuple[int, int, int], tuple[int, int, int], int]]]:
+    ds67, v2 = (95, 8, 128), (60, 512, 64)  # DeepSeek 67B; DeepSeek-V2 (section 3.1.1)
+    cases = [(ds67, v2, 16), (ds67, v2, 6), ((32, 8, 128), (32, 256, 32), 8)]
+    cases.append(((24, 16, 64), (24, 384, 64), 4))
+    return [
+        (
+            f"DeepSeek 67B against DeepSeek-V2, bits = {bits}"
+            if (gqa, mla) == (ds67, v2)
+            else f"gqa = {gqa}, mla = {mla}, bits = {bits}",
+            (gqa, mla, bits),
+        )
+        for gqa, mla, bits in cases
+    ]
+
+
+def check_kv_reduction(kv_reduction: Callable[[Any, Any, Any], Any]) -> Feedback:
+    """Check ``kv_reduction(gqa, mla, bits)`` -> ``1 - bytes_MLA / bytes_GQA`` per token.
+
+    ``gqa = (n_layers, n_kv_heads, d_head)`` of a model whose cache holds 16-bit numbers,
+    ``mla = (n_layers, d_c, d_h^R)`` of a model whose cache holds ``bits``-bit numbers. The answer
+    is a fraction (float, numpy or torch scalar); three decimals are enough.
+
+    >>> def kv_reduction(gqa, mla, bits):
+    ...     gqa_bytes = 2 * gqa[0] * gqa[1] * gqa[2] * 2
+    ...     return 1 - mla[0] * (mla[1] + mla[2]) * bits / 8 / gqa_bytes
+    >>> print(check_kv_reduction(kv_reduction))
+    ✓ KV-cache reduction: correct
+      - all 4 cases right: 1 - bytes_MLA / bytes_GQA, with the GQA cache at 16 bits
+    >>> print(check_kv_reduction(lambda gqa, mla, bits: 1 - kv_reduction(gqa, mla, bits)))
+    ... # doctest: +ELLIPSIS
+    ✗ KV-cache reduction: not yet right
+      - test case: DeepSeek 67B against DeepSeek-V2, bits = 16
+      - kv_reduction returned 0.1776, expected 0.8224
+      hint: that is the fraction KEPT (bytes_MLA / bytes_GQA); the reduction is 1 minus it
+    """
+    title = "KV-cache reduction"
+
+    def compare(
+        result: Any, gqa: tuple[int, int, int], mla: tuple[int, int, int], bits: int
+    ) -> Feedback:
+        ref = kv_cache_bytes(*gqa, 1, bytes_per_value=_GQA_BYTES)  # keys and values, 16 bits
+        n_layers, d_c, d_rope = mla
+        elements = mla_cache_bytes(n_layers, d_c, d_rope, 1, bytes_per_value=1)  # 1 byte each
+        mla_bytes = elements * bits / 8
+        expected = 1 - mla_bytes / ref
+        mistakes = [
+            (
+                mla_bytes / ref,
+                "that is the fraction KEPT (bytes_MLA / bytes_GQA); the reduction is 1 minus it",
+            ),
+            (100 * expected, "return a fraction (such as 0.5), not a percentage (50)"),
+            (
+                1 - mla_bytes / (ref / 2),
+                "the GQA cache holds a key AND a value per KV head: 2 · layers · n_kv_heads · d_h"
+                " numbers",
+            ),
+            (
+                1 - n_layers * d_c * bits / 8 / ref,
+                "the RoPE key k^R is cached too, beside the latent: d_c + d_h^R numbers per layer",
+            ),
+            (
+                1 - n_layers * (2 * d_c + d_rope) * bits / 8 / ref,
+                "MLA caches ONE latent c^KV for keys and values together, not one for each",
+            ),
+            (
+                1 - elements * bits / ref,
+                "`bits` is in bits: a number of `bits` bits takes bits / 8 bytes",
+            ),
+            (
+                # the same as quantizing both caches: the ratio does not change
+                1 - elements * 2 / ref,
+                "`bits` is the MLA cache's only: the GQA cache stays at 16 bits (2 bytes a "
+                "number), the MLA cache holds `bits`-bit numbers",
+            ),
+        ]
+
+        def wrong(value: float) -> str:
+            return f"kv_reduction returned {value:.4g}, expected {expected:.4g}"
+
+        return check_number(title, result, expected, mistakes, wrong, atol=_REDUCTION_ATOL)
+
+    return run_cases(
+        title,
+        kv_reduction,
+        "kv_reduction",
+        _reduction_cases(),
+        compare,
+        "all {n} cases right: 1 - bytes_MLA / bytes_GQA, with the GQA cache at 16 bits",
     )

@@ -56,8 +56,11 @@ PAD, UNK = "<pad>", "<unk>"
 class ClassifierConfig(ExperimentConfig):
     """Everything :func:`train_classifier` can be told besides the data and the seed.
 
-    The widths of the embeddings (``d_model``) and of the query/key space (``d_k``), and the
-    schedule: full-batch Adam (``batch`` is None: every step sees the whole training set).
+    The widths of the embeddings (``d_model``) and of the query/key space (``d_k``), the
+    schedule: full-batch Adam (``batch`` is None: every step sees the whole training set), and
+    ``attention``: ``"learned"`` (the query is trained) or ``"uniform"``, the baseline of
+    Wiegreffe and Pinter (2019, their first test): the query stays at zero, so every token of a
+    sentence keeps the weight ``1/T`` and only the embeddings and the output layer learn.
 
     >>> ClassifierConfig().schedule
     Schedule(steps=150, batch=None, lr=0.05, eval_every=10)
@@ -69,6 +72,19 @@ class ClassifierConfig(ExperimentConfig):
     eval_every: int = 10
     d_model: int = 32
     d_k: int = 16
+    attention: str = "learned"  # or "uniform": the query is frozen at zero
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.attention not in ATTENTION_KINDS:
+            raise ValueError(
+                f"attention must be one of {', '.join(map(repr, ATTENTION_KINDS))}; "
+                f"got {self.attention!r}"
+            )
+
+
+#: How :func:`train_classifier` treats the attention weights (``ClassifierConfig.attention``).
+ATTENTION_KINDS = ("learned", "uniform")
 
 
 @dataclass(frozen=True)
@@ -258,7 +274,14 @@ def train_classifier(
     Every ``eval_every`` steps (and at step 0) the test accuracy and the mean attention weight on
     topic words (the "topic share") are recorded, so the curves show how focusing develops. The
     settings: ``config`` (a :class:`ClassifierConfig`, the defaults if None), and as keywords
-    ``steps``, ``lr``, ``eval_every``, ``d_model``, ``d_k`` (see the module's example).
+    ``steps``, ``lr``, ``eval_every``, ``d_model``, ``d_k``, ``attention`` (see the module's
+    example). ``attention="uniform"`` trains the same model with uniform weights instead of
+    learned attention, the baseline a learned attention must beat:
+
+    >>> data = make_split(n_train=200, n_test=100, seed=0)
+    >>> uniform = train_classifier(data, seed=0, steps=20, attention="uniform")
+    >>> uniform.topic_share_curve[0] == uniform.topic_share_curve[-1]  # weights never move
+    True
     """
     cfg = with_settings(ClassifierConfig, config, settings, "train_classifier")
     if cfg.schedule.batch is not None:
@@ -275,6 +298,8 @@ def _train(data: Split, seed: int, cfg: ClassifierConfig) -> TrainResult:
     model = AttentionPoolingClassifier(
         len(data.vocab), len(TOPICS), d_model=cfg.d_model, d_k=cfg.d_k
     )
+    if cfg.attention == "uniform":  # q stays 0: every score is 0, every weight 1/T
+        model.query.requires_grad_(False)
     train = make_batch(data.train, data.vocab)
     test = make_batch(data.test, data.vocab)
     at, measured = train_adam(  # full batch: every step sees the whole training set

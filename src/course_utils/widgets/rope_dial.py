@@ -53,7 +53,8 @@ class RopeDial(CourseWidget):
     ----------
     q, k : array_like, shape ``(d,)``, optional
         The query and key vectors (even ``d`` from 2 to 16, same length); default: a seeded pair of
-        8 dimensions. Rotate-half pairing, as in Llama: dial ``i`` shows dims ``(i, i + d/2)``.
+        8 dimensions. Rotate-half pairing (GPT-NeoX, Hugging Face ``transformers``): dial ``i``
+        shows dims ``(i, i + d/2)``.
     bases : sequence of float
         The values of θ (base) offered by the select (1 to 4 of them, each > 0).
     n_positions : int
