@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..attention import default_scale
+from ..i18n import t
 from ..kv_cache import values_per_token_mha, values_per_token_mla
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
@@ -95,7 +96,12 @@ def _absorb_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
     for h, dn, dc in [(2, 3, 5), (4, 8, 16), (3, 4, 6)]:
         q_c = rng.normal(size=(h, dn)).round(2)  # (h, d_h)
         w_uk = rng.normal(size=(h, dn, dc)).round(2)  # (h, d_h, d_c)
-        out.append((f"q_c of shape {q_c.shape}, W_UK of shape {w_uk.shape}", (q_c, w_uk)))
+        out.append(
+            (
+                t("q_c of shape {q_c}, W_UK of shape {w_uk}", q_c=q_c.shape, w_uk=w_uk.shape),
+                (q_c, w_uk),
+            )
+        )
     return out
 
 
@@ -153,7 +159,14 @@ def _score_cases() -> list[tuple[str, tuple[np.ndarray, ...]]]:
             rng.normal(size=(S, dr)).round(2),  # k_r (S, d_h^R), already rotated
             rng.normal(size=(h, dn, dc)).round(2),  # W_UK (h, d_h, d_c)
         )
-        described = f"h = {h}, d_h = {dn}, d_h^R = {dr}, d_c = {dc}, S = {S} cached tokens"
+        described = t(
+            "h = {h}, d_h = {dn}, d_h^R = {dr}, d_c = {dc}, S = {S} cached tokens",
+            h=h,
+            dn=dn,
+            dr=dr,
+            dc=dc,
+            S=S,
+        )
         out.append((described, args))
     return out
 
