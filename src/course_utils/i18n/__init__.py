@@ -56,6 +56,7 @@ import json
 import os
 import re
 import string
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -193,6 +194,8 @@ def t(template: str, /, **fields: Any) -> str:
     lang = get_language()
     if lang == "en":
         return template.format(**fields)
+    if "matplotlib" in sys.modules:  # a figure label made with t: draw its Chinese in CJK
+        install_matplotlib_hook()
     text = catalogue(lang, "messages").get(template, template)
     if not fields:
         return text.format()
