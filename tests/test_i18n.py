@@ -1,9 +1,12 @@
 """course_utils.i18n: the package speaks Chinese under COURSE_LANG=zh (issue 20).
 
-* the language setting (``COURSE_LANG``, :func:`set_language`) and the lookups ``t``, ``translate``;
+* the language setting (``COURSE_LANG``, :func:`set_language`) and the one lookup ``t`` (with
+  ``t_literal``, its pass-through of finished text by exact key);
 * the rule "no untranslated English" and the glossary rule, each tested on its own;
-* the catalogue: every message the code uses has a zh entry, no entry is unused, every entry follows
-  the glossary and has no English left, and its placeholders format;
+* the catalogue, extracted statically: every literal first argument of ``t(...)`` in the package
+  and the chapters has a zh entry with the same fields, ``t`` is given nothing but literals outside
+  the documented pass-throughs, no entry is unused; every entry follows the glossary and has no
+  English left;
 * widgets: under ``set_language("zh")`` every widget of every chapter, created as the notebooks
   create it, has Chinese text traits, and its ES module carries the Chinese of every ``CU.t``
   string of its JavaScript (checked in Node as well, where it runs);
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import json
 import re
@@ -33,7 +37,7 @@ from course_utils.i18n import (
     js_messages,
     set_language,
     t,
-    translate,
+    t_literal,
 )
 
 from .system_tools import require
@@ -112,7 +116,7 @@ def test_set_language_rejects_unknown_languages(bad, error):
         set_language(bad)
 
 
-# ---- t and translate ---------------------------------------------------------------------------
+# ---- t and t_literal -----------------------------------------------------------------------------
 
 
 def test_t_formats_named_fields_in_both_languages(en):
@@ -124,20 +128,36 @@ def test_t_formats_named_fields_in_both_languages(en):
 
 def test_missing_message_falls_back_to_english(zh):
     assert t("a message nobody translated: {x}", x=1.5) == "a message nobody translated: 1.5"
-    assert translate("a message nobody translated") == "a message nobody translated"
+    assert t_literal("a message nobody translated") == "a message nobody translated"
 
 
-def test_translate_keeps_the_numbers_of_a_formatted_message(zh):
-    text = translate("entry [0, 1] is -1.11: weights are never negative")
+def test_t_formats_the_same_values_in_chinese(zh):
+    text = t("entry {where} is {w}: weights are never negative", where="[0, 1]", w=-1.11)
     assert text == "元素 [0, 1] 为 -1.11：权重永远不会是负数"
-    # a field that is itself a message is translated too ("row 2" -> "第 2 行")
-    assert translate("row 2 sums to 1.37, expected 1") == "第 2 行之和为 1.37，应为 1"
-    assert translate("  correct\n") == "  正确\n"  # white space around is kept
+    # a message inside a message is made with t itself ("row 2" -> "第 2 行"), no space left
+    # between Chinese characters ("第 2 行 之和" -> "第 2 行之和")
+    row = t("row {row}", row=2)
+    text = t(
+        "{label} sums to {total}, expected {want}{reason}", label=row, total=1.37, want=1, reason=""
+    )
+    assert text == "第 2 行之和为 1.37，应为 1"
+    # a field that is a label of the catalogue is translated, unless the Chinese quotes it as code
+    assert t(
+        "{name} has shape {got}, expected {want}", name="weights", got="(2,)", want="(3,)"
+    ) == ("权重的形状为 (2,)，应为 (3,)")
+    assert t("{name} is still {answer!r}", name="weights", answer=None) == "`weights` 仍然是 None"
+    assert t_literal("  correct\n") == "  正确\n"  # white space around is kept
+    assert t_literal(r"measured, after dividing by $\sqrt{d_k}$") == (
+        catalogue("zh", "messages")[r"measured, after dividing by $\sqrt{{d_k}}$"].format()
+    )
 
 
-def test_translate_is_identity_in_english(en):
+def test_t_is_str_format_in_english(en):
     for key in list(catalogue("zh", "messages"))[:50]:
-        assert translate(key) == key
+        assert t_literal(key.replace("{{", "{").replace("}}", "}")) == key.replace(
+            "{{", "{"
+        ).replace("}}", "}")
+    assert t("{name} is still {answer!r}", name="x", answer=None) == "x is still None"
 
 
 # ---- the rules themselves ------------------------------------------------------------------------
@@ -211,7 +231,7 @@ def _entries():
 
 def _sample(value: str) -> str:
     """A zh value with its placeholders filled with a number (what a reader sees)."""
-    return re.sub(r"\{\w*\}", "0", value.replace("{{", "{").replace("}}", "}"))
+    return re.sub(r"\{[^{}]*\}", "0", value.replace("{{", "{").replace("}}", "}"))
 
 
 def test_catalogue_file_is_valid_and_sorted():
@@ -228,85 +248,197 @@ def test_entry_is_chinese_follows_the_glossary_and_formats(section, key, value):
     assert re.search(r"[\u4e00-\u9fff]", value) or not untranslated_english(_sample(key)), value
     assert untranslated_english(_sample(value)) == [], (key, value)
     assert glossary_violations(key, value) == [], (key, value)
-    fields = i18n.key_fields(key)
-    assert re.sub(r"\{\w*\}|\{\{|\}\}", "", key).strip(), f"{key!r}: a key needs literal text"
-    # the translation formats with the key's fields (positional and named)
-    sample = [f"<{i}>" for i in range(len(fields))]
-    named = {name: f"<{i}>" for i, name in enumerate(fields) if name}
-    filled = value.format(*sample, **named)
-    for i, name in enumerate(fields):
-        if not name and "{}" in value:  # in order: every field is shown
-            assert f"<{i}>" in filled, (key, value)
+    assert re.sub(r"\{[^{}]*\}|\{\{|\}\}", "", key).strip(), f"{key!r}: a key needs literal text"
 
 
-def _source_keys() -> set[str]:
-    """Every string literal and f-string of the package (f-string fields as ``{}``), the string
-    literals of the chapters' code cells, and the topic names of the chapter-13 data."""
-    keys: set[str] = set()
+# ---- the keys, extracted statically -------------------------------------------------------------
 
-    def add(node: ast.AST) -> None:
-        for n in ast.walk(node):
-            if isinstance(n, ast.JoinedStr):
-                parts = [
-                    v.value.replace("{", "{{").replace("}", "}}")
-                    if isinstance(v, ast.Constant)
-                    else "{}"
-                    for v in n.values
-                ]
-                keys.add("".join(parts))
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-                keys.add(n.value)
-                keys.add(n.value.replace("{", "{{").replace("}", "}}"))
+#: Where ``t`` may be given something other than a literal: (file, function) of the documented
+#: pass-throughs. ``t_literal`` looks finished text up by exact key; ``run_cases`` formats its
+#: ``passed`` argument, which every call site gives as a literal (collected below).
+PASS_THROUGH = {("i18n/__init__.py", "t_literal"), ("exercises/_learner.py", "run_cases")}
 
-    for path in SRC.rglob("*.py"):
-        add(ast.parse(path.read_text(encoding="utf-8")))
+
+def _code_cells() -> list[tuple[str, ast.Module]]:
+    out = []
     for nb_path in sorted((ROOT / "chapters").glob("*.ipynb")):
-        for cell in json.loads(nb_path.read_text(encoding="utf-8"))["cells"]:
+        for i, cell in enumerate(json.loads(nb_path.read_text(encoding="utf-8"))["cells"]):
             if cell["cell_type"] == "code":
                 code = "".join(cell["source"])
                 code = "\n".join(x for x in code.splitlines() if x.lstrip()[:1] not in "%!")
-                add(ast.parse(code))
-    from course_utils.heads.measure import PATTERNS
-    from course_utils.model_configs import MODEL_CONFIGS
-    from course_utils.topic_focus.dataset import TOPICS
+                out.append((f"{nb_path.name}[{i}]", ast.parse(code)))
+    return out
 
-    notes = {cfg.note for cfg in MODEL_CONFIGS.values() if cfg.note}  # model_configs.json
-    return keys | set(TOPICS) | set(PATTERNS) | notes
+
+@functools.cache
+def _sources() -> tuple[tuple[str, ast.Module], ...]:
+    """The package's modules (from the package imported, so a copy can be checked) and the
+    chapters' code cells, parsed."""
+    package = Path(i18n.__file__).resolve().parents[1]
+    out = [
+        (path.relative_to(package).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+        for path in sorted(package.rglob("*.py"))
+    ]
+    return tuple(out + _code_cells())
+
+
+def _t_calls() -> list[tuple[str, str, ast.Call]]:
+    """Every call ``t(...)`` (and ``run_cases(...)``'s ``passed``) as (file, enclosing function,
+    the argument node that is the template)."""
+    out = []
+
+    def visit(where: str, node: ast.AST, func: str, has_t: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef) else func
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+                if child.func.id == "t" and has_t:
+                    out.append((where, func, child.args[0] if child.args else child))
+                elif child.func.id == "run_cases":
+                    passed = child.args[5] if len(child.args) > 5 else None
+                    passed = next((k.value for k in child.keywords if k.arg == "passed"), passed)
+                    out.append((where, func, passed))
+            visit(where, child, inner, has_t)
+
+    for where, tree in _sources():
+        visit(where, tree, "", where == "i18n/__init__.py" or _imports_t(tree))
+    return out
+
+
+def _imports_t(tree: ast.Module) -> bool:
+    """Whether this module (or notebook cell) imports ``t`` from ``course_utils.i18n`` (another
+    ``t`` is another function, such as a local helper)."""
+    return any(
+        isinstance(n, ast.ImportFrom)
+        and (n.module or "").endswith("i18n")
+        and any(a.name == "t" and a.asname is None for a in n.names)
+        for n in ast.walk(tree)
+    )
+
+
+def _literal(node: ast.AST | None, tree_of: dict[str, ast.Module], where: str, func: str):
+    """The string a template argument stands for: a literal, or a name its function (or module)
+    assigns one literal to (``passed = "all {n} cases right"``); else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        tree = tree_of[where]
+        scope = next(
+            (
+                f
+                for f in ast.walk(tree)
+                if isinstance(f, ast.FunctionDef)
+                and f.name == func
+                and any(n is node for n in ast.walk(f))
+            ),
+            tree,
+        )
+        values = {
+            n.value.value
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Constant)
+            and isinstance(n.value.value, str)
+            and any(isinstance(x, ast.Name) and x.id == node.id for x in n.targets)
+        }
+        if len(values) == 1:
+            return values.pop()
+    return None
+
+
+def _t_keys() -> dict[str, list[str]]:
+    """Every template given to ``t`` as a literal -> where (static extraction of the keys)."""
+    trees = dict(_sources())
+    keys: dict[str, list[str]] = {}
+    for where, func, node in _t_calls():
+        key = _literal(node, trees, where, func)
+        if key:  # run_cases(..., "") shows no message
+            keys.setdefault(key, []).append(where)
+    return keys
+
+
+def test_t_is_given_literals():
+    """(c) ``t`` takes a literal template (or a name bound to one), so its key can be found."""
+    trees = dict(_sources())
+    bad = [
+        (where, func, ast.unparse(node))
+        for where, func, node in _t_calls()
+        if (where, func) not in PASS_THROUGH and _literal(node, trees, where, func) is None
+    ]
+    assert not bad, f"t(...) given something that is not a literal template: {bad}"
+
+
+def test_t_is_not_shadowed_where_it_is_called():
+    """A parameter or a loop variable named ``t`` in a function that calls ``t(...)`` would make
+    the call fail (``'int' object is not callable``) exactly when a message is shown."""
+    bad = []
+    for where, tree in _sources():
+        if not _imports_t(tree):
+            continue
+        for f in ast.walk(tree):
+            if not isinstance(f, ast.FunctionDef | ast.Lambda):
+                continue
+            inner = list(ast.walk(f))
+            calls = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "t"
+                for n in inner
+            )
+            binds = any(
+                (isinstance(n, ast.Name) and n.id == "t" and isinstance(n.ctx, ast.Store))
+                or (isinstance(n, ast.arg) and n.arg == "t")
+                for n in inner
+            )
+            if calls and binds:
+                bad.append((where, getattr(f, "name", "lambda"), f.lineno))
+    assert not bad
+
+
+def test_every_t_key_has_an_entry():
+    """(a) every literal template of ``t`` in the package and the chapters has a zh entry."""
+    messages = catalogue("zh", "messages")
+    missing = {k: v for k, v in _t_keys().items() if k not in messages}
+    assert not missing, f"t(...) templates without a zh entry: {missing}"
+
+
+def test_entries_have_the_fields_of_their_key():
+    """(b) a zh entry formats exactly the key's named fields (same conversions and specs)."""
+    bad = []
+    for key, value in catalogue("zh", "messages").items():
+        fields = i18n.key_fields(key)
+        if any(not f or f.split("!")[0].split(":")[0].isdigit() for f in fields):
+            bad.append((key, "positional field: name every field"))
+        elif set(i18n.key_fields(value)) != set(fields):
+            bad.append((key, value))
+    assert not bad
 
 
 #: Fields a message shows after the code changed them ("top_left".replace("_", "-")).
 DERIVED = {"top-left": "top_left", "bottom-right": "bottom_right"}
 
 
-def test_every_message_entry_is_used_by_the_code():
-    keys = _source_keys()
-    unused = [
-        k for k in catalogue("zh", "messages") if k not in keys and DERIVED.get(k) not in keys
+def test_no_entry_is_unused():
+    """(d) an entry is a template ``t`` is given; an entry without fields may also be finished
+    text the code passes through ``t_literal`` (a string literal of the package or of a chapter,
+    a topic name, a pattern name, a note of model_configs.json)."""
+    from course_utils.heads.measure import PATTERNS
+    from course_utils.model_configs import MODEL_CONFIGS
+    from course_utils.topic_focus.dataset import TOPICS
+
+    literals = {
+        n.value
+        for _, tree in _sources()
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+    literals |= set(TOPICS) | set(PATTERNS) | {c.note for c in MODEL_CONFIGS.values() if c.note}
+    literals = {x.replace("{", "{{").replace("}", "}}") for x in literals}
+    used = set(_t_keys())
+    stale = [
+        k
+        for k in catalogue("zh", "messages")
+        if k not in used
+        and (i18n.key_fields(k) or (k not in literals and DERIVED.get(k) not in literals))
     ]
-    assert not unused, f"catalogue entries no code uses: {unused}"
-
-
-def test_every_js_entry_is_used_and_every_cu_t_string_has_an_entry():
-    used = {k for js in JS_FILES for k in js_messages(js.read_text(encoding="utf-8"))}
-    entries = set(catalogue("zh", "widgets_js"))
-    assert used - entries == set(), "CU.t strings without a zh entry"
-    assert entries - used == set(), "widgets_js entries no JavaScript uses"
-
-
-def test_every_t_call_in_the_package_has_an_entry():
-    missing = []
-    for path in SRC.rglob("*.py"):
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(n, ast.Call)
-                and isinstance(n.func, ast.Name)
-                and n.func.id == "t"
-                and n.args
-                and isinstance(n.args[0], ast.Constant)
-                and n.args[0].value not in catalogue("zh", "messages")
-            ):
-                missing.append((path.name, n.args[0].value))
-    assert not missing
+    assert not stale, f"catalogue entries no code uses: {stale}"
 
 
 def test_js_scanner_reads_literals_and_templates():
@@ -413,7 +545,9 @@ def _chapter_widgets():
             blocks,
             torch.randn(len(text), 16, dtype=torch.float64),
             list(text),
-            answers=[f"model: '{c}' occurs {2} time(s); true count: {2}" for c in text],
+            answers=[
+                t("model: '{c}' occurs {p} time(s); true count: {n}", c=c, p=2, n=2) for c in text
+            ],
             title="One token's vector through the two trained blocks",
         )
     )
@@ -474,7 +608,11 @@ def test_widgets_of_the_pretrained_models_are_chinese(zh):
     from course_utils.topic_focus import make_split, real_sentences, train_classifier
     from course_utils.widgets import HeadExplorer, TopicWordFocus
 
-    notes = {(0, 2): f"highest {PATTERNS[0]} score (0.93); highest {PATTERNS[1]} score (0.88)"}
+    found = [
+        t("highest {pattern} score ({w:.2f})", pattern=p, w=w)
+        for p, w in zip(PATTERNS[:2], (0.93, 0.88), strict=True)
+    ]
+    notes = {(0, 2): "; ".join(found)}  # as chapter 4 writes them
     explorer = HeadExplorer(
         ["The cat sat on the mat.", "Snow, snow and more snow."],
         layer=0,

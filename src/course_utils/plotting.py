@@ -51,7 +51,7 @@ import numpy as np
 
 from ._validation import as_float_array, shape_str
 from .fonts import cjk_font_family
-from .i18n import get_language, install_matplotlib_hook, translate
+from .i18n import get_language, install_matplotlib_hook, t
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not by `import course_utils`
     from matplotlib.axes import Axes
@@ -405,9 +405,12 @@ def describe_attention(
     for i in range(t_q):
         j = int(np.argmax(w[i]))  # first maximum on ties
         parts.append(f"{rows[i]} → {cols[j]} ({w[i, j]:.{decimals}f})")
-    return translate(
-        f"Heatmap of attention weights, {t_q} queries (rows) by {t_k} keys (columns). "
-        f"Strongest key per query: {'; '.join(parts)}."
+    return t(
+        "Heatmap of attention weights, {t_q} queries (rows) by {t_k} keys (columns). Strongest "
+        "key per query: {parts}.",
+        t_q=t_q,
+        t_k=t_k,
+        parts="; ".join(parts),
     )
 
 

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from .._validation import as_bool_array, as_float_array, shape_str
 from ..attention import attention_scores, default_scale, scaled_dot_product_attention
+from ..i18n import t
 from ..masks import causal_mask
 from ..softmax import softmax
 from ._feedback import Feedback
@@ -68,15 +69,30 @@ def as_answer_array(answer: Any, name: str) -> NDArray:
     TypeError: scores could not be turned into an array: it is not rectangular ...
     """
     if answer is None or answer is Ellipsis:
-        raise TypeError(f"{name} is {answer!r}: did the cell assign or return a value?")
+        raise TypeError(
+            t(
+                "{name} is {answer!r}: did the cell assign or return a value?",
+                name=name,
+                answer=answer,
+            )
+        )
     if isinstance(answer, str | bytes):
-        raise TypeError(f"{name} must be a numeric array; got the text {answer!r:.40}")
+        raise TypeError(
+            t(
+                "{name} must be a numeric array; got the text {answer!r:.40}",
+                name=name,
+                answer=answer,
+            )
+        )
     try:
         arr = np.asarray(to_numpy(answer))
     except ValueError:
         raise TypeError(
-            f"{name} could not be turned into an array: it is not rectangular "
-            "(rows of different lengths?)"
+            t(
+                "{name} could not be turned into an array: it is not rectangular (rows of "
+                "different lengths?)",
+                name=name,
+            )
         ) from None
     except Exception as err:  # anything numpy cannot read: say so, never a traceback
         raise TypeError(f"{name} could not be turned into an array: {err}") from None
@@ -84,7 +100,14 @@ def as_answer_array(answer: Any, name: str) -> NDArray:
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
         what = "text" if arr.dtype.kind in "US" else f"dtype {arr.dtype}"
-        raise TypeError(f"{name} must be a numeric array; got {type(answer).__name__} of {what}")
+        raise TypeError(
+            t(
+                "{name} must be a numeric array; got {type} of {what}",
+                name=name,
+                type=type(answer).__name__,
+                what=what,
+            )
+        )
     if np.issubdtype(arr.dtype, np.complexfloating):
         raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
     return arr
@@ -181,8 +204,8 @@ def not_a_pair(title: str, result: Any, names: str) -> Feedback | None:
     return Feedback(
         False,
         title,
-        (f"expected a pair ({names}); got a {type(result).__name__}",),
-        (f"end the function with `return {names}`",),
+        (t("expected a pair ({names}); got a {type}", names=names, type=type(result).__name__),),
+        (t("end the function with `return {names}`", names=names),),
     )
 
 
@@ -213,10 +236,12 @@ def check_number(
     try:
         arr = as_answer_array(result, name)
     except TypeError as err:
-        return Feedback(False, name, (f"expected one number; {err}",))
+        return Feedback(False, name, (t("expected one number; {err}", err=err),))
     if arr.size != 1:
         return Feedback(
-            False, name, (f"expected one number; got an array of shape {tuple(arr.shape)}",)
+            False,
+            name,
+            (t("expected one number; got an array of shape {shape}", shape=tuple(arr.shape)),),
         )
     rtol, _ = answer_tolerance(arr.dtype, 1e-9, 0.0)
     value = float(arr.reshape(()))
@@ -279,7 +304,12 @@ def check_array(
     if np.issubdtype(got.dtype, np.floating) and np.isnan(got).any():
         where = format_index(np.argwhere(np.isnan(got))[0])
         hints = (nan_hint,) if nan_hint else ()
-        return Feedback(False, name, (f"{name} contains NaN, first at entry {where}",), hints)
+        return Feedback(
+            False,
+            name,
+            (t("{name} contains NaN, first at entry {where}", name=name, where=where),),
+            hints,
+        )
     got_f = got.astype(np.float64)
     want_f = want.astype(np.float64)
     if got.shape != want.shape:
@@ -290,11 +320,18 @@ def check_array(
             and got.shape == np.swapaxes(want_f, -1, -2).shape
             and _matches(got_f, np.swapaxes(want_f, -1, -2), rtol, atol)
         ):
-            hints.append(f"{name} is the transpose of the expected result")
+            hints.append(t("{name} is the transpose of the expected result", name=name))
         return Feedback(
             False,
             name,
-            (f"{name} has shape {shape_str(got.shape)}, expected {shape_str(want.shape)}",),
+            (
+                t(
+                    "{name} has shape {got}, expected {want}",
+                    name=name,
+                    got=shape_str(got.shape),
+                    want=shape_str(want.shape),
+                ),
+            ),
             tuple(hints),
         )
     close = np.isclose(got_f, want_f, rtol=rtol, atol=atol) | (got_f == want_f)  # (same shape)
@@ -303,13 +340,26 @@ def check_array(
         return Feedback(
             True,
             name,
-            (f"shape {shape_str(got.shape)} is right and all {n} entries match",),
+            (
+                t(
+                    "shape {shape} is right and all {n} entries match",
+                    shape=shape_str(got.shape),
+                    n=n,
+                ),
+            ),
         )
     bad = np.argwhere(~close)
     first = tuple(bad[0])
     value, target = format_pair(got_f[first], want_f[first])
-    messages = [f"entry {format_index(first)} is {value}, expected {target}"]
-    messages.append(f"{len(bad)} of {n} entries differ")
+    messages = [
+        t(
+            "entry {index} is {got}, expected {want}",
+            index=format_index(first),
+            got=value,
+            want=target,
+        )
+    ]
+    messages.append(t("{n_bad} of {n} entries differ", n_bad=len(bad), n=n))
     hints = _matching_hints(got_f, want_f, mistakes, rtol, atol)
     if (
         not hints
@@ -317,7 +367,7 @@ def check_array(
         and got.shape[-1] == got.shape[-2]
         and _matches(got_f, np.swapaxes(want_f, -1, -2), rtol, atol)
     ):
-        hints.append(f"{name} is the transpose of the expected result")
+        hints.append(t("{name} is the transpose of the expected result", name=name))
     return Feedback(False, name, tuple(messages), tuple(hints))
 
 
@@ -382,10 +432,17 @@ def check_scores(
                 "this is K·Qᵀ (one row per key), not scaled either; compute Q @ K.T / √d_k",
                 swapped,
             ),
-            Mistake(f"did you forget to divide by {_scale_text(d_k)}?", raw),
-            Mistake(f"you divided by d_k = {d_k}; divide by {_scale_text(d_k)} instead", raw / d_k),
+            Mistake(t("did you forget to divide by {root}?", root=_scale_text(d_k)), raw),
             Mistake(
-                f"you multiplied by √d_k; divide by {_scale_text(d_k)} instead",
+                t(
+                    "you divided by d_k = {d_k}; divide by {root} instead",
+                    d_k=d_k,
+                    root=_scale_text(d_k),
+                ),
+                raw / d_k,
+            ),
+            Mistake(
+                t("you multiplied by √d_k; divide by {root} instead", root=_scale_text(d_k)),
                 raw * math.sqrt(d_k),
             ),
         ]
@@ -422,12 +479,19 @@ def _weights_mistakes(
         return s if m is None else np.where(m, s, -np.inf)
 
     mistakes = [
-        Mistake(f"did you forget to divide by {_scale_text(d_k)}?", softmax(masked(raw, mask))),
+        Mistake(
+            t("did you forget to divide by {root}?", root=_scale_text(d_k)),
+            softmax(masked(raw, mask)),
+        ),
     ]
     if scale is None and d_k > 1:
         mistakes.append(
             Mistake(
-                f"you divided by d_k = {d_k}; divide by its square root, {_scale_text(d_k)}",
+                t(
+                    "you divided by d_k = {d_k}; divide by its square root, {root}",
+                    d_k=d_k,
+                    root=_scale_text(d_k),
+                ),
                 softmax(masked(raw / d_k, mask)),
             )
         )
@@ -472,7 +536,11 @@ def _structure_messages(
     if len(negative):
         where = tuple(negative[0])
         messages.append(
-            f"entry {format_index(where)} is {_fmt(float(w[where]), 3)}: weights are never negative"
+            t(
+                "entry {where} is {w}: weights are never negative",
+                where=format_index(where),
+                w=_fmt(float(w[where]), 3),
+            )
         )
         hints.append("softmax gives positive numbers; did you skip the exp?")
     row_sums = w.sum(axis=-1)  # (..., T_q)
@@ -486,16 +554,28 @@ def _structure_messages(
     if len(bad_rows):
         row = tuple(bad_rows[0])
         label = (
-            f"row {row[-1]}"
+            t("row {row}", row=row[-1])
             if len(row) == 1
-            else f"row {row[-1]} of batch {format_index(row[:-1])}"
+            else t("row {row} of batch {batch}", row=row[-1], batch=format_index(row[:-1]))
         )
         total, want = format_pair(float(row_sums[row]), float(target[row]))
         reason = " (every key is masked for this query)" if target[row] == 0 else ""
-        messages.append(f"{label} sums to {total}, expected {want}{reason}")
+        messages.append(
+            t(
+                "{label} sums to {total}, expected {want}{reason}",
+                label=label,
+                total=total,
+                want=want,
+                reason=reason,
+            )
+        )
         if len(bad_rows) > 1:
             messages.append(
-                f"{len(bad_rows)} of {row_sums.size} rows do not sum to what they should"
+                t(
+                    "{n_bad} of {n} rows do not sum to what they should",
+                    n_bad=len(bad_rows),
+                    n=row_sums.size,
+                )
             )
         col_sums = w.sum(axis=-2)
         if mask is None and np.allclose(col_sums, 1.0, atol=1e-6):
@@ -508,9 +588,11 @@ def _structure_messages(
         if len(leaked):
             where = tuple(leaked[0])
             messages.append(
-                f"entry {format_index(where)} is {_fmt(float(w[where]), 3)} "
-                "but that key is masked: "
-                f"masked weights must be exactly 0"
+                t(
+                    "entry {where} is {w} but that key is masked: masked weights must be exactly 0",
+                    where=format_index(where),
+                    w=_fmt(float(w[where]), 3),
+                )
             )
     return messages, hints
 
@@ -548,14 +630,22 @@ def check_weights(
         return Feedback(False, name, (str(err),))
     if w.ndim < 2:
         return Feedback(
-            False, name, (f"{name} has shape {shape_str(w.shape)}, expected (..., T_q, T_k)",)
+            False,
+            name,
+            (
+                t(
+                    "{name} has shape {got}, expected (..., T_q, T_k)",
+                    name=name,
+                    got=shape_str(w.shape),
+                ),
+            ),
         )
     if np.isnan(w).any():
         where = format_index(np.argwhere(np.isnan(w))[0])
         return Feedback(
             False,
             name,
-            (f"{name} contains NaN, first at entry {where}",),
+            (t("{name} contains NaN, first at entry {where}", name=name, where=where),),
             ("a row whose scores are all -inf gives 0/0 in a naive softmax; or exp overflowed",),
         )
     m = _mask_or_none(mask)
@@ -568,15 +658,21 @@ def check_weights(
                     False,
                     name,
                     (
-                        f"{name} has shape {shape_str(w.shape)}, but the mask has shape "
-                        f"{shape_str(m.shape)}",
+                        t(
+                            "{name} has shape {got}, but the mask has shape {mask}",
+                            name=name,
+                            got=shape_str(w.shape),
+                            mask=shape_str(m.shape),
+                        ),
                     ),
                 )
         messages, hints = _structure_messages(w, name, m, atol)
         if messages:
             return Feedback(False, name, tuple(messages), tuple(hints))
         rows = int(np.prod(w.shape[:-1]))
-        return Feedback(True, name, (f"all {rows} rows are non-negative and sum to 1",))
+        return Feedback(
+            True, name, (t("all {rows} rows are non-negative and sum to 1", rows=rows),)
+        )
     if q is None or k is None:
         raise TypeError("check_weights needs both q and k, or neither")
     qa, ka = _as_qk(q, k)
@@ -678,20 +774,30 @@ def check_softmax(
         if other != axis % xa.ndim:
             mistakes.append(
                 Mistake(
-                    f"normalised over axis {other}, expected axis {axis}: "
-                    "softmax over the wrong axis",
+                    t(
+                        "normalised over axis {other}, expected axis {axis}: softmax over the "
+                        "wrong axis",
+                        other=other,
+                        axis=axis,
+                    ),
                     softmax(xa, axis=other, temperature=temperature),
                 )
             )
     if temperature != 1.0:
         mistakes += [
             Mistake(
-                f"the temperature was ignored; divide the scores by τ = {temperature:g} first",
+                t(
+                    "the temperature was ignored; divide the scores by τ = {temperature:g} first",
+                    temperature=temperature,
+                ),
                 softmax(xa, axis=axis),
             ),
             Mistake(
-                "you multiplied by the temperature; "
-                f"divide the scores by τ = {temperature:g} instead",
+                t(
+                    "you multiplied by the temperature; divide the scores by τ = {temperature:g} "
+                    "instead",
+                    temperature=temperature,
+                ),
                 softmax(xa * temperature, axis=axis),
             ),
         ]
@@ -748,10 +854,23 @@ def check_causal_mask(
         return Feedback(
             False,
             name,
-            (f"{name} has shape {shape_str(got.shape)}, expected {shape_str(expected.shape)}",),
+            (
+                t(
+                    "{name} has shape {got}, expected {want}",
+                    name=name,
+                    got=shape_str(got.shape),
+                    want=shape_str(expected.shape),
+                ),
+            ),
         )
     if got.dtype != np.bool_:
-        messages.append(f"{name} has dtype {got.dtype}, expected bool (True = may attend)")
+        messages.append(
+            t(
+                "{name} has dtype {dtype}, expected bool (True = may attend)",
+                name=name,
+                dtype=got.dtype,
+            )
+        )
         hints.append("use a boolean mask, e.g. np.tril(np.ones((T, T), dtype=bool))")
         if not np.isin(got, (0, 1)).all():
             return Feedback(False, name, tuple(messages), tuple(hints))
@@ -775,8 +894,11 @@ def check_causal_mask(
         ("the polarity is inverted: True must mean 'may attend' (PyTorch's convention)", ~expected),
         ("nothing is masked: every token can see the future", np.ones_like(expected)),
         (
-            f"the diagonal is anchored {other.replace('_', '-')}; "
-            f"expected {align.replace('_', '-')}",
+            t(
+                "the diagonal is anchored {got}; expected {want}",
+                got=other.replace("_", "-"),
+                want=align.replace("_", "-"),
+            ),
             causal_mask(t_q, t_k, align=other),
         ),
     ]
@@ -784,9 +906,14 @@ def check_causal_mask(
     if len(wrong):
         first = tuple(wrong[0])
         messages.append(
-            f"entry {format_index(first)} is {bool(got_b[first])}, expected {bool(expected[first])}"
+            t(
+                "entry {index} is {got}, expected {want}",
+                index=format_index(first),
+                got=bool(got_b[first]),
+                want=bool(expected[first]),
+            )
         )
-        messages.append(f"{len(wrong)} of {expected.size} entries differ")
+        messages.append(t("{n_bad} of {n} entries differ", n_bad=len(wrong), n=expected.size))
         for hint, candidate in candidates:
             if (
                 candidate is not None
@@ -800,5 +927,11 @@ def check_causal_mask(
     return Feedback(
         True,
         name,
-        (f"shape {shape_str(expected.shape)} is right and all {expected.size} entries match",),
+        (
+            t(
+                "shape {shape} is right and all {n} entries match",
+                shape=shape_str(expected.shape),
+                n=expected.size,
+            ),
+        ),
     )

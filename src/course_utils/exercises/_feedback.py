@@ -11,17 +11,16 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..i18n import get_language, t, translate
+from ..i18n import get_language, t, t_literal
 
 __all__ = ["Feedback", "merge"]
 
 _PASS = "✓"
 _FAIL = "✗"
-_HINT = "hint:"  # plain text: emoji show as empty boxes where no emoji font is installed
 
 
 def _hint() -> str:
-    return t(_HINT)
+    return t("hint:")  # plain text: emoji show as empty boxes where no emoji font is installed
 
 
 @dataclass(frozen=True)
@@ -59,9 +58,11 @@ class Feedback:
         object.__setattr__(self, "messages", tuple(str(m) for m in self.messages))
         object.__setattr__(self, "hints", tuple(str(h) for h in self.hints))
         if get_language() != "en":  # feedback is stored in the reader's language
-            object.__setattr__(self, "title", translate(str(self.title)))
-            object.__setattr__(self, "messages", tuple(translate(m) for m in self.messages))
-            object.__setattr__(self, "hints", tuple(translate(h) for h in self.hints))
+            # Messages made with t(...) are in the reader's language already; a constant (a
+            # label, a hint) is looked up as a whole (t_literal).
+            object.__setattr__(self, "title", t_literal(str(self.title)))
+            object.__setattr__(self, "messages", tuple(t_literal(m) for m in self.messages))
+            object.__setattr__(self, "hints", tuple(t_literal(h) for h in self.hints))
 
     def __bool__(self) -> bool:
         return self.passed

@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import t
 from ._feedback import Feedback
 
 __all__ = [
@@ -83,14 +84,23 @@ def not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
     """Feedback when ``answer`` is not a function yet (the starter ``...``, ``None`` or a value)."""
     if answer is Ellipsis or answer is None:
         return Feedback(
-            False, title, (f"{name} is still {answer!r}",), (f"define the function `{name}` first",)
+            False,
+            title,
+            (t("{name} is still {answer!r}", name=name, answer=answer),),
+            (t("define the function `{name}` first", name=name),),
         )
     if not callable(answer):
         return Feedback(
             False,
             title,
-            (f"expected the function {name} itself; got a {type(answer).__name__}",),
-            (f"pass the function without calling it: `{name}`, not `{name}(...)`",),
+            (
+                t(
+                    "expected the function {name} itself; got a {type}",
+                    name=name,
+                    type=type(answer).__name__,
+                ),
+            ),
+            (t("pass the function without calling it: `{name}`, not `{name}(...)`", name=name),),
         )
     return None
 
@@ -169,7 +179,10 @@ def call_learner(
         return Feedback(
             False,
             title,
-            (f"test case: {described}", f"your function raised {type(err).__name__}: {err}"),
+            (
+                t("test case: {described}", described=described),
+                t("your function raised {type}: {err}", type=type(err).__name__, err=err),
+            ),
             (_CRASH_HINT,),
         )
     if "result" not in outcome:
@@ -177,20 +190,27 @@ def call_learner(
             False,
             title,
             (
-                f"test case: {described}",
-                f"your function did not return within {limit:g} s, so the checker stopped it",
+                t("test case: {described}", described=described),
+                t(
+                    "your function did not return within {limit:g} s, so the checker stopped it",
+                    limit=limit,
+                ),
             ),
             (_TIMEOUT_HINT,),
         )
     result = outcome["result"]
     if result is None or result is Ellipsis:
-        return Feedback(False, title, (f"your function returned {result!r}",), (STARTER_HINT,))
+        return Feedback(
+            False, title, (t("your function returned {result!r}", result=result),), (STARTER_HINT,)
+        )
     return result
 
 
 def fail_on(title: str, described: str, fb: Feedback) -> Feedback:
     """``fb`` as the failure of the test case ``described``: its title, the case first."""
-    return Feedback(False, title, (f"test case: {described}", *fb.messages), fb.hints)
+    return Feedback(
+        False, title, (t("test case: {described}", described=described), *fb.messages), fb.hints
+    )
 
 
 def run_cases(
@@ -210,7 +230,8 @@ def run_cases(
     ``compare`` only (a reference module, a hint for this case), never to the learner.
     ``compare(result, *args, *extra)`` returns a :class:`Feedback` for one result (it gets the
     original arguments, never the copies the learner's function saw). ``passed`` is the message
-    when every case passes; ``{n}`` in it is replaced by the number of cases. A crash inside
+    when every case passes, a literal :func:`course_utils.i18n.t` template with the field ``{n}``
+    (the number of cases); ``tests/test_i18n.py`` collects it as a key. A crash inside
     ``compare`` on a strange result (a learner can return anything) becomes feedback too.
     ``fail(title, described, feedback)`` says which case failed (default :func:`fail_on`).
 
@@ -243,10 +264,14 @@ def run_cases(
                 False,
                 title,
                 (
-                    f"test case: {described}",
-                    f"could not check your result ({type(result).__name__}): {err}",
+                    t("test case: {described}", described=described),
+                    t(
+                        "could not check your result ({type}): {err}",
+                        type=type(result).__name__,
+                        err=err,
+                    ),
                 ),
             )
         if not fb:
             return fail(title, described, fb)
-    return Feedback(True, title, (passed.format(n=len(cases)),))
+    return Feedback(True, title, (t(passed, n=len(cases)),))  # passed: a literal template

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from ..attention import attention_scores, scaled_dot_product_attention
 from ..data import by_hand_example
+from ..i18n import t
 from ..softmax import softmax
 from ._checks import Mistake, as_answer_array, check_array, check_scores, not_a_pair
 from ._feedback import Feedback
@@ -195,12 +196,15 @@ def check_attend_one(attend_one: Callable[[Any, Any, Any], Any]) -> Feedback:
         raw = attention_scores(q[None, :], K, scale=1.0)[0]  # (T_k,)
         scaled = attention_scores(q[None, :], K)[0]  # (T_k,): · 1/√d_k
         weight_mistakes = [
-            Mistake(f"step 2: divide the scores by √d_k = √{d_k} before the softmax", softmax(raw)),
+            Mistake(
+                t("step 2: divide the scores by √d_k = √{d_k} before the softmax", d_k=d_k),
+                softmax(raw),
+            ),
             Mistake("step 3: turn the scaled scores into weights with softmax", scaled),
             Mistake(
                 "these are the raw scores: scale them (step 2) and apply softmax (step 3)", raw
             ),
-            Mistake(f"divide by √d_k = √{d_k}, not by d_k = {d_k}", softmax(raw / d_k)),
+            Mistake(t("divide by √d_k = √{d_k}, not by d_k = {d_k}", d_k=d_k), softmax(raw / d_k)),
         ]
         fb_w = check_array("weights", result[0], weights[0], mistakes=weight_mistakes)
         if fb_w:
@@ -229,7 +233,7 @@ def check_attend_one(attend_one: Callable[[Any, Any, Any], Any]) -> Feedback:
             return Feedback(
                 False,
                 title,
-                (f"the first item has the shape of the output, {first.shape}",),
+                (t("the first item has the shape of the output, {shape}", shape=first.shape),),
                 ("return the weights first, then the output: `return weights, output`",),
             )
         return fb_w
@@ -311,7 +315,12 @@ def check_shapes(shapes: Mapping[str, Any]) -> Feedback:
         return Feedback(
             False,
             title,
-            (f"expected a dict such as {{'Q': (6, 4), ...}}; got a {type(shapes).__name__}",),
+            (
+                t(
+                    "expected a dict such as {{'Q': (6, 4), ...}}; got a {type}",
+                    type=type(shapes).__name__,
+                ),
+            ),
         )
     expected = _expected_shapes()
     messages: list[str] = []
@@ -320,21 +329,36 @@ def check_shapes(shapes: Mapping[str, Any]) -> Feedback:
     for name, shape in expected.items():
         answer = shapes.get(name, None)
         if answer is Ellipsis or answer is None:
-            messages.append(f"{name}: not filled in yet")
+            messages.append(t("{name}: not filled in yet", name=name))
             continue
         got = _as_shape(answer)
         if got is None:
-            messages.append(f"{name}: expected a tuple of ints such as (6, 4); got {answer!r:.40}")
-            hints.append(f"{name}: a shape is a tuple of whole numbers, one per dimension")
+            messages.append(
+                t(
+                    "{name}: expected a tuple of ints such as (6, 4); got {answer!r:.40}",
+                    name=name,
+                    answer=answer,
+                )
+            )
+            hints.append(
+                t("{name}: a shape is a tuple of whole numbers, one per dimension", name=name)
+            )
             continue
         if got == shape:
             right += 1
         else:
-            messages.append(f"{name}: expected {shape}, got {got}")
+            messages.append(
+                t("{name}: expected {shape}, got {got}", name=name, shape=shape, got=got)
+            )
             hints.append(f"{name}: {_SHAPE_WHY[name]}")
     unknown = sorted(str(k) for k in shapes if k not in expected)
     if unknown:
-        messages.append(f"unexpected names (ignored): {', '.join(unknown)}")
+        messages.append(t("unexpected names (ignored): {unknown}", unknown=", ".join(unknown)))
     if right == len(expected):
-        return Feedback(True, title, (f"all {len(expected)} shapes are right", *messages))
-    return Feedback(False, title, (f"{right} of {len(expected)} right", *messages), tuple(hints))
+        return Feedback(True, title, (t("all {n} shapes are right", n=len(expected)), *messages))
+    return Feedback(
+        False,
+        title,
+        (t("{right} of {n} right", right=right, n=len(expected)), *messages),
+        tuple(hints),
+    )

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..i18n import t
 from ..saturation import softmax_jacobian
 from ..scaling import sample_scores, saturation_sweep
 from ..softmax import softmax
@@ -77,9 +78,12 @@ def check_score_variance(
 
         def wrong(value: float) -> str:
             simulated = _simulated_variance(d_k, s_q, s_k)  # only when it is shown: it costs
-            return (
-                f"score_var: got {value:.6g}, expected {expected:.6g} "
-                f"(a simulation of 20,000 pairs measures {simulated:.4g})"
+            return t(
+                "score_var: got {value:.6g}, expected {expected:.6g} (a simulation of 20,000 "
+                "pairs measures {simulated:.4g})",
+                value=value,
+                expected=expected,
+                simulated=simulated,
             )
 
         return check_number("score_var", result, expected, mistakes, wrong)
@@ -96,9 +100,12 @@ def check_score_variance(
         ]
 
         def wrong(c: float) -> str:
-            return (
-                f"unit_scale: got {c:.6g}, expected {want:.6g}; with your "
-                f"factor the variance would be {c * c * variance:.4g}, not 1"
+            return t(
+                "unit_scale: got {c:.6g}, expected {want:.6g}; with your factor the variance "
+                "would be {variance:.4g}, not 1",
+                c=c,
+                want=want,
+                variance=c * c * variance,
             )
 
         return check_number("unit_scale", result, want, mistakes, wrong)
@@ -114,8 +121,11 @@ def check_score_variance(
         True,
         title,
         (
-            f"both functions are right on all {len(cases)} cases, and agree with simulations "
-            "of 20,000 random pairs each",
+            t(
+                "both functions are right on all {n} cases, and agree with simulations of 20,000 "
+                "random pairs each",
+                n=len(cases),
+            ),
         ),
     )
 
@@ -152,12 +162,18 @@ def check_jacobian(jacobian: Callable[[Any], Any]) -> Feedback:
         try:
             got = as_answer_array(result, "J")
         except TypeError as err:
-            return Feedback(False, title, (f"expected a matrix; {err}",))
+            return Feedback(False, title, (t("expected a matrix; {err}", err=err),))
         if got.shape != expected.shape:
             return Feedback(
                 False,
                 title,
-                (f"got shape {got.shape}, expected {expected.shape} (T_k, T_k)",),
+                (
+                    t(
+                        "got shape {got}, expected {want} (T_k, T_k)",
+                        got=got.shape,
+                        want=expected.shape,
+                    ),
+                ),
                 ("J has one row and one column per weight",),
             )
         rtol, atol = answer_tolerance(got.dtype, 1e-7, 1e-10)
@@ -177,7 +193,15 @@ def check_jacobian(jacobian: Callable[[Any], Any]) -> Feedback:
         return Feedback(
             False,
             title,
-            (f"entry [{i}, {j}] is {got[i, j]:.3g}, expected {expected[i, j]:.3g}",),
+            (
+                t(
+                    "entry [{i}, {j}] is {got:.3g}, expected {want:.3g}",
+                    i=i,
+                    j=j,
+                    got=got[i, j],
+                    want=expected[i, j],
+                ),
+            ),
             tuple(hints),
         )
 
@@ -218,7 +242,10 @@ def check_saturation_threshold(answer: Any) -> Feedback:
     title = "saturation threshold"
     if answer is Ellipsis or answer is None:
         return Feedback(
-            False, title, (f"answer is still {answer!r}",), ("replace the `...` with your answer",)
+            False,
+            title,
+            (t("answer is still {answer!r}", answer=answer),),
+            ("replace the `...` with your answer",),
         )
     try:
         arr = as_answer_array(answer, "answer")
@@ -226,7 +253,11 @@ def check_saturation_threshold(answer: Any) -> Feedback:
         arr = None
         problem = str(err)
     if arr is not None and (arr.size != 1 or not np.issubdtype(arr.dtype, np.integer)):
-        problem = f"answer must be an int (a d_k); got {type(answer).__name__} {answer!r:.40}"
+        problem = t(
+            "answer must be an int (a d_k); got {type} {answer!r:.40}",
+            type=type(answer).__name__,
+            answer=answer,
+        )
         arr = None
     if arr is None:
         return Feedback(False, title, (problem,), ("give one whole number, e.g. int(...)",))
@@ -234,25 +265,32 @@ def check_saturation_threshold(answer: Any) -> Feedback:
     expected = saturation_threshold()
     if int(answer) == expected:
         return Feedback(
-            True, title, (f"d_k = {expected}: the first d_k whose mean largest weight exceeds 0.9",)
+            True,
+            title,
+            (t("d_k = {d_k}: the first d_k whose mean largest weight exceeds 0.9", d_k=expected),),
         )
     if int(answer) not in _GRID:
         return Feedback(
             False,
             title,
-            (f"{answer} is not on the grid 1, 2, 4, ..., 1024",),
+            (t("{answer} is not on the grid 1, 2, 4, ..., 1024", answer=answer),),
             ("use d_ks = [2**i for i in range(11)]",),
         )
     if int(answer) > expected:
         return Feedback(
             False,
             title,
-            (f"{answer} is on the grid and saturated, but a smaller d_k already exceeds 0.9",),
+            (
+                t(
+                    "{answer} is on the grid and saturated, but a smaller d_k already exceeds 0.9",
+                    answer=answer,
+                ),
+            ),
             ("look for the first d_k whose value is above 0.9, e.g. with np.argmax(values > 0.9)",),
         )
     return Feedback(
         False,
         title,
-        (f"at d_k = {answer} the mean largest weight is still at most 0.9",),
+        (t("at d_k = {d_k} the mean largest weight is still at most 0.9", d_k=answer),),
         ("did you read the scaled column? the exercise asks about the raw (unscaled) softmax",),
     )

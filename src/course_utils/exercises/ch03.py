@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..data import by_hand_example, reading_example
+from ..i18n import t
 from ..masks import causal_mask
 from ..softmax import softmax
 from ._checks import as_answer_array, check_array, check_attention_output, check_softmax
@@ -117,7 +118,7 @@ def check_temperature_limits(t_to_zero: Any, t_to_infinity: Any) -> Feedback:
             return Feedback(
                 False,
                 title,
-                (f"{label}: the answer is still {answer!r}",),
+                (t("{label}: the answer is still {answer!r}", label=label, answer=answer),),
                 ("replace the `...` with a list of 4 weights",),
             )
         expected = softmax(s, temperature=temperature)  # (4,)
@@ -182,7 +183,7 @@ def check_attention(attention: Callable[..., Any]) -> Feedback:
             return Feedback(
                 False,
                 title,
-                (f"your function returned a tuple of {len(result)} items",),
+                (t("your function returned a tuple of {n} items", n=len(result)),),
                 ("return only the output, weights @ V, shape (T_q, d_v)",),
             )
         m = mask[0] if mask else None

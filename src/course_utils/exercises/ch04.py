@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..i18n import t
 from ..multihead import MultiHeadAttention
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
@@ -196,7 +197,11 @@ def check_head_weights(head_weights: Callable[..., Any]) -> Feedback:
         d_k = d_model // n_heads
         mistakes = [
             Mistake(
-                f"divide by √d_k = √{d_k}, the width of one head, not √d_model = √{d_model}",
+                t(
+                    "divide by √d_k = √{d_k}, the width of one head, not √d_model = √{d_model}",
+                    d_k=d_k,
+                    d_model=d_model,
+                ),
                 soft(raw / math.sqrt(d_model)),
             ),
             Mistake("did you forget to divide the scores by √d_k?", soft(raw)),
@@ -285,7 +290,7 @@ def _wrong_mask_type(result: Any) -> Feedback | None:
     if isinstance(result, torch.Tensor) and result.dtype == torch.bool:
         return None
     if isinstance(result, np.ndarray):
-        got = f"a numpy array of dtype {result.dtype}"
+        got = t("a numpy array of dtype {dtype}", dtype=result.dtype)
         hint = (
             "PyTorch's module needs a torch.Tensor: apply ~ to the tensor you were given "
             "(or convert with torch.from_numpy(...))"
@@ -297,7 +302,7 @@ def _wrong_mask_type(result: Any) -> Feedback | None:
             "floats block nothing; keep it boolean: ~mask"
         )
     elif isinstance(result, torch.Tensor):
-        got = f"an integer tensor ({result.dtype})"
+        got = t("an integer tensor ({dtype})", dtype=result.dtype)
         hint = (
             "PyTorch rejects integer masks: 1 - mask gives ints; use ~mask, which keeps the "
             "tensor boolean"
@@ -305,4 +310,6 @@ def _wrong_mask_type(result: Any) -> Feedback | None:
     else:
         got = type(result).__name__
         hint = "return a boolean torch.Tensor of the same shape as the mask: ~mask"
-    return Feedback(False, title, (f"expected a boolean torch.Tensor; got {got}",), (hint,))
+    return Feedback(
+        False, title, (t("expected a boolean torch.Tensor; got {got}", got=got),), (hint,)
+    )

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..i18n import t
 from ..positions import alibi_bias, alibi_slopes, apply_rope, sinusoidal_encoding
 from ._checks import Mistake, check_array
 from ._feedback import Feedback
@@ -103,7 +104,15 @@ def _rope_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, float]]]:
         (rng.normal(size=(4, 6)).round(2), np.array([7, 3, 100, 0]), 100.0),
     ]
     return [
-        (f"x of shape {x.shape}, positions {p.tolist()}, base {base:g}", (x, p, base))
+        (
+            t(
+                "x of shape {shape}, positions {p}, base {base:g}",
+                shape=x.shape,
+                p=p.tolist(),
+                base=base,
+            ),
+            (x, p, base),
+        )
         for x, p, base in cases
     ]
 

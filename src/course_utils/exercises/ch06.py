@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..i18n import t
 from ..norms import layer_norm as _layer_norm
 from ..norms import rms_norm as _rms_norm
 from ..transformer import TransformerBlock
@@ -46,7 +47,7 @@ def _norm_cases(seed: int) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.
         x = torch.randn(shape, generator=g, dtype=torch.float64) * 2 + 1  # mean != 0 on purpose
         gamma = torch.rand(shape[-1], generator=g, dtype=torch.float64) + 0.5
         beta = torch.randn(shape[-1], generator=g, dtype=torch.float64)
-        cases.append((f"x of shape {shape}", x, gamma, beta))
+        cases.append((t("x of shape {shape}", shape=shape), x, gamma, beta))
     return cases
 
 
@@ -163,7 +164,17 @@ def _block_cases() -> list[tuple[str, tuple[Any, ...], TransformerBlock]]:
                 p.normal_(0.5, 0.5, generator=g)
         x = torch.randn(B, T, d_model, generator=g, dtype=torch.float64)
         parts = (x, block.self_attention, block.ffn, block.norm1, block.norm2)
-        cases.append((f"x of shape {(B, T, d_model)}, n_heads = {n_heads}", parts, block))
+        cases.append(
+            (
+                t(
+                    "x of shape {shape}, n_heads = {n_heads}",
+                    shape=(B, T, d_model),
+                    n_heads=n_heads,
+                ),
+                parts,
+                block,
+            )
+        )
     return cases
 
 

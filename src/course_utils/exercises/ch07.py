@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..i18n import t
 from ..kv_cache import kv_cache_bytes
 from ..softmax import softmax
 from ._checks import Mistake, check_array, check_causal_mask
@@ -119,32 +120,36 @@ def check_next_token_probs(next_token_probs: Callable[[Any, float], Any]) -> Fee
     """
     title = "next-token probabilities"
 
-    def compare(result: Any, logits: torch.Tensor, t: float) -> Feedback:
+    def compare(result: Any, logits: torch.Tensor, tau: float) -> Feedback:
         z = logits.numpy()
         mistakes = [
             Mistake(
                 "divide the logits by the temperature (a high temperature flattens the "
                 "distribution)",
-                softmax(z * t),
+                softmax(z * tau),
             ),
-            Mistake("turn the scaled logits into probabilities with a softmax", z / t),
-            Mistake("apply the temperature before the softmax, not to its output", softmax(z) / t),
+            Mistake("turn the scaled logits into probabilities with a softmax", z / tau),
+            Mistake(
+                "apply the temperature before the softmax, not to its output", softmax(z) / tau
+            ),
         ]
         return check_array(
             title,
             result,
-            softmax(z, temperature=t),
+            softmax(z, temperature=tau),
             atol=1e-6,
             mistakes=mistakes,
             nan_hint="subtract the largest logit before exp (chapter 3's stable softmax)",
         )
 
     g = torch.Generator().manual_seed(7)
-    inputs = [(torch.randn(6, generator=g, dtype=torch.float64) * 3, t) for t in (1.0, 0.5, 2.0)]
+    inputs = [
+        (torch.randn(6, generator=g, dtype=torch.float64) * 3, tau) for tau in (1.0, 0.5, 2.0)
+    ]
     inputs.append((torch.tensor([1000.0, 999.0, 0.0], dtype=torch.float64), 1.0))
     cases = [
-        (f"logits of length {logits.numel()}, temperature = {t}", (logits, t))
-        for logits, t in inputs
+        (t("logits of length {n}, temperature = {tau}", n=logits.numel(), tau=tau), (logits, tau))
+        for logits, tau in inputs
     ]
     passed = "all {n} cases equal softmax(logits / temperature)"
     return run_cases(title, next_token_probs, "next_token_probs", cases, compare, passed)

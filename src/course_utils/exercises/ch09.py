@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from ..attention import default_scale
+from ..i18n import t
 from ..sparse import sliding_window_attention, sliding_window_mask, window_layers_needed
 from ._checks import Mistake, as_answer_array, check_array
 from ._feedback import Feedback
@@ -56,9 +57,9 @@ def check_window_mask(window_mask: Callable[[int, int], Any]) -> Feedback:
     """
     title = "window mask"
 
-    def compare(result: Any, t: int, w: int) -> Feedback:
-        expected = sliding_window_mask(t, window=w)  # (t, t)
-        i, j = np.arange(t)[:, None], np.arange(t)[None, :]
+    def compare(result: Any, n: int, w: int) -> Feedback:
+        expected = sliding_window_mask(n, window=w)  # (n, n)
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
         mistakes = [
             Mistake(
                 "the course's masks are True where a query MAY attend: flip it with ~mask",
@@ -87,13 +88,18 @@ def check_window_mask(window_mask: Callable[[int, int], Any]) -> Feedback:
             return Feedback(
                 False,
                 title,
-                (f"the values are right but the dtype is {dtype}; masks are boolean",),
+                (
+                    t(
+                        "the values are right but the dtype is {dtype}; masks are boolean",
+                        dtype=dtype,
+                    ),
+                ),
                 ("return the comparison itself (a bool array), not .astype(int)",),
             )
         return fb
 
     sizes = ((6, 3), (5, 1), (9, 4), (4, 7), (12, 5))
-    cases = [(f"t = {t}, window = {w}", (t, w)) for t, w in sizes]
+    cases = [(f"t = {n}, window = {w}", (n, w)) for n, w in sizes]
     passed = "all {n} masks match sliding_window_mask"
     return run_cases(title, window_mask, "window_mask", cases, compare, passed)
 
@@ -150,10 +156,10 @@ def _masked_attention(
 def _window_attention_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]]]:
     rng = np.random.default_rng(_SEED + 9)
     cases = []
-    for t, d_k, d_v, w in [(6, 4, 4, 2), (10, 3, 5, 4), (7, 2, 2, 9), (16, 8, 3, 5)]:
-        q, k = rng.normal(size=(2, t, d_k)).round(2)
-        v = rng.normal(size=(t, d_v)).round(2)
-        cases.append((f"T = {t}, d_k = {d_k}, d_v = {d_v}, window = {w}", (q, k, v, w)))
+    for n, d_k, d_v, w in [(6, 4, 4, 2), (10, 3, 5, 4), (7, 2, 2, 9), (16, 8, 3, 5)]:
+        q, k = rng.normal(size=(2, n, d_k)).round(2)
+        v = rng.normal(size=(n, d_v)).round(2)
+        cases.append((f"T = {n}, d_k = {d_k}, d_v = {d_v}, window = {w}", (q, k, v, w)))
     return cases
 
 

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from ..gqa import mean_pool_kv
+from ..i18n import t
 from ..kv_cache import max_batch as _max_batch
 from ..multihead import MultiHeadAttention
 from ._checks import Mistake, check_array, to_numpy
@@ -107,13 +108,16 @@ def check_max_batch(max_batch: Callable[..., Any]) -> Feedback:
         if not fb and np.shape(answer) == () and np.issubdtype(np.asarray(answer).dtype, np.number):
             # One number: say it plainly instead of "entry [] is ...".
             return Feedback(
-                False, title, (f"your answer is {answer}, expected {expected}",), fb.hints
+                False,
+                title,
+                (t("your answer is {answer}, expected {want}", answer=answer, want=expected),),
+                fb.hints,
             )
         if fb and not float(answer).is_integer():
             return Feedback(
                 False,
                 title,
-                (f"your answer {float(answer)} is not a whole number",),
+                (t("your answer {answer} is not a whole number", answer=float(answer)),),
                 ("a batch is a whole number of sequences: use // (floor division)",),
             )
         return fb
@@ -138,10 +142,10 @@ def _gqa_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, interleave: bool
 def _gqa_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     rng = np.random.default_rng(_SEED)
     cases = []
-    for h, kv, t, d in [(4, 2, 5, 3), (6, 3, 4, 2), (8, 1, 3, 4), (6, 2, 7, 5), (4, 4, 3, 2)]:
-        q = rng.normal(size=(h, t, d)).round(2)
-        k, v = rng.normal(size=(2, kv, t, d)).round(2)
-        cases.append((f"n_heads = {h}, n_kv_heads = {kv}, T = {t}, d = {d}", (q, k, v)))
+    for h, kv, n, d in [(4, 2, 5, 3), (6, 3, 4, 2), (8, 1, 3, 4), (6, 2, 7, 5), (4, 4, 3, 2)]:
+        q = rng.normal(size=(h, n, d)).round(2)
+        k, v = rng.normal(size=(2, kv, n, d)).round(2)
+        cases.append((f"n_heads = {h}, n_kv_heads = {kv}, T = {n}, d = {d}", (q, k, v)))
     return cases
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..attention import default_scale
+from ..i18n import t
 from ..kv_cache import kv_cache_bytes, mla_cache_bytes, values_per_token_mha, values_per_token_mla
 from ._checks import Mistake, check_array, check_number
 from ._feedback import Feedback
@@ -97,7 +98,12 @@ def _absorb_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
     for h, dn, dc in [(2, 3, 5), (4, 8, 16), (3, 4, 6)]:
         q_c = rng.normal(size=(h, dn)).round(2)  # (h, d_h)
         w_uk = rng.normal(size=(h, dn, dc)).round(2)  # (h, d_h, d_c)
-        out.append((f"q_c of shape {q_c.shape}, W_UK of shape {w_uk.shape}", (q_c, w_uk)))
+        out.append(
+            (
+                t("q_c of shape {q_c}, W_UK of shape {w_uk}", q_c=q_c.shape, w_uk=w_uk.shape),
+                (q_c, w_uk),
+            )
+        )
     return out
 
 
@@ -155,7 +161,14 @@ def _score_cases() -> list[tuple[str, tuple[np.ndarray, ...]]]:
             rng.normal(size=(S, dr)).round(2),  # k_r (S, d_h^R), already rotated
             rng.normal(size=(h, dn, dc)).round(2),  # W_UK (h, d_h, d_c)
         )
-        described = f"h = {h}, d_h = {dn}, d_h^R = {dr}, d_c = {dc}, S = {S} cached tokens"
+        described = t(
+            "h = {h}, d_h = {dn}, d_h^R = {dr}, d_c = {dc}, S = {S} cached tokens",
+            h=h,
+            dn=dn,
+            dr=dr,
+            dc=dc,
+            S=S,
+        )
         out.append((described, args))
     return out
 
@@ -216,9 +229,9 @@ def _reduction_cases() -> list[tuple[str, tuple[tuple[int, int, int], tuple[int,
     cases.append(((24, 16, 64), (24, 384, 64), 4))
     return [
         (
-            f"DeepSeek 67B against DeepSeek-V2, bits = {bits}"
+            t("DeepSeek 67B against DeepSeek-V2, bits = {bits}", bits=bits)
             if (gqa, mla) == (ds67, v2)
-            else f"gqa = {gqa}, mla = {mla}, bits = {bits}",
+            else t("gqa = {gqa}, mla = {mla}, bits = {bits}", gqa=gqa, mla=mla, bits=bits),
             (gqa, mla, bits),
         )
         for gqa, mla, bits in cases
@@ -287,7 +300,11 @@ def check_kv_reduction(kv_reduction: Callable[[Any, Any, Any], Any]) -> Feedback
         ]
 
         def wrong(value: float) -> str:
-            return f"kv_reduction returned {value:.4g}, expected {expected:.4g}"
+            return t(
+                "kv_reduction returned {value:.4g}, expected {expected:.4g}",
+                value=value,
+                expected=expected,
+            )
 
         return check_number(title, result, expected, mistakes, wrong, atol=_REDUCTION_ATOL)
 

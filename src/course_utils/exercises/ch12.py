@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..attention import scaled_dot_product_attention
+from ..i18n import t
 from ..softmax import softmax
 from ._checks import (
     Mistake,
@@ -50,7 +51,12 @@ _SEED = 2022
 
 def _on_case(title: str, described: str, fb: Feedback) -> Feedback:
     """This chapter names the failing test case in its first message: "on <case>: ..."."""
-    messages = tuple(f"on {described}: {m}" for m in fb.messages[:1]) + fb.messages[1:]
+    messages = (
+        tuple(
+            t("on {described}: {message}", described=described, message=m) for m in fb.messages[:1]
+        )
+        + fb.messages[1:]
+    )
     return Feedback(fb.passed, title, messages, fb.hints)
 
 
@@ -115,7 +121,7 @@ def check_merge(merge: Callable[..., Any]) -> Feedback:
             return Feedback(
                 False,
                 title,
-                (f"m is {value}, expected {target}",),
+                (t("m is {got}, expected {want}", got=value, want=target),),
                 ("the maximum of the whole row is the larger of the two maxima",),
             )
         if math.isclose(got_l, want_l, rel_tol=1e-9, abs_tol=1e-12):
@@ -133,7 +139,9 @@ def check_merge(merge: Callable[..., Any]) -> Feedback:
             got_l, l1 * math.exp(want_m - m1) + l2 * math.exp(want_m - m2), rel_tol=1e-9
         ):
             hints.append("the rescaling factor is exp(m_old - m_new), at most 1: not its inverse")
-        return Feedback(False, title, (f"l is {value}, expected {target}",), tuple(hints))
+        return Feedback(
+            False, title, (t("l is {got}, expected {want}", got=value, want=target),), tuple(hints)
+        )
 
     passed = "right on all {n} cases, including scores of ±1e4 and equal maxima"
     return run_cases(title, merge, "merge", _merge_cases(), compare, passed, fail=_on_case)

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from .._determinism import deterministic as _deterministic
 from .._training import ExperimentConfig, train_adam, with_settings
 from ..decoder import DecoderBlock
+from ..i18n import t
 from ..masks import causal_mask, key_padding_mask
 from ..positions import sinusoidal_encoding
 from ..transformer import TransformerBlock, TransformerSize
@@ -324,6 +325,11 @@ def cross_attention_rows(
         out_tokens = [VOCAB[i] for i in out_ids[:n]]
         src_tokens = [VOCAB[i] for i in src[b].tolist()]
         mask_text = "with" if use_padding_mask else "WITHOUT"
-        label = f"{word} -> {decode(out_ids)} ({mask_text} padding mask)"
+        label = t(
+            "{word} -> {output} ({mask} padding mask)",
+            word=word,
+            output=decode(out_ids),
+            mask=mask_text,
+        )
         rows.append((label, src_tokens, out_tokens, weights[b, :n].double().numpy()))
     return rows

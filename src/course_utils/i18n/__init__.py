@@ -14,19 +14,22 @@ site executes the same notebooks with ``COURSE_LANG=zh``. :func:`set_language` o
 environment for this Python process: a learner in JupyterLab runs ``set_language("zh")`` before
 creating a widget or calling a checker (``set_language(None)`` goes back to ``COURSE_LANG``).
 
-Two ways to translate
----------------------
-* :func:`t` looks up an English message with named fields and formats them:
-  ``t("all {n} cases right", n=3)``. New code uses it.
-* :func:`translate` takes text that is *already formatted*, such as an f-string of a checker
-  (``f"row {i} sums to {s:.3g}, expected 1"``), a widget title passed by a notebook cell, or a
-  figure title set by ``ax.set_title`` in a cell. Catalogue keys may contain placeholders
-  (``{}`` or ``{name}``); a key matches the whole text with each placeholder standing for any
-  non-empty text, which is carried over unchanged (numbers stay identical). The key of an f-string
-  is the f-string with every ``{expression}`` replaced by ``{}``, so a static scan of the source
-  (``tests/test_i18n.py``) can check that every message has its entry.
+One way to translate
+--------------------
+:func:`t` formats a message: ``t("row {row} sums to {total}, expected 1", row=i, total=s)``. Its
+first argument is a literal ``str.format`` template with named fields, and it is the catalogue
+key: the Chinese entry is a template with the same fields, formatted with the same values (the
+numbers are identical in both languages). ``tests/test_i18n.py`` walks the source of the package
+and of the chapters, collects every literal first argument of ``t``, and fails if one has no
+entry, if an entry's fields differ from its key's, if ``t`` is given anything but a literal
+(outside the documented pass-throughs) or if an entry is used by nothing.
 
-The widgets' JavaScript has its own ``CU.t`` with the same two behaviours; the entries it needs are
+:func:`t_literal` passes finished text through ``t`` by exact key, no patterns: a title or figure
+label written as a literal in a notebook cell (widget ``Text`` traits, the matplotlib hook of
+:mod:`course_utils.i18n.figures`), a label, hint or message constant of a checker (``Feedback``),
+a note of ``model_configs.json``.
+
+The widgets' JavaScript has its own ``CU.t`` (section ``widgets_js``); the entries it needs are
 put into the widget's ES module by :class:`course_utils.widgets._base.CourseWidget` when the widget
 is created under ``"zh"`` (so the saved widget state of a zh notebook carries its Chinese, and an
 English widget's code is unchanged).
@@ -36,13 +39,13 @@ English widget's code is unchanged).
 'zh'
 >>> t("correct")
 '正确'
->>> translate("row 2 sums to 1.37, expected 1")
-'第 2 行之和为 1.37，应为 1'
->>> translate("a sentence the catalogue does not know")
+>>> t("all {n} cases right", n=3)
+'全部 3 个用例都正确'
+>>> t_literal("a sentence the catalogue does not know")
 'a sentence the catalogue does not know'
 >>> set_language("en")
->>> translate("row 2 sums to 1.37, expected 1")
-'row 2 sums to 1.37, expected 1'
+>>> t("correct")
+'correct'
 >>> set_language(None)  # back to COURSE_LANG
 """
 
@@ -52,6 +55,8 @@ import functools
 import json
 import os
 import re
+import string
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,7 +69,7 @@ __all__ = [
     "normalise_language",
     "set_language",
     "t",
-    "translate",
+    "t_literal",
 ]
 
 Language = Literal["en", "zh"]
@@ -73,8 +78,7 @@ HERE = Path(__file__).parent
 _override: Language | None = None
 _CJK_SPACE = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
 
-# A placeholder of a catalogue key: {} or {name}; {{ and }} are literal braces.
-_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)?\}")
+_FORMATTER = string.Formatter()
 
 
 def normalise_language(lang: Any) -> Language:
@@ -141,104 +145,40 @@ def catalogue(lang: Language = "zh", section: str | None = None) -> dict[str, st
 
 
 def key_fields(key: str) -> list[str]:
-    """The placeholder names of a catalogue key, in order (``""`` for ``{}``).
+    """The fields of a message template, in order, as written (name, conversion and format spec).
 
-    >>> key_fields("Step {step} of {}")
-    ['step', '']
+    >>> key_fields("{name} is still {answer!r}, τ = {tau:g}")
+    ['name', 'answer!r', 'tau:g']
     """
-    return [m.group(1) or "" for m in _FIELD.finditer(key) if m.group(0) not in ("{{", "}}")]
-
-
-def _key_regex(key: str) -> re.Pattern[str]:
-    parts: list[str] = []
-    pos = 0
-    for m in _FIELD.finditer(key):
-        parts.append(re.escape(key[pos : m.start()]))
-        token = m.group(0)
-        parts.append(re.escape(token[0]) if token in ("{{", "}}") else "(.*?)")
-        pos = m.end()
-    parts.append(re.escape(key[pos:]))
-    return re.compile("".join(parts), re.DOTALL)
-
-
-@functools.cache
-def _templates(lang: Language) -> tuple[tuple[re.Pattern[str], list[str], str], ...]:
-    """The keys with placeholders, longest literal text first (the most specific key wins)."""
     out = []
-    for key, value in catalogue(lang, "messages").items():
-        fields = key_fields(key)
-        if fields:
-            literal = len(_FIELD.sub("", key))
-            out.append((literal, _key_regex(key), fields, value))
-    out.sort(key=lambda item: -item[0])
-    return tuple((rx, fields, value) for _, rx, fields, value in out)
-
-
-def _fill(value: str, fields: list[str], groups: tuple[str, ...]) -> str:
-    # A field may itself be a known message ("row 2" in "row 2 sums to 1.37, expected 1"); it is
-    # shorter than the text, so the recursion ends.
-    # A field the translation shows in backticks is a code name (`dot`): kept as it is.
-    raw: set[int | str] = set()
-    auto = 0
-    for m in re.finditer(r"(`?)\{(\w*)\}(`?)", value):
-        ref: int | str = m.group(2) if m.group(2) else auto
-        if not m.group(2):
-            auto += 1
-        if isinstance(ref, str) and ref.isdigit():
-            ref = int(ref)
-        if m.group(1) and m.group(3):
-            raw.add(ref)
-    done = [g if i in raw else translate(g) for i, g in enumerate(groups)]
-    named = {name: g for name, g in zip(fields, done, strict=True) if name}
-    # "{} 之和" keeps a space after a code name ("w 之和") but not after Chinese ("第 2 行之和").
-    return _CJK_SPACE.sub("", value.format(*done, **named))
-
-
-def translate(text: str, lang: Language | None = None) -> str:
-    """Translate already formatted English ``text`` (exact entry, else a key with placeholders).
-
-    Falls back to ``text`` itself. Leading and trailing white space is kept.
-
-    >>> translate("correct", "zh")
-    '正确'
-    >>> translate("correct", "en")
-    'correct'
-    """
-    lang = get_language() if lang is None else lang
-    if lang == "en" or not isinstance(text, str) or not text.strip():
-        return text
-    stripped = text.strip()
-    if stripped != text:
-        start = text.index(stripped[0])
-        return text[:start] + translate(stripped, lang) + text[start + len(stripped) :]
-    messages = catalogue(lang, "messages")
-    if text in messages:
-        return messages[text]
-    literal = _literal_messages(lang)
-    if text in literal:
-        return literal[text]
-    for rx, fields, value in _templates(lang):
-        m = rx.fullmatch(text)
-        if m:
-            return _fill(value, fields, m.groups())
-    return text
-
-
-@functools.cache
-def _literal_messages(lang: Language) -> dict[str, str]:
-    """Keys without placeholders that escape a brace (``\\sqrt{{d_k}}``), as the text shows them
-    (``\\sqrt{d_k}``): the text ``translate`` receives is already formatted."""
-    out = {}
-    for key, value in catalogue(lang, "messages").items():
-        if ("{{" in key or "}}" in key) and not key_fields(key):
-            out[key.replace("{{", "{").replace("}}", "}")] = value.replace("{{", "{").replace(
-                "}}", "}"
+    for _, name, spec, conversion in _FORMATTER.parse(key):
+        if name is not None:
+            out.append(
+                name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
             )
     return out
 
 
-def t(text: str, /, **fields: Any) -> str:
-    """The message ``text`` in the current language, with its named ``fields`` formatted in.
+def _plain_fields(template: str) -> set[str]:
+    """The fields of a (translated) template that may be translated themselves: no conversion, no
+    format spec, and not shown in backticks (`` `{name}` `` is a code name, kept as it is)."""
+    quoted = set(re.findall(r"`\{(\w+)\}`", template))
+    return {
+        name
+        for _, name, spec, conversion in _FORMATTER.parse(template)
+        if name and not spec and not conversion and name not in quoted
+    }
+
+
+def t(template: str, /, **fields: Any) -> str:
+    """The message ``template`` in the current language, with its named ``fields`` formatted in.
+
+    ``template`` is a literal ``str.format`` template with named fields; it is the catalogue key
+    (``tests/test_i18n.py`` collects every literal first argument of ``t`` from the source, so each
+    must have its entry, with the same fields). The Chinese template formats the same values, so
+    numbers are identical in both languages. A field whose value is itself a catalogue message
+    without fields (a label such as ``"weights"``) is translated too, unless the Chinese shows it
+    in backticks (a code name); a field that is a formatted message is passed as ``t(...)`` itself.
 
     >>> set_language("en")
     >>> t("all {n} cases match kv_cache.max_batch", n=5)
@@ -246,11 +186,54 @@ def t(text: str, /, **fields: Any) -> str:
     >>> set_language("zh")
     >>> t("all {n} cases match kv_cache.max_batch", n=5)
     '全部 5 个用例都与 kv_cache.max_batch 一致'
+    >>> t("{label} sums to {total}, expected {want}{reason}", label=t("row {row}", row=2),
+    ...   total=1.37, want=1, reason="")
+    '第 2 行之和为 1.37，应为 1'
     >>> set_language(None)
     """
     lang = get_language()
-    template = catalogue(lang, "messages").get(text, text) if lang != "en" else text
-    return template.format(**fields) if fields else template
+    if lang == "en":
+        return template.format(**fields)
+    if "matplotlib" in sys.modules:  # a figure label made with t: draw its Chinese in CJK
+        install_matplotlib_hook()
+    text = catalogue(lang, "messages").get(template, template)
+    if not fields:
+        return text.format()
+    plain = _plain_fields(text)
+    done = {
+        name: t_literal(str(value))
+        if name in plain and isinstance(value, str | BaseException)
+        else value
+        for name, value in fields.items()
+    }
+    # "{name} 之和" keeps a space after a code name ("w 之和"), not after Chinese ("第 2 行之和").
+    return _CJK_SPACE.sub("", text.format(**done))
+
+
+def t_literal(text: str, lang: Language | None = None) -> str:
+    """Finished ``text`` through :func:`t`: its translation if the catalogue has it as a key.
+
+    The one documented pass-through of text that is not a ``t`` call in the package: a title or a
+    figure label written in a notebook cell (widget ``Text`` traits, the figure hook), a label or a
+    hint the package keeps in a constant (``Feedback`` title, messages and hints), a note of
+    ``model_configs.json``. Only whole texts match (no patterns): a message with fields is made
+    with ``t(...)`` where it is formatted. Braces are literal; white space around is kept.
+    ``lang`` defaults to the current language.
+
+    >>> t_literal("correct", "zh"), t_literal("  correct\\n", "zh"), t_literal("correct", "en")
+    ('正确', '  正确\\n', 'correct')
+    >>> t_literal("a sentence the catalogue does not know {x}", "zh")
+    'a sentence the catalogue does not know {x}'
+    """
+    lang = get_language() if lang is None else lang
+    if lang == "en" or not isinstance(text, str) or not text.strip():
+        return text
+    stripped = text.strip()
+    if stripped != text:
+        start = text.index(stripped[0])
+        return text[:start] + t_literal(stripped, lang) + text[start + len(stripped) :]
+    value = catalogue(lang, "messages").get(stripped.replace("{", "{{").replace("}", "}}"))
+    return text if value is None else value.format()
 
 
 def install_matplotlib_hook() -> None:
@@ -261,7 +244,7 @@ def install_matplotlib_hook() -> None:
     """
     from .figures import install
 
-    install(get_language, translate)
+    install(get_language, t_literal)
 
 
 def _js_literal(src: str, i: int) -> tuple[str, int]:

@@ -3,7 +3,7 @@
 A chapter's code cell may write figure text itself (``ax.set_title("Scores before scaling")``);
 the code cells are the same in both editions, so that text is translated when it is *drawn*: the
 hook wraps :meth:`matplotlib.text.Text.draw`, and while the language is ``"zh"`` each text whose
-string the catalogue knows (:func:`course_utils.i18n.translate`) is drawn in Chinese with the
+whole string is a catalogue key (:func:`course_utils.i18n.t_literal`) is drawn in Chinese with the
 package's CJK font (:func:`course_utils.fonts.cjk_font_family`), then set back, so the figure
 object itself keeps its English text. Under ``"en"`` the hook draws exactly what matplotlib would
 (the text is not touched), so English figures are byte-identical.
@@ -16,7 +16,7 @@ are data (tokens, numbers), and an English token such as "next" must not become 
 >>> matplotlib.use("Agg")
 >>> import matplotlib.pyplot as plt
 >>> from course_utils.i18n import install_matplotlib_hook, set_language
->>> install_matplotlib_hook()  # install(get_language, translate), the package's own
+>>> install_matplotlib_hook()  # install(get_language, t_literal), the package's own
 >>> set_language("zh")
 >>> fig, ax = plt.subplots()
 >>> _ = ax.set_title("weights")
@@ -41,12 +41,12 @@ _in_tick = threading.local()
 
 
 @functools.cache
-def install(get_language: Callable[[], str], translate: Callable[[str], str]) -> None:
+def install(get_language: Callable[[], str], lookup: Callable[[str], str]) -> None:
     """Wrap ``Text.draw`` once per process (idempotent).
 
-    ``get_language`` and ``translate`` are :mod:`course_utils.i18n`'s own, passed in by
-    :func:`course_utils.i18n.install_matplotlib_hook` (so this module never imports its package
-    back: no import cycle).
+    ``get_language`` and ``lookup`` (:func:`~course_utils.i18n.t_literal`) are
+    :mod:`course_utils.i18n`'s own, passed in by :func:`course_utils.i18n.install_matplotlib_hook`
+    (so this module never imports its package back: no import cycle).
     """
     from matplotlib.axis import Tick
     from matplotlib.text import Text
@@ -69,27 +69,61 @@ def install(get_language: Callable[[], str], translate: Callable[[str], str]) ->
         if get_language() == "en" or getattr(_in_tick, "on", False):
             return original(self, renderer, *args, **kwargs)
         text = self.get_text()
-        translated = translate(text) if isinstance(text, str) else text
+        translated = lookup(text) if isinstance(text, str) else text
         # Mathtext ("$d_k$") draws the text around the maths in its own font, which has no CJK
         # glyphs (boxes and a warning per character): such a label stays English.
-        if translated == text or "$" in translated:
+        if "$" in translated or (translated == text and not _needs_cjk_font(self)):
             return original(self, renderer, *args, **kwargs)
-        from ..fonts import cjk_font_family
-
         # Swap the string and the font for this one draw (set_text would mark the figure stale).
         props = self._fontproperties
         self._text = translated
-        self._fontproperties = props.copy()
-        self._fontproperties.set_family(cjk_font_family())
+        self._fontproperties = _with_cjk_font(props)
         try:
             return original(self, renderer, *args, **kwargs)
         finally:
             self._text = text
             self._fontproperties = props
 
+    original_layout = Text._get_layout
+
+    @functools.wraps(original_layout)
+    def get_layout(self: Text, renderer: Any) -> Any:
+        # Text already in Chinese (made with t(...) in a cell: "种子 0") is measured in the CJK
+        # font too, so a layout never measures, nor warns about, glyphs the default font lacks.
+        if get_language() == "en" or not _needs_cjk_font(self):
+            return original_layout(self, renderer)
+        props = self._fontproperties
+        self._fontproperties = _with_cjk_font(props)
+        try:
+            return original_layout(self, renderer)
+        finally:
+            self._fontproperties = props
+
     setattr(draw, _ATTR, original)
     Text.draw = draw
+    Text._get_layout = get_layout
     Tick.draw = draw_tick
+
+
+def _needs_cjk_font(text: Any) -> bool:
+    """A text that has CJK characters (and no maths) in a font family without a CJK font."""
+    from ..fonts import contains_cjk
+
+    string = text.get_text()
+    return (
+        isinstance(string, str)
+        and "$" not in string
+        and contains_cjk(string)
+        and not any("CJK" in family for family in text._fontproperties.get_family())
+    )
+
+
+def _with_cjk_font(props: Any) -> Any:
+    from ..fonts import cjk_font_family
+
+    out = props.copy()
+    out.set_family(cjk_font_family())
+    return out
 
 
 def drawn_texts(fig: Any) -> list[str]:

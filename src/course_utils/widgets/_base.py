@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 
 from .._validation import as_float_array, check_int, shape_str
 from ..i18n import get_language, js_catalogue, normalise_language
-from ._text import Text, translate_parts
+from ._text import Text
 
 __all__ = [
     "DECIMALS",
@@ -69,7 +69,6 @@ __all__ = [
     "check_vectors",
     "pack_array",
     "pack_uint8",
-    "translate_parts",
     "unpack_array",
     "widget_css",
     "widget_esm",

@@ -1,9 +1,12 @@
 """Text a reader sees in a widget, stored in the reader's language (see :mod:`course_utils.i18n`).
 
+>>> import traitlets
 >>> from course_utils.i18n import set_language
+>>> class Box(traitlets.HasTraits):
+...     title = Text("")
 >>> set_language("zh")
->>> translate_parts("sliding window; window + global")
-'滑动窗口; 窗口 + 全局'
+>>> Box(title="sliding window").title
+'滑动窗口'
 >>> set_language(None)
 """
 
@@ -13,28 +16,20 @@ from typing import Any
 
 import traitlets
 
-from ..i18n import translate
+from ..i18n import t_literal
 
-__all__ = ["Text", "translate_parts"]
-
-
-def translate_parts(text: str, sep: str = "; ") -> str:
-    """Translate each ``sep``-separated part of ``text`` (notes that join several messages).
-
-    >>> translate_parts("a; b")
-    'a; b'
-    """
-    return sep.join(translate(part) for part in text.split(sep))
+__all__ = ["Text"]
 
 
 class Text(traitlets.Unicode):  # type: ignore[misc]
     """A text trait a reader sees (a title, a caption, a label): stored in the current language.
 
-    Under ``"zh"`` the value is passed through :func:`course_utils.i18n.translate` when it is set,
-    so a title written in English in a notebook cell is Chinese in the zh edition; in English it
+    Under ``"zh"`` the value is passed through :func:`course_utils.i18n.t_literal` when it is
+    set, so a title written in English in a notebook cell is Chinese in the zh edition (a text
+    formatted in the package comes as ``t(...)``, already translated); in English it
     is a plain ``Unicode`` trait. Use ``traitlets.List(Text())`` for a list of labels. Learner data
     (tokens, sentences) stays ``Unicode``: it is never translated.
     """
 
     def validate(self, obj: Any, value: Any) -> str:
-        return translate(super().validate(obj, value))
+        return t_literal(super().validate(obj, value))

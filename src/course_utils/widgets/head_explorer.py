@@ -41,9 +41,9 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
+from ..i18n import t_literal
 from ..pretrained.minilm_web import MAX_BROWSER_TOKENS, download_sizes
 from ._base import CourseWidget, check_index, pack_uint8
-from ._text import translate_parts
 
 __all__ = ["HeadExplorer", "too_long_message"]
 
@@ -136,7 +136,7 @@ class HeadExplorer(CourseWidget):
         self.layer, self.head = layer, head
         self.download_bytes = download_sizes("float16")["upfront_bytes"]
         self.head_notes = {
-            f"{L}-{H}": translate_parts(str(t)) for (L, H), t in (notes or {}).items()
+            f"{L}-{H}": t_literal(str(note)) for (L, H), note in (notes or {}).items()
         }
         self._check_budget(BUDGET_HINT)
 

@@ -23,7 +23,7 @@ import numpy as np
 import traitlets
 
 from ..gqa import head_groups
-from ..i18n import translate
+from ..i18n import t_literal
 from ..kv_cache import kv_cache_bytes, max_batch
 from ..model_configs import MODEL_CONFIGS
 from ._base import CourseWidget, pack_array
@@ -99,7 +99,7 @@ class KVCacheCalculator(CourseWidget):
                     "kind": cfg.kind,
                     "citation": cfg.cite or cfg.citation,  # shown as the book cites it
                     "context_length": cfg.context_length,
-                    "note": translate(cfg.note),
+                    "note": t_literal(cfg.note),
                     "layers_index": LAYERS.index(cfg.n_layers),
                     "heads_index": HEADS.index(cfg.n_heads),
                     "kv_index": KV_HEADS.index(cfg.n_kv_heads),

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..i18n import LANGUAGES, normalise_language, translate
+from ..i18n import LANGUAGES, normalise_language, t_literal
 from ._base import HERE, widget_css, widget_esm
 
 __all__ = [
@@ -72,7 +72,7 @@ def placeholder_esm(stem: str, lang: str = "en") -> str:
     """The ``_esm`` a saved notebook keeps for widget ``stem``: a first line naming its module
     file for the site's loader, and a module that asks the reader to run the cell."""
     lang = normalise_language(lang)
-    message = json.dumps(translate(RUN_ME, lang), ensure_ascii=False)
+    message = json.dumps(t_literal(RUN_ME, lang), ensure_ascii=False)
     return (
         f"// course-widget: {stem}.{lang}\n"
         f"// The site draws this widget with _static/{MODULE_FOLDER}/{stem}.{lang}.js; "
