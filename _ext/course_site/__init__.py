@@ -35,7 +35,10 @@ At ``html-page-context``:
   sphinx-thebe; its inline ``const THEBE_JS_URL = "https://unpkg..."`` is added twice per page,
   a SyntaxError in the console, and names a CDN), and drops exact duplicates.
 
-At ``build-finished``: writes every course widget's ES module (per language) and stylesheet into
+At ``build-finished``: wraps every figure a notebook drew in a link to its full-size image, with
+the width under which its smallest text would be under 11 px as its least width (a phone scrolls
+it sideways, ``course/wide_figures.js`` then shows a hint; :func:`link_figures`); writes every
+course widget's ES module (per language) and stylesheet into
 ``_static/course_widgets/`` (:func:`write_widget_code`), where the loader takes the code that the
 saved notebooks leave out (their widgets keep state only); deletes the theme's Font Awesome script,
 which no page loads (our ``templates/static/webpack-macros.html`` leaves it out: the theme's
@@ -61,6 +64,7 @@ from __future__ import annotations
 import copy
 import html
 import json
+import math
 import posixpath
 import re
 from pathlib import Path
@@ -81,6 +85,8 @@ SITE_CSS = "course/site.css"
 SITE_NAV = "course/site_nav.js"
 #: Makes a display formula that overflows its column a Tab stop (only pages with maths load it).
 SCROLLABLE_MATH = "course/scrollable_math.js"
+#: Shows a figure's "scroll sideways" hint while its box scrolls (pages with figures load it).
+WIDE_FIGURES = "course/wide_figures.js"
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
 #: Models the loader may ignore: an anywidget's layout and style (it draws everything itself).
 PASSIVE_MODELS = {("@jupyter-widgets/base", "LayoutModel"), ("@jupyter-widgets/base", "StyleModel")}
@@ -331,6 +337,8 @@ def _page_context(app: Any, pagename: str, templatename: str, context: dict, doc
     _check_widget_models(pagename, scripts)
     if any("mathjax" in str(getattr(s, "filename", s) or "") for s in scripts):
         app.add_js_file(SCROLLABLE_MATH, defer="defer")  # this page only, like the loader
+    if FIGURE_IMG.search(str(context.get("body") or "")):
+        app.add_js_file(WIDE_FIGURES, defer="defer")
     thebe_on = _thebe_enabled(app.config)
     kept: list[Any] = []
     seen: set[tuple[str, str]] = set()
@@ -347,6 +355,78 @@ def _page_context(app: Any, pagename: str, templatename: str, context: dict, doc
     if not thebe_on and context.get("css_files") is not None:
         css = context["css_files"]
         css[:] = [c for c in css if not str(getattr(c, "filename", c)).endswith("sphinx-thebe.css")]
+
+
+#: An image a notebook cell drew, as Sphinx writes it: ``<img alt="..." src="../_images/x.png" />``.
+FIGURE_IMG = re.compile(
+    r'<img (?P<attrs>[^>]*?\bsrc="(?P<src>(?:\.\./)*_images/[^"/]+\.png)"[^>]*?)\s*/?>'
+)
+#: The hint under a figure too wide for the screen (shown by course/wide_figures.js), per edition.
+FIGURE_HINT = {
+    "en": "Scroll sideways to see the whole figure, or open the image at full size.",
+    "zh": "左右滑动可查看整幅图，或点击图片查看原尺寸大图。",
+}
+
+
+def figure_min_width(png: Path) -> int | None:
+    """The narrowest width (CSS px) at which figure ``png`` shows its smallest text at
+    ``MIN_TEXT_PX``: its natural width x MIN_TEXT_PX / (its smallest text in PNG px, which
+    ``course_utils.plotting`` records in the PNG). ``None`` if the PNG records no text size.
+
+    >>> import io, tempfile
+    >>> from PIL import Image, PngImagePlugin
+    >>> from course_utils.plotting import TEXT_SIZE_KEY
+    >>> info = PngImagePlugin.PngInfo(); info.add_text(TEXT_SIZE_KEY, "12.50")
+    >>> path = Path(tempfile.mkdtemp()) / "f.png"
+    >>> Image.new("RGB", (500, 100), "white").save(path, pnginfo=info)
+    >>> figure_min_width(path)  # 500 x 11 / 12.5
+    440
+    """
+    from PIL import Image
+
+    from course_utils.plotting import MIN_TEXT_PX
+
+    from .browser import png_text_size_px
+
+    text_px = png_text_size_px(png)
+    if not text_px:
+        return None
+    with Image.open(png) as image:
+        width = image.width
+    return math.ceil(width * MIN_TEXT_PX / text_px)
+
+
+def link_figures(body: str, page_dir: Path, language: str | None) -> str:
+    """Every figure a notebook drew links to its full-size image and is never shown smaller than
+    :func:`figure_min_width` (its smallest text at 11 px): on a narrow screen (a phone) it keeps
+    that width in a box that scrolls sideways, with a hint saying so. ``page_dir``: the built
+    page's folder (where the image's relative address starts). A page mended once is unchanged.
+
+    >>> link_figures('<p><img alt="A" src="_images/none.png" /></p>', Path("."), "en")
+    '<p><span class="cu-figure-scroll"><a class="cu-figure-link" href="_images/none.png"><img \
+class="cu-figure-img" alt="A" src="_images/none.png" /></a></span><span class="cu-figure-hint" \
+hidden>Scroll sideways to see the whole figure, or open the image at full size.</span></p>'
+    """
+    hint = FIGURE_HINT[edition(language)]
+
+    def mend(m: re.Match[str]) -> str:
+        png = page_dir / m["src"]
+        width = figure_min_width(png) if png.is_file() else None
+        style = f' style="--cu-figure-min-width: {width}px"' if width else ""
+        attrs = m["attrs"]
+        if 'class="' in attrs:
+            attrs = attrs.replace('class="', 'class="cu-figure-img ', 1)
+        else:
+            attrs = f'class="cu-figure-img" {attrs}'
+        return (
+            f'<span class="cu-figure-scroll"><a class="cu-figure-link" href="{m["src"]}">'
+            f"<img{style} {attrs} /></a></span>"
+            f'<span class="cu-figure-hint" hidden>{hint}</span>'
+        )
+
+    if "cu-figure-img" in body:
+        return body
+    return FIGURE_IMG.sub(mend, body)
 
 
 BARE_REDIRECT = re.compile(r'^\s*<meta http-equiv="Refresh" content="0; url=([^"<>]+)" />\s*$')
@@ -470,8 +550,9 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     for page in Path(app.outdir).rglob("*.html"):
         html = page.read_text(encoding="utf-8")
         needs_model = needs_model or bool(NEEDS_BROWSER_MODEL.search(html))
-        if NAMELESS_TOC_TOGGLE in html:
-            page.write_text(name_toc_toggles(html), encoding="utf-8")
+        mended = link_figures(name_toc_toggles(html), page.parent, app.config.language)
+        if mended != html:
+            page.write_text(mended, encoding="utf-8")
     if needs_model:
         write_browser_model(app.outdir)
     index = Path(app.outdir) / "index.html"

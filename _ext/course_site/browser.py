@@ -481,11 +481,19 @@ def run_axe(
 
 #: Every figure a notebook cell drew (an image in a cell's output) as the page shows it: its
 #: address, natural width (PNG pixels) and shown width (CSS pixels).
+#: The shown width is the image's own (its content box: a padded frame around it is not the image);
+#: ``link``: the address of the link around it, if any (its full-size image).
 FIGURES_JS = """
 () => Array.from(document.querySelectorAll('.cell_output img, .output img')).filter(
-  (i) => i.getClientRects().length > 0).map((i) => ({
-    src: i.currentSrc || i.src, natural: i.naturalWidth, shown: i.getBoundingClientRect().width,
-    alt: (i.getAttribute('alt') || '').slice(0, 60)}))
+  (i) => i.getClientRects().length > 0).map((i) => {
+    const s = getComputedStyle(i);
+    const frame = ['paddingLeft', 'paddingRight', 'borderLeftWidth', 'borderRightWidth'].reduce(
+      (sum, k) => sum + parseFloat(s[k] || 0), 0);
+    const link = i.closest('a[href]');
+    return {src: i.currentSrc || i.src, natural: i.naturalWidth,
+            shown: i.getBoundingClientRect().width - frame, link: link ? link.href : null,
+            alt: (i.getAttribute('alt') || '').slice(0, 60)};
+  })
 """
 
 
@@ -624,24 +632,13 @@ _LUMINANCE_JS = """  const lin = (v) => {
   };
   const lum = (c) => 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2]);"""
 
-#: The SVG text of every course widget whose colour stands out too little from what is drawn under
-#: it (axe does not check SVG text): ``[{widget, text, ratio, fg, bg}]`` for each text whose WCAG
-#: contrast ratio is under ``minRatio``. What lies under a text is the last filled shape painted
-#: before it whose fill holds the text's centre (``isPointInFill``), over the card's background;
-#: opacities blend; a text with a halo (a stroke painted under it) stands on the halo's colour.
-#: Hidden and empty texts are skipped.
-SVG_TEXT_CONTRAST_JS = """
-(minRatio) => {
-  const parse = (c) => {
+#: ``parse`` a CSS colour to [r, g, b, alpha]; ``over``: a colour laid over another; ``background``:
+#: the colour an element is shown on (its own background over its ancestors', white at the root).
+_BACKGROUND_JS = """  const parse = (c) => {
     const m = /rgba?\\(([^)]+)\\)/.exec(c || '');
     if (!m) return null;
     const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
     return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
-  };
-/*LUMINANCE*/
-  const ratio = (a, b) => {
-    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
-    return (x + 0.05) / (y + 0.05);
   };
   const over = (top, alpha, under) => [0, 1, 2].map((i) => top[i] * alpha + under[i] * (1 - alpha));
   const background = (el) => {
@@ -653,6 +650,21 @@ SVG_TEXT_CONTRAST_JS = """
     let colour = [255, 255, 255];
     for (const c of layers.reverse()) colour = over(c, c[3], colour);
     return colour;
+  };"""
+
+#: The SVG text of every course widget whose colour stands out too little from what is drawn under
+#: it (axe does not check SVG text): ``[{widget, text, ratio, fg, bg}]`` for each text whose WCAG
+#: contrast ratio is under ``minRatio``. What lies under a text is the last filled shape painted
+#: before it whose fill holds the text's centre (``isPointInFill``), over the card's background;
+#: opacities blend; a text with a halo (a stroke painted under it) stands on the halo's colour.
+#: Hidden and empty texts are skipped.
+SVG_TEXT_CONTRAST_JS = """
+(minRatio) => {
+/*LUMINANCE*/
+/*BACKGROUND*/
+  const ratio = (a, b) => {
+    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
   };
   const alphaOf = (el, s) => Number(s.fillOpacity) * Number(s.opacity);
   const bad = [];
@@ -694,28 +706,130 @@ SVG_TEXT_CONTRAST_JS = """
   }
   return bad;
 }
-""".replace("/*LUMINANCE*/", _LUMINANCE_JS)
+""".replace("/*LUMINANCE*/", _LUMINANCE_JS).replace("/*BACKGROUND*/", _BACKGROUND_JS)
 
 
-#: In dark mode, the widget areas and checker outputs painted light (relative luminance over 0.4):
-#: ``[{what, bg}]``. The theme paints HTML outputs light for outputs drawn for a white page; ours
-#: follow the theme.
+#: Most relative luminance of a background in dark mode (the theme's page, #14181e, is 0.009; the
+#: light panel it paints outputs with, #ced6dd, 0.66).
+DARK_MAX_LUMINANCE = 0.1
+#: Least WCAG contrast of a widget's SVG text with what is drawn under it: 4.5, normal text's (the
+#: labels are 11-14 px, none is "large text").
+SVG_TEXT_MIN_CONTRAST = 4.5
+
+#: In dark mode, what is painted light on the dark page: ``[{what, bg}]`` for each widget area,
+#: course widget card and HTML output (a checker's feedback) whose background, as shown (its own
+#: colour over its ancestors'), has a relative luminance over ``maxLum``; each masked cell of the
+#: sparse-pattern widget likewise; and each figure the theme dims (a CSS filter) or frames in a
+#: padded panel of another colour. The theme paints outputs light for outputs drawn for a white
+#: page, and dims images; ours follow the theme, and a figure drawn on white is shown as drawn.
 LIGHT_BOXES_JS = """
-() => {
+(maxLum) => {
 /*LUMINANCE*/
+/*BACKGROUND*/
   const out = [];
-  const boxes = document.querySelectorAll(
-    '.cell_output .widget-subarea, .cell_output .text_html:has(> .course-feedback)');
-  for (const box of boxes) {
-    const m = /rgba?\\(([^)]+)\\)/.exec(getComputedStyle(box).backgroundColor);
-    if (!m) continue;
-    const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
-    if (p.length > 3 && p[3] === 0) continue;
-    if (lum(p) > 0.4) {
-      out.push({what: box.classList.contains('widget-subarea') ? 'widget area' : 'checker output',
-                bg: p.slice(0, 3)});
+  const kinds = [['.cell_output .widget-subarea', 'widget area'], ['.cu-widget', 'widget card'],
+                 ['.cell_output .text_html', 'HTML output (checker)']];
+  for (const [selector, what] of kinds) {
+    for (const box of document.querySelectorAll(selector)) {
+      if (!box.getClientRects().length) continue;
+      const bg = background(box).map(Math.round);
+      if (lum(bg) > maxLum) out.push({what, bg});
     }
+  }
+  for (const cell of document.querySelectorAll('.cu-sparse .cu-sparse-off')) {
+    const fill = parse(getComputedStyle(cell).fill);
+    if (fill && lum(fill) > maxLum) {
+      out.push({what: 'sparse masked cell', bg: fill.slice(0, 3)});
+      break;
+    }
+  }
+  for (const img of document.querySelectorAll('.cell_output img')) {
+    const s = getComputedStyle(img);
+    if (s.filter !== 'none') out.push({what: 'figure dimmed (' + s.filter + ')', bg: []});
+    const bg = parse(s.backgroundColor);
+    if (parseFloat(s.paddingLeft) > 0 && bg && bg[3] > 0)
+      out.push({what: 'figure framed by a panel', bg: bg.slice(0, 3)});
   }
   return out;
 }
-""".replace("/*LUMINANCE*/", _LUMINANCE_JS)
+""".replace("/*LUMINANCE*/", _LUMINANCE_JS).replace("/*BACKGROUND*/", _BACKGROUND_JS)
+
+
+# ---- Readable text: every widget and figure text at least MIN_TEXT_PX, at every viewport ----
+
+#: The four ways the book is read, as the browser tests emulate them: name -> (CSS viewport, colour
+#: mode, touch). A 1280x720 projector at 150 % zoom is a CSS viewport of 853x480.
+VIEWPORTS: dict[str, tuple[tuple[int, int], str, bool]] = {
+    "desktop": ((1280, 800), "light", False),
+    "dark": ((1280, 800), "dark", False),
+    "phone": ((390, 844), "light", True),
+    "projector": ((853, 480), "light", False),
+}
+
+
+def open_in_viewport(browser: Any, site_url: str, rel: str, viewport: str) -> tuple[Any, Any]:
+    """A new context and page on ``site_url + rel`` in one of :data:`VIEWPORTS` (size, colour
+    mode, touch), off-site requests blocked, once every widget view is drawn. Close the context."""
+    (width, height), mode, touch = VIEWPORTS[viewport]
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, has_touch=touch, is_mobile=touch
+    )
+    context.add_init_script(mode_init_script(mode))
+    block_outside(context, (site_url,), [])
+    page = context.new_page()
+    page.goto(site_url + rel, wait_until="load")
+    page.evaluate("() => window.courseWidgetLoader ? window.courseWidgetLoader.ready : null")
+    wait_for_widgets(page, 30_000)
+    return context, page
+
+
+#: Every visible text of every course widget with its size as drawn, in CSS px:
+#: ``[{widget, index, n, smallest: {text, px, kind}, small: [{text, px, kind}]}]`` where ``small``
+#: lists the texts under ``minPx``. An SVG text's size is its font size times the scale its SVG is
+#: drawn at (the screen matrix of the text: viewBox scale and transforms; sqrt of its determinant,
+#: so a rotated label counts too); an HTML text's is its computed font size; a text box or menu,
+#: its own. Empty, hidden and visually hidden (screen-reader only) texts are skipped.
+WIDGET_TEXT_SIZES_JS = """
+(minPx) => {
+  const shown = (el) => {
+    const s = getComputedStyle(el);
+    return s.visibility !== 'hidden' && s.display !== 'none' && Number(s.opacity) > 0 &&
+      el.getClientRects().length > 0;
+  };
+  const hiddenForEyes = '.cu-description, .cu-sr-only, option, title, style, script';
+  return Array.from(document.querySelectorAll('.cu-widget')).map((w, index) => {
+    const texts = [];
+    for (const t of w.querySelectorAll('svg text')) {
+      const label = t.textContent.trim();
+      if (!label || !shown(t) || !t.getBoundingClientRect().width) continue;
+      const m = t.getScreenCTM();
+      if (!m) continue;
+      const scale = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+      texts.push({kind: 'svg', text: label, px: parseFloat(getComputedStyle(t).fontSize) * scale});
+    }
+    const walker = document.createTreeWalker(w, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const label = n.nodeValue.trim();
+      const el = n.parentElement;
+      if (!label || !el || el.closest('svg') || el.closest(hiddenForEyes) || !shown(el)) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      const r = range.getBoundingClientRect();
+      if (r.width < 2 || r.height < 2) continue;
+      texts.push({kind: 'html', text: label, px: parseFloat(getComputedStyle(el).fontSize)});
+    }
+    for (const c of w.querySelectorAll('select, input[type=text], textarea')) {
+      if (!shown(c)) continue;
+      const label = c.tagName === 'SELECT' ? (c.selectedOptions[0] || {}).text || '' : c.value ||
+        c.placeholder || '(text box)';
+      texts.push({kind: c.tagName.toLowerCase(), text: label.trim(),
+                  px: parseFloat(getComputedStyle(c).fontSize)});
+    }
+    for (const t of texts) { t.px = Math.round(t.px * 100) / 100; t.text = t.text.slice(0, 40); }
+    texts.sort((a, b) => a.px - b.px);
+    return {widget: Array.from(w.classList).find((c) => c !== 'cu-widget') || '', index,
+            n: texts.length, smallest: texts[0] || null,
+            small: texts.filter((t) => t.px < minPx)};
+  });
+}
+"""

@@ -217,19 +217,29 @@ const CU = (() => {
 
   /** Colour for t in [0, 1] from "viridis" or "cividis" (a lookup for drawing, not maths). */
   function colour(t, name = "viridis") {
+    const c = rgbAt(t, name);
+    return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
+  }
+
+  /** [r, g, b] (0-255) of colour(t, name). */
+  function rgbAt(t, name = "viridis") {
     const stops = MAPS[name] || MAPS.viridis;
     const x = Math.min(1, Math.max(0, Number(t) || 0)) * (stops.length - 1);
     const i = Math.min(stops.length - 2, Math.floor(x));
     const f = x - i;
     const a = hex(stops[i]);
     const b = hex(stops[i + 1]);
-    const c = a.map((ai, j) => Math.round(ai + (b[j] - ai) * f));
-    return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
+    return a.map((ai, j) => Math.round(ai + (b[j] - ai) * f));
   }
 
-  /** Black or white text, whichever reads better on colour(t, name). */
+  /**
+   * Black or white text, whichever has the higher WCAG contrast on colour(t, name): black from a
+   * relative luminance of 0.179 up, where both are 4.58:1, so a number on a cell has 4.58:1 or more.
+   */
   function inkOn(t, name = "viridis") {
-    return t > (name === "cividis" ? 0.55 : 0.6) ? "#000" : "#fff";
+    const lin = (v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4);
+    const [r, g, b] = rgbAt(t, name);
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b) > 0.179 ? "#000" : "#fff";
   }
 
   /**
@@ -352,8 +362,77 @@ const CU = (() => {
     root.setAttribute("aria-describedby", descId);
     const controls = html("div", { class: "cu-controls" }, root);
     const stage = html("div", { class: "cu-stage" }, root);
+    keepReadable(root, stage);
     return { root, controls, stage, caption };
   }
+
+  /** The least size (CSS px) of any text a widget draws: a drawing never shrinks its text below it. */
+  const MIN_TEXT_PX = 11;
+
+  /**
+   * Keep every drawing of a widget readable: an <svg viewBox> scales with the card, but never below
+   * the scale at which its smallest text is MIN_TEXT_PX (its min-width and min-height; a min size
+   * wins over the max-width and max-height caps). Where the card is narrower than that, the stage
+   * scrolls sideways inside the card (a Tab stop then, so a keyboard can scroll it) and says so,
+   * instead of shrinking the text out of reach; likewise where a landscape window is shorter than
+   * the card. Refitted when a drawing gets a new viewBox or new
+   * text, and when the card is laid out (a view drawn before it is on the page has no styles yet).
+   */
+  function keepReadable(root, stage) {
+    const fit = (drawing) => {
+      const box = drawing.viewBox && drawing.viewBox.baseVal;
+      if (!box || !box.width || !box.height) return;
+      const sizes = new Map(); // class -> font size: the labels of a drawing share a few classes
+      let smallest = Infinity;
+      for (const text of drawing.querySelectorAll("text")) {
+        const key = text.getAttribute("class") || "";
+        if (!sizes.has(key) || !key) sizes.set(key, parseFloat(getComputedStyle(text).fontSize));
+        const px = sizes.get(key);
+        if (px > 0 && px < smallest) smallest = px;
+      }
+      const scale = Number.isFinite(smallest) ? MIN_TEXT_PX / smallest : 0;
+      drawing.style.minWidth = scale ? `${Math.ceil(box.width * scale)}px` : "";
+      drawing.style.minHeight = scale ? `${Math.ceil(box.height * scale)}px` : "";
+    };
+    let hint = null;
+    const refit = () => {
+      if (!root.isConnected) return;
+      root.querySelectorAll("svg[viewBox]").forEach(fit);
+      // A card never taller than a landscape window (a projector at 150 %: 480 px high): what
+      // does not fit scrolls inside the stage. (On a phone, held upright, the page scrolls.)
+      const card = root.getBoundingClientRect().height;
+      const rest = card - stage.clientHeight;
+      const room = window.innerHeight - rest - 8;
+      const landscape = window.innerWidth > window.innerHeight;
+      stage.style.maxHeight = landscape && rest + stage.scrollHeight > window.innerHeight ? `${Math.max(120, room)}px` : "";
+      const scrolls = stage.scrollWidth > stage.clientWidth + 1 || stage.scrollHeight > stage.clientHeight + 1;
+      stage.classList.toggle("cu-scrolls", scrolls);
+      if (scrolls) stage.setAttribute("tabindex", "0");
+      else stage.removeAttribute("tabindex");
+      if (scrolls && !hint) {
+        hint = html("p", { class: "cu-scroll-hint" }, null, CU.t("Scroll to see the whole drawing."));
+        stage.after(hint);
+      }
+      if (hint) hint.hidden = !scrolls;
+    };
+    let queued = false;
+    const later = () => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => {
+        queued = false;
+        refit();
+      });
+    };
+    new MutationObserver((records) => {
+      if (records.some((r) => r.type === "attributes" || r.target.closest("svg") || r.target.querySelector("svg"))) later();
+    }).observe(stage, { subtree: true, childList: true, attributes: true, attributeFilter: ["viewBox"] });
+    if (window.ResizeObserver) new ResizeObserver(later).observe(root);
+    REFITS.add(later);
+  }
+  /** Every widget's refit, run when the window changes size (its height: no card resizes then). */
+  const REFITS = new Set();
+  if (typeof window !== "undefined") window.addEventListener("resize", () => REFITS.forEach((refit) => refit()));
 
   /**
    * One handler from a handler or a list of them, called in order: a change of a widget's data

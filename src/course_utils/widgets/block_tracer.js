@@ -105,7 +105,7 @@ function render({ model, el }) {
         }, svg);
         const title = CU.svg("title", {}, rect);
         CU.setText(title, CU.t(`head ${h}: ${tokens[token]} -> ${tokens[j]}: ${p}%`));
-        if (CELL >= 20) {
+        if (CELL >= 22) { // "100" in 12 px needs 21
           const t = text(svg, BAR_X + j * CELL + CELL / 2, yy + 12, String(p), "cu-bt-cell", "middle");
           t.style.fill = CU.inkOn(p / 100); // inline style: beats the theme-aware text fill
         }

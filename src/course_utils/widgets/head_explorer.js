@@ -148,7 +148,7 @@ function render({ model, el }) {
         let txt = null;
         if (cell >= 22) {
           txt = CU.svg("text", {
-            x: x + cell / 2, y: y + cell / 2 + 3, "text-anchor": "middle", class: "cu-he-cell-text",
+            x: x + cell / 2, y: y + cell / 2 + 4, "text-anchor": "middle", class: "cu-he-cell-text",
           }, g);
           num = document.createTextNode("");
           txt.appendChild(num);

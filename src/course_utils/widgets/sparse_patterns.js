@@ -5,7 +5,7 @@
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-sparse");
-  const SIZE = 288;
+  const SIZE = 272; // both drawings side by side in a 1280 px desktop's column, at text >= 11 px
   const bit = (bytes, k) => (bytes[k >> 3] >> (7 - (k & 7))) & 1; // numpy.packbits order
 
   const names = model.get("pattern_names");
