@@ -536,3 +536,53 @@ def test_code_fits_the_column_on_desktop(rel: str, site_url: str, browser: Any) 
         )
     finally:
         context.close()
+
+
+#: Where a chapter-13 measure's name runs into the next row, or a word chip lies under the name.
+TOPIC_ROW_OVERLAPS_JS = r"""
+(root) => {
+  const rows = Array.from(root.querySelectorAll('.cu-tf-row'));
+  const out = [];
+  rows.forEach((row, i) => {
+    const nameEl = row.querySelector('.cu-tf-name');
+    const name = nameEl.getBoundingClientRect();
+    const next = rows[i + 1];
+    if (next && name.bottom > next.getBoundingClientRect().top + 0.5) {
+      out.push(`"${nameEl.textContent}" runs into the next row`);
+    }
+    for (const chip of row.querySelectorAll('.cu-tf-tok')) {
+      const c = chip.getBoundingClientRect();
+      if (c.left < name.right - 0.5 && c.right > name.left + 0.5 && c.top < name.bottom - 0.5
+          && c.bottom > name.top + 0.5) {
+        out.push(`a word lies on "${nameEl.textContent}"`);
+        break;
+      }
+    }
+  });
+  return out;
+}
+"""
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "projector", "phone"])
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_topic_focus_labels_do_not_run_together(
+    site_url: str, browser: Any, edition: str, viewport: str
+) -> None:
+    """Chapter 13's measure names ("MiniLM rollout (mean-pooled)", "gradient × input") stay in
+    their own row beside their words, however many lines a name takes."""
+    from course_site.browser import open_in_viewport
+
+    rel = f"{edition}chapters/13_topic_words.html"
+    context, page = open_in_viewport(browser, site_url, rel, viewport)
+    try:
+        root = page.locator(".cu-topic-focus").first
+        root.scroll_into_view_if_needed()
+        problems = []
+        for index in range(len(root.locator("select").first.locator("option").all())):
+            root.locator("select").first.select_option(index=index)
+            page.wait_for_timeout(50)
+            problems += root.evaluate(TOPIC_ROW_OVERLAPS_JS)
+        assert not problems, sorted(set(problems))
+    finally:
+        context.close()

@@ -54,6 +54,7 @@ function render({ model, el }) {
     names.forEach((name, m) => {
       const row = CU.html("div", { class: "cu-tf-row" }, rowsBox);
       CU.html("span", { class: "cu-tf-name" }, row, name);
+      const chips = CU.html("span", { class: "cu-tf-chips" }, row);
       const vals = CU.slice(measures, m);
       const top = Math.max(1e-9, ...vals.map((v) => Math.max(0, v)));
       tokens.forEach((tok, t) => {
@@ -61,7 +62,7 @@ function render({ model, el }) {
         const cls = ["cu-token", "cu-tf-tok"];
         if (topic[t]) cls.push("cu-tf-topic");
         if (gone[t]) cls.push("cu-tf-gone");
-        const chip = CU.token(row, tok, {
+        const chip = CU.token(chips, tok, {
           class: cls.join(" "),
           style: `background:${CU.colour(shade, "cividis")};color:${CU.inkOn(shade, "cividis")}`,
           title: `${name}: ${CU.fmt(vals[t], 3)}${topic[t] ? CU.t(" (topic word)") : ""}${gone[t] ? CU.t(" (removed)") : ""}`,
