@@ -559,6 +559,7 @@ def _reuse_myst_default_settings() -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    from . import glue
     from .search import ChineseSearch, EnglishWithChineseSearch
 
     _reuse_myst_default_settings()
@@ -566,6 +567,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_search_language(ChineseSearch)
     app.add_transform(TranslateTocCaptions)
     app.add_role("screen", screen_only_role)
+    glue.setup(app)  # {glue:text} in translated paragraphs too
     # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
     app.connect("config-inited", _config_inited, priority=900)
     app.connect("builder-inited", _builder_inited)
