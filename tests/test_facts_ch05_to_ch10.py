@@ -17,7 +17,7 @@ import torch
 
 from course_utils import positions
 from course_utils.exercises import ch05
-from course_utils.i18n import translate
+from course_utils.i18n import t_literal
 from course_utils.sparse import strided_mask
 from course_utils.widgets import rope_dial
 
@@ -85,7 +85,7 @@ def test_e1_rope_checker_and_dial_name_gpt_neox_not_llama_for_rotate_half():
     assert "GPT-NeoX and Hugging Face transformers" in fb
     msg = next(line for line in fb.splitlines() if "interleaved pairing" in line)
     msg = msg.split("hint:", 1)[-1].strip()
-    zh = translate(msg, "zh")
+    zh = t_literal(msg, "zh")
     assert "GPT-NeoX" in zh and "Llama" not in zh and zh != msg
     doc = _flat(rope_dial.RopeDial.__doc__)
     assert "as in Llama" not in doc and "Rotate-half pairing (GPT-NeoX, Hugging Face" in doc

@@ -209,7 +209,11 @@ def test_build_writes_the_browser_model_only_for_pages_that_need_it(tmp_path: Pa
 
     from course_site import BROWSER_MODEL_DIR, _build_finished
 
-    app = SimpleNamespace(outdir=str(tmp_path), builder=SimpleNamespace(format="html"))
+    app = SimpleNamespace(
+        outdir=str(tmp_path),
+        builder=SimpleNamespace(format="html"),
+        config=SimpleNamespace(language=None),
+    )
     (tmp_path / "a.html").write_text("<p>no widget</p>", encoding="utf-8")
     _build_finished(app, None)
     assert not (tmp_path / BROWSER_MODEL_DIR).exists()

@@ -13,7 +13,10 @@ raw text. :func:`myst_to_markdown` rewrites it:
   under its bold title;
 * ``{literalinclude}`` becomes a fenced code block with the file's text (``include_root``: the
   folder the path is relative to; ``:pyobject:``, ``:lines:`` and ``:start-after:`` honoured);
-* ``{math}`` blocks become ``$$``; figures become images; MyST target lines ``(label)=`` go.
+* ``{math}`` blocks become ``$$``; figures become images; MyST target lines ``(label)=`` go;
+* ``{glue:text}`name:fmt``` and ``{glue}`name``` (myst-nb's glue) become the glued value's text,
+  formatted as the book formats it: ``glued`` maps each name to the ``text/plain`` the notebook's
+  outputs recorded (:func:`glued_values`); a role naming no glued value is an error.
 
 >>> myst_to_markdown("See {term}`Query (查询)` {cite:p}`vaswani2017attention`.")
 'See Query (查询) (Vaswani et al., 2017).'
@@ -27,6 +30,8 @@ raw text. :func:`myst_to_markdown` rewrites it:
 It is 4.
 <BLANKLINE>
 </details>
+>>> myst_to_markdown("It puts {glue:text}`w:.3f` on one key.", glued={"w": "0.992"})
+'It puts 0.992 on one key.'
 """
 
 from __future__ import annotations
@@ -34,10 +39,19 @@ from __future__ import annotations
 import ast
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
-__all__ = ["DIRECTIVE", "ROLE", "cite_label", "doc_title", "myst_to_markdown"]
+__all__ = [
+    "DIRECTIVE",
+    "ROLE",
+    "cite_label",
+    "doc_title",
+    "glue_text",
+    "glued_values",
+    "myst_to_markdown",
+]
 
 ROLE = re.compile(r"\{([a-z:]+)\}`([^`]*)`")
 DIRECTIVE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\s*\{([a-z-]+)\}\s*(.*)$")
@@ -71,6 +85,46 @@ def doc_title(path: Path) -> str | None:
         )
     m = re.search(r"^#\s+(.+?)\s*$", text, re.M)
     return m.group(1) if m else None
+
+
+def glued_values(nb: dict[str, Any]) -> dict[str, str]:
+    """Every value a notebook glued (``myst_nb.glue``) in its committed outputs: name ->
+    ``text/plain``, as myst-nb reads them (with or without ``display``).
+
+    >>> out = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "w",
+    ...        "mime_prefix": "application/papermill.record/"}},
+    ...        "data": {"application/papermill.record/text/plain": "0.992"}}
+    >>> glued_values({"cells": [{"cell_type": "code", "outputs": [out]}]})
+    {'w': '0.992'}
+    """
+    values: dict[str, str] = {}
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
+            scrap = out.get("metadata", {}).get("scrapbook")
+            if not scrap:
+                continue
+            plain = out.get("data", {}).get(scrap.get("mime_prefix", "") + "text/plain")
+            if plain is not None:
+                values[scrap["name"]] = "".join(plain) if isinstance(plain, list) else plain
+    return values
+
+
+def glue_text(role: str, inner: str, glued: Mapping[str, str]) -> str:
+    """The text a ``{glue}`` / ``{glue:text}`` role shows: the glued ``text/plain``, through the
+    role's format spec (``name:.3f``) as myst-nb applies it (:func:`format_plain_text`).
+
+    >>> glue_text("glue:text", "n:,d", {"n": "20000"})
+    '20,000'
+    """
+    from myst_nb.core.variables import format_plain_text
+
+    name, fmt = inner, ""  # {glue}: the text/plain as it is
+    if role == "glue:text":
+        name, fmt = inner.rsplit(":", 1) if ":" in inner else (inner, "s")
+    if name not in glued:
+        known = ", ".join(sorted(glued)) or "none"
+        raise ValueError(f"{{{role}}}`{inner}`: no value glued as {name!r} (glued: {known})")
+    return format_plain_text(glued[name], fmt) if fmt else str(glued[name])
 
 
 def _label(text: str) -> str:
@@ -120,17 +174,21 @@ def myst_to_markdown(
     doc_link: Callable[[str], str] = _default_doc,
     include_root: Path | None = None,
     language: str = "en",
+    glued: Mapping[str, str] | None = None,
 ) -> str:
     """Rewrite the MyST the chapters use into Markdown that plain Jupyter and nbconvert render
     (see the module's docstring). ``doc_link`` turns a ``{doc}`` role's text into Markdown;
     ``include_root`` is where ``{literalinclude}`` paths start (None: the directive becomes a
-    note naming the file); ``language`` of the text (``en``, ``zh``...)."""
+    note naming the file); ``language`` of the text (``en``, ``zh``...); ``glued``: the
+    notebook's glued values (:func:`glued_values`) for its ``{glue}`` roles."""
     lang = "zh" if language.startswith("zh") else "en"
 
     def role(m: re.Match[str]) -> str:
         name, inner = m.group(1), m.group(2)
         if name.startswith("cite"):
             return cite_label(inner)
+        if name in {"glue", "glue:text"}:
+            return glue_text(name, inner, glued or {})
         if name == "doc":
             return doc_link(inner)
         if name == "math":
@@ -173,7 +231,11 @@ def myst_to_markdown(
                 body.append(lines[i])
             i += 1
         inner_md = myst_to_markdown(
-            "\n".join(body), doc_link=doc_link, include_root=include_root, language=language
+            "\n".join(body),
+            doc_link=doc_link,
+            include_root=include_root,
+            language=language,
+            glued=glued,
         )
         if name == "math":
             out += ["$$", inner_md.strip(), "$$"]

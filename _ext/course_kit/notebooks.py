@@ -14,7 +14,8 @@ The learner copy (:func:`learner_copy`) drops every solution (cells and Markdown
 clears the outputs of the exercise cells; everything else, including the ``check_*`` calls and the
 outputs of the teaching cells, stays. A learner opens it in plain JupyterLab, not on the site, so
 its Markdown is rewritten for Jupyter (:func:`course_kit.myst.myst_to_markdown`): the answers of
-"Check your understanding" become closed ``<details>``, citations ``(Author, year)``, links to
+"Check your understanding" become closed ``<details>``, citations ``(Author, year)``, glued
+numbers the values the notebook's outputs recorded, links to
 other chapters their learner copies; and a sentence that points at the left-out solutions ("in the
 hidden cell below each exercise") is replaced by one saying where they are
 (:func:`drop_solution_pointers`).
@@ -248,8 +249,9 @@ def learner_copy(
     rewritten for plain Jupyter (``language`` of the notebook's text; ``include_root``: the folder
     of the chapters, for ``{literalinclude}``; ``doc_link``: a ``{doc}`` role's text -> Markdown).
     """
-    from course_kit.myst import myst_to_markdown
+    from course_kit.myst import glued_values, myst_to_markdown
 
+    glued = glued_values(nb)  # {glue} roles show these values: no kernel reads them in Jupyter
     flags = exercise_flags(nb)
     pointer_replaced = False
     out = copy.deepcopy(nb)
@@ -265,7 +267,7 @@ def learner_copy(
             pointer_replaced = pointer_replaced or dropped
             extra = {"doc_link": doc_link} if doc_link is not None else {}
             cell["source"] = myst_to_markdown(
-                text, include_root=include_root, language=language, **extra
+                text, include_root=include_root, language=language, glued=glued, **extra
             )
         if is_ex and cell.get("cell_type") == "code":
             cell["outputs"] = []

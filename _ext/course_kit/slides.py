@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from course_kit import lesson_plan
-from course_kit.myst import myst_to_markdown
+from course_kit.myst import glued_values, myst_to_markdown
 from course_kit.notebooks import (
     Notebook,
     headings,
@@ -409,6 +409,7 @@ def deck_notebook(
     lang = "zh" if language.startswith("zh") else "en"
     deck = copy.deepcopy(nb)
     cells = deck["cells"]
+    glued = glued_values(nb)  # the numbers the text's {glue} roles show
     # Where each note goes: the index of a cell it is attached after.
     heading_cells = [
         (i, t) for i, c in enumerate(cells) if not is_solution(c) for _, t in headings(c)
@@ -511,7 +512,9 @@ def deck_notebook(
             meta.setdefault("slideshow", {})["slide_type"] = "skip"
             out_cells.append(cell)
         elif cell["cell_type"] == "markdown":
-            text = myst_to_markdown(strip_solution_blocks(source(cell)), language=language)
+            text = myst_to_markdown(
+                strip_solution_blocks(source(cell)), language=language, glued=glued
+            )
             if re.match(r"^\s*#{1,6}\s", text):
                 lead = True
             before_widget = i + 1 < len(cells) and is_widget(cells[i + 1])

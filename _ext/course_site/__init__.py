@@ -384,11 +384,9 @@ def figure_min_width(png: Path) -> int | None:
     """
     from PIL import Image
 
-    from course_utils.plotting import MIN_TEXT_PX
+    from course_utils.plotting import MIN_TEXT_PX, recorded_text_px
 
-    from .browser import png_text_size_px
-
-    text_px = png_text_size_px(png)
+    text_px = recorded_text_px(png)
     if not text_px:
         return None
     with Image.open(png) as image:
@@ -640,6 +638,7 @@ def _reuse_myst_default_settings() -> None:
 
 
 def setup(app: Any) -> dict[str, Any]:
+    from . import glue
     from .search import ChineseSearch, EnglishWithChineseSearch
 
     _reuse_myst_default_settings()
@@ -647,6 +646,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_search_language(ChineseSearch)
     app.add_transform(TranslateTocCaptions)
     app.add_role("screen", screen_only_role)
+    glue.setup(app)  # {glue:text} in translated paragraphs too
     # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
     app.connect("config-inited", _config_inited, priority=900)
     app.connect("builder-inited", _builder_inited)

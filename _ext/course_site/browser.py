@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from course_utils.plotting import recorded_text_px
+
 from . import widget_scripts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -497,20 +499,6 @@ FIGURES_JS = """
 """
 
 
-def png_text_size_px(path: Path) -> float | None:
-    """The smallest text a figure's PNG records (``course_utils.plotting.TEXT_SIZE_KEY``), in PNG
-    pixels; ``None`` if the PNG records none (drawn before the package recorded it)."""
-    from PIL import Image
-
-    from course_utils.plotting import TEXT_SIZE_KEY
-
-    with Image.open(path) as image:
-        value = getattr(image, "text", {}).get(TEXT_SIZE_KEY)
-    if value is None or value == "none":
-        return None
-    return float(value)
-
-
 def figure_text_sizes(page: Any, site_root: Path, site_url: str) -> list[dict[str, Any]]:
     """Each figure of the open page with the size of its smallest text as shown, in CSS px.
 
@@ -522,7 +510,7 @@ def figure_text_sizes(page: Any, site_root: Path, site_url: str) -> list[dict[st
         src = str(fig["src"])
         rel = src[len(site_url) :] if src.startswith(site_url) else None
         path = site_root / rel.split("?", 1)[0] if rel else None
-        png_px = png_text_size_px(path) if path is not None and path.is_file() else None
+        png_px = recorded_text_px(path) if path is not None and path.is_file() else None
         scale = fig["shown"] / fig["natural"] if fig["natural"] else 0.0
         out.append(
             {

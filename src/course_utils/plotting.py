@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,6 +73,7 @@ __all__ = [
     "plot_attention",
     "plot_query_and_keys",
     "plot_vectors",
+    "recorded_text_px",
     "smallest_text_px",
     "token_font_kwargs",
 ]
@@ -193,6 +195,18 @@ def figure_png(fig: Any) -> bytes | None:
     smallest = smallest_text_px(fig)
     metadata = {TEXT_SIZE_KEY: "none" if smallest is None else f"{smallest:.2f}"}
     return palette_png(print_figure(fig, fmt="png", bbox_inches="tight", metadata=metadata))
+
+
+def recorded_text_px(path: str | Path) -> float | None:
+    """The smallest text a figure's PNG records (``TEXT_SIZE_KEY``, written by :func:`figure_png`),
+    in PNG pixels; ``None`` if the PNG records none (drawn before the package recorded it)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        value = getattr(image, "text", {}).get(TEXT_SIZE_KEY)
+    if value is None or value == "none":
+        return None
+    return float(value)
 
 
 def palette_png(png: bytes, max_error: int = PALETTE_MAX_ERROR) -> bytes:

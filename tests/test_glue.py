@@ -1,0 +1,181 @@
+"""Numbers the prose quotes from a computation are glued (``myst_nb.glue``), not retyped.
+
+A chapter glues each computed number it quotes in a code cell (``glue(name, value,
+display=False)``, the value rounded as the text gives it) and its Markdown shows it with
+``{glue:text}`name:fmt```: the number then comes from the committed outputs, which nbval
+re-computes, so the prose cannot drift from the code. Checked here, for every chapter:
+
+* every glue role of the English Markdown names a value the English notebook's outputs glued, and
+  every role of the 中文 catalogue (``.po`` msgstr) one that the zh-executed notebook glued;
+* a translated message keeps the glue roles of its English message, and no glued value is unused;
+* a glued float has no more decimals than the text prints (the outputs must not depend on a
+  float's last bits);
+* learner copies and slide decks (plain Jupyter, no kernel) show the glued value, not the role.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import polib
+import pytest
+
+from course_kit.myst import ROLE, glue_text, glued_values, myst_to_markdown
+from course_kit.notebooks import learner_copy
+from course_kit.slides import deck_notebook
+from course_site import i18n
+
+REPO = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
+GLUE_ROLES = {"glue", "glue:text"}
+
+
+def _notebook(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _zh_notebook(path: Path) -> dict:
+    return _notebook(REPO / "locale" / "zh_CN" / "notebooks" / "chapters" / path.name)
+
+
+def _catalogue(path: Path) -> polib.POFile:
+    return polib.pofile(
+        str(REPO / "locale" / "zh_CN" / "LC_MESSAGES" / "chapters" / f"{path.stem}.po")
+    )
+
+
+def _catalog(path: Path) -> dict[str, str]:
+    return i18n.load_catalog(
+        REPO / "locale" / "zh_CN" / "LC_MESSAGES" / "chapters" / f"{path.stem}.po"
+    )
+
+
+def _markdown(nb: dict) -> str:
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def glue_roles(text: str) -> list[tuple[str, str]]:
+    """The ``(role, content)`` of every glue role in ``text``."""
+    return [(m[1], m[2]) for m in ROLE.finditer(text) if m[1] in GLUE_ROLES]
+
+
+def _name(content: str) -> str:
+    return content.rsplit(":", 1)[0] if ":" in content else content
+
+
+def _problems(roles: list[tuple[str, str]], glued: dict[str, str]) -> list[str]:
+    problems = []
+    for role, content in roles:
+        try:
+            glue_text(role, content, glued)
+        except ValueError as err:  # a name glued nowhere, or a value its format cannot print
+            problems.append(str(err))
+    return problems
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_glue_role_names_a_glued_value_and_every_value_is_used(path: Path) -> None:
+    en, zh = _notebook(path), _zh_notebook(path)
+    en_roles = glue_roles(_markdown(en))
+    zh_roles = [r for e in _catalogue(path) if e.msgstr for r in glue_roles(e.msgstr)]
+    en_glued, zh_glued = glued_values(en), glued_values(zh)
+    assert not _problems(en_roles, en_glued), f"{path.name} (English)"
+    assert not _problems(zh_roles, zh_glued), f"{path.name} (中文 catalogue)"
+    assert sorted(en_glued) == sorted(zh_glued), f"{path.name}: the editions glue other names"
+    unused = sorted(set(en_glued) - {_name(c) for _, c in en_roles})
+    assert not unused, f"{path.name}: glued but never shown: {unused}"
+    unused_zh = sorted(set(zh_glued) - {_name(c) for _, c in zh_roles})
+    assert not unused_zh, f"{path.name}: glued but never shown in the 中文 edition: {unused_zh}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_a_translation_keeps_the_glue_roles_of_its_message(path: Path) -> None:
+    differ = [
+        e.msgid[:70]
+        for e in _catalogue(path)
+        if e.msgstr and Counter(glue_roles(e.msgid)) != Counter(glue_roles(e.msgstr))
+    ]
+    assert not differ, f"{path.name}: msgstr glue roles differ from the msgid's: {differ}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_glued_floats_have_the_decimals_the_text_prints(path: Path) -> None:
+    glued = glued_values(_notebook(path))
+    decimals: dict[str, int] = {}
+    for _, content in glue_roles(_markdown(_notebook(path))):
+        m = re.search(r":\.(\d+)f$", content)
+        if m:
+            decimals[_name(content)] = min(int(m[1]), decimals.get(_name(content), 99))
+    too_long = {
+        name: glued[name]
+        for name, places in decimals.items()
+        if len(glued[name].partition(".")[2]) > places
+    }
+    assert not too_long, f"{path.name}: round these as the text prints them: {too_long}"
+
+
+def _chapter_with_glue() -> Path:
+    return next(p for p in CHAPTERS if glue_roles(_markdown(_notebook(p))))
+
+
+def test_myst_to_markdown_shows_the_glued_value() -> None:
+    glued = {"w": "0.992", "n": "20000", "s": "'text'"}
+    text = "puts {glue:text}`w:.3f` on one key, of {glue:text}`n:,d` ({glue:text}`s`, {glue}`w`)"
+    assert myst_to_markdown(text, glued=glued) == "puts 0.992 on one key, of 20,000 (text, 0.992)"
+    assert myst_to_markdown(f"- {text}", glued=glued).startswith("- puts 0.992")
+
+
+def test_a_glue_role_with_no_value_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match=r"no value glued as 'x' \(glued: w\)"):
+        myst_to_markdown("{glue:text}`x:.2f`", glued={"w": "1.0"})
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_learner_copy_and_deck_show_the_glued_numbers(edition: str) -> None:
+    path = _chapter_with_glue()
+    nb = _notebook(path)
+    if edition == "zh":
+        nb = i18n.translate_notebook(_zh_notebook(path), _catalog(path))
+    glued = glued_values(nb)
+    roles = glue_roles(_markdown(nb))
+    assert roles and glued
+    for copy in (learner_copy(nb, language=edition), deck_notebook(nb, language=edition)):
+        text = _markdown(copy)
+        assert "{glue" not in text, f"{path.name} ({edition}): a raw glue role is left"
+        for role, content in roles:
+            shown = glue_text(role, content, glued)
+            assert shown in text, f"{path.name} ({edition}): {content} should show {shown}"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_the_built_pages_show_the_glued_numbers(edition: str) -> None:
+    """Every glue role of a chapter is on its built page as the glued text (the 中文 edition's
+    roles sit in translated paragraphs, which Sphinx parses without their notebook:
+    ``course_site.glue``). Needs ``make book``; a missing site skips, except in CI."""
+    import html
+    import os
+
+    from course_site.browser import site_dir
+
+    site = site_dir() / ("zh" if edition == "zh" else "")
+    if not (site / "intro.html").is_file():
+        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"no built site at {site}")
+        pytest.skip(f"no built site at {site} (run `make book`)")
+    checked = 0
+    for path in CHAPTERS:
+        nb = _notebook(path)
+        if edition == "zh":
+            nb = i18n.translate_notebook(_zh_notebook(path), _catalog(path))
+        roles = glue_roles(_markdown(nb))
+        page = (site / "chapters" / f"{path.stem}.html").read_text(encoding="utf-8")
+        shown = re.findall(r'<span class="pasted-text">(.*?)</span>', page, re.S)
+        expected = [glue_text(role, content, glued_values(nb)) for role, content in roles]
+        assert Counter(html.unescape(s) for s in shown) == Counter(expected), path.name
+        assert "{glue" not in page, f"{path.name}: a glue role is shown raw"
+        checked += len(expected)
+    assert checked > 0
