@@ -270,8 +270,9 @@ def _lead(paragraph: str, lang: str, clause: bool = False) -> str:
 def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple[str, list[str]]:
     r"""``(what the slide shows, what goes to the speaker notes)`` of a Markdown cell: headings,
     lists, tables, display maths, images, boxes, code and paragraphs that open in bold (an
-    exercise, a question) stay on the slide; other prose paragraphs go to
-    the notes, except the first sentence of the first one when ``lead`` (the slide's one line).
+    exercise, a question) stay on the slide; other prose paragraphs and folded answers
+    (``<details>``) go to the notes, except the first sentence of the first prose paragraph
+    when ``lead`` (the slide's one line).
 
     >>> slide, notes = split_for_slide(
     ...     "## Scores\n\nA score says how well. It is a dot product.\n\n$$s = q k$$\n\nMore."
@@ -288,13 +289,25 @@ def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple
     slide: list[str] = []
     notes: list[str] = []
     first_lead = lead
-    for block in _blocks(markdown):
-        first = block.lstrip().splitlines()[0] if block.strip() else ""
+    blocks = _blocks(markdown)
+    firsts = [b.lstrip().splitlines()[0] if b.strip() else "" for b in blocks]
+    prose = [
+        bool(f)
+        and not re.match(r"^(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||!\[|>|<|`{3}|~{3}|\$\$|\\\[|\*\*)", f)
+        for f in firsts
+    ]
+    for k, (block, first, is_prose) in enumerate(zip(blocks, firsts, prose, strict=True)):
         if slide and re.match(r"^#{1,6}\s", first):
-            lead = first_lead  # a later section of the cell gets its own lead sentence
-        is_prose = bool(first) and not (
-            re.match(r"^(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||!\[|>|<|`{3}|~{3}|\$\$|\\\[|\*\*)", first)
-        )
+            # A later section with nothing but prose under its heading keeps a lead sentence: its
+            # heading would otherwise stand alone on the slide.
+            rest = prose[k + 1 :]
+            alone = next(
+                (i for i, f in enumerate(firsts[k + 1 :]) if re.match(r"^#", f)), len(rest)
+            )
+            lead = first_lead and all(rest[:alone])
+        if first.startswith("<details"):
+            notes.append(block.strip())  # an answer: the teacher reveals it from the notes
+            continue
         if not is_prose:
             slide.append(block)
             continue
@@ -541,10 +554,11 @@ def deck_notebook(
                 if k == 0:
                     pending.extend(moved)
         else:
-            # A widget is shown without the code that builds it: on a projector the widget
-            # needs the room (the code is on the chapter page). So is a long cell.
+            # A widget or a figure is shown without the code that builds it: on a projector the
+            # picture needs the room and is the point (the code is on the chapter page). So is
+            # a long cell.
             long_code = len(source(cell).splitlines()) > CODE_LINES
-            if cell_tags & NO_INPUT_TAGS or is_widget(cell) or long_code:
+            if cell_tags & NO_INPUT_TAGS or _shows(cell) in {"widget", "figure"} or long_code:
                 meta["transient"] = {"remove_source": True}
             if cell_tags & NO_OUTPUT_TAGS:
                 cell["outputs"] = []
