@@ -31,6 +31,9 @@ from course_site import i18n
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
 GLUE_ROLES = {"glue", "glue:text"}
+#: The chapters whose prose quotes computed numbers, all of them glued (the checks below run on
+#: every chapter; this list makes sure they do not pass on a chapter by finding no roles).
+GLUED_CHAPTERS = ("02_scaling", "09_sparse_attention", "12_efficient_attention", "13_topic_words")
 
 
 def _notebook(path: Path) -> dict:
@@ -74,6 +77,15 @@ def _problems(roles: list[tuple[str, str]], glued: dict[str, str]) -> list[str]:
         except ValueError as err:  # a name glued nowhere, or a value its format cannot print
             problems.append(str(err))
     return problems
+
+
+@pytest.mark.parametrize("stem", GLUED_CHAPTERS)
+def test_the_chapters_that_quote_computed_numbers_glue_them(stem: str) -> None:
+    path = REPO / "chapters" / f"{stem}.ipynb"
+    en, zh = _notebook(path), _zh_notebook(path)
+    assert glue_roles(_markdown(en)), f"{stem}: no glue role in the English Markdown"
+    assert any(glue_roles(e.msgstr) for e in _catalogue(path)), f"{stem}: none in the .po"
+    assert glued_values(en) and glued_values(zh), f"{stem}: a notebook glues nothing"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
