@@ -265,8 +265,9 @@ def install_figure_format(shell: Any = None) -> bool:
     does not. It does nothing outside IPython and returns whether it installed the formatter. It
     replaces IPython's PNG formatter for figures with the same pixels.
 
-    >>> install_figure_format()  # not in IPython here
-    False
+    >>> from IPython import get_ipython
+    >>> install_figure_format() == (get_ipython() is not None)  # outside IPython: nothing
+    True
     """
     if shell is None:
         ipython = sys.modules.get("IPython")  # not imported: not in IPython (and no import cost)
