@@ -444,6 +444,20 @@ async () => {
 }
 """
 
+
+def wide_code_blocks(page: Any, rel: str) -> list[str]:
+    """The code blocks of the open page (at 1280 px: the book's desktop column) that scroll
+    sideways: a cell's code (folded cells opened) or package code shown by ``literalinclude``,
+    not what a cell printed. Each named by its first line, its longest line and what fits."""
+    blocks = page.evaluate(CODE_BLOCKS_JS)
+    return [
+        f"{rel}: {b['kind']} {b['first'][:60]!r} scrolls sideways (longest line "
+        f"{b['longest']} characters, {b['fit']} fit)"
+        for b in blocks
+        if b["kind"] != "output" and b["scrolls"]
+    ]
+
+
 #: Size (CSS px) of every course widget: [{cls, width, height}].
 #: How many widget views the page saved (each must be drawn as one course widget).
 N_VIEWS_JS = """() => document.querySelectorAll(

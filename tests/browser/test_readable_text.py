@@ -39,6 +39,7 @@ from course_site.browser import (
     site_dir,
     site_pages,
     split_edition,
+    wide_code_blocks,
 )
 from course_utils.plotting import MIN_TEXT_PX
 from tests.browser.live_page import next_frames
@@ -116,6 +117,8 @@ def test_widget_and_figure_text_is_readable(
     problems: list[str] = []
     context, page = open_in_viewport(browser, site_url, rel, "desktop")
     try:
+        # Code fits the 1280 px column (folded cells are opened to measure them).
+        problems += wide_code_blocks(page, rel)
         for viewport in ("desktop", "dark", "projector"):
             _show(page, viewport)
             problems += text_problems(page, viewport)
