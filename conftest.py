@@ -20,3 +20,8 @@ def pytest_configure(config: pytest.Config) -> None:
     clean = Path(tempfile.mkdtemp(prefix="course-utils-test-config-"))
     os.environ["IPYTHONDIR"] = str(clean / "ipython")
     os.environ["JUPYTER_CONFIG_DIR"] = str(clean / "jupyter")
+    # nbval's kernels (two pytest-xdist workers start them side by side) over Unix sockets: TCP
+    # kernels started at once can be handed the same port and die before they answer.
+    from course_kit.kernels import use_unix_sockets_in_nbval
+
+    use_unix_sockets_in_nbval()

@@ -215,6 +215,8 @@ def test_learner_copy_runs_all_from_the_unzipped_zip(
     import nbformat
     from nbclient import NotebookClient
 
+    from course_kit.kernels import socket_kernel_manager_class
+
     written(path)
     folder, installed = unzipped_and_installed
     notebook = folder / "chapters" / f"{path.stem}.learner.ipynb"
@@ -229,6 +231,7 @@ def test_learner_copy_runs_all_from_the_unzipped_zip(
         node,
         timeout=300,
         kernel_name="python3",
+        kernel_manager_class=socket_kernel_manager_class(asynchronous=True),
         resources={"metadata": {"path": str(notebook.parent)}},
     )
     client.execute()  # raises CellExecutionError, with the traceback, if any cell raises

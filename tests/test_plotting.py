@@ -419,6 +419,7 @@ def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path, monkey
     from nbclient import NotebookClient
     from PIL import Image
 
+    from course_kit.kernels import socket_kernel_manager_class
     from course_utils.plotting import TEXT_SIZE_KEY
 
     script = Path(__file__).resolve().parents[1] / "scripts" / "execute_notebooks.py"
@@ -440,7 +441,12 @@ def test_a_notebook_figure_records_its_smallest_text_in_the_png(tmp_path, monkey
             "ax.plot([0, 1], label='a')\nax.legend(fontsize=7.2)\nplt.show()"
         ),
     ]
-    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    NotebookClient(
+        nb,
+        timeout=120,
+        kernel_name="python3",
+        kernel_manager_class=socket_kernel_manager_class(asynchronous=True),
+    ).execute()
     (png,) = [o["data"]["image/png"] for o in nb.cells[1].outputs if "image/png" in o["data"]]
     image = Image.open(io.BytesIO(base64.b64decode(png)))
     assert image.text[TEXT_SIZE_KEY] == "10.00"  # 7.2 pt at 100 dpi
