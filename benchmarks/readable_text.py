@@ -6,8 +6,10 @@ The four viewports of ``course_site.browser.VIEWPORTS`` (1280x800 desktop, the s
 390x844 touch phone, a 1280x720 projector at 150 % zoom), each on a fresh page in headless Chromium:
 for each course widget its smallest text as drawn (``WIDGET_TEXT_SIZES_JS``: SVG font size x the
 drawing's scale, HTML font size) and how many of its texts are under 11 px; for each figure its
-smallest text as shown. The goal (no text under 11 px) is ``tests/browser/test_readable_text.py``;
-this script prints the numbers (one row a widget: its smallest size at each viewport).
+smallest text as shown. The goal (no text under 11 px) is tested by
+``tests/browser/test_site_audit.py`` (chapter pages) and ``tests/browser/test_readable_text.py`` (a
+long typed sentence); this script prints the numbers (one row a widget: its smallest size at each
+viewport).
 """
 
 from __future__ import annotations

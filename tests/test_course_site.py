@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -246,3 +247,32 @@ def test_bare_root_redirect_becomes_a_valid_page(tmp_path) -> None:
     (tmp_path / "index.html").write_text("<html>real</html>")
     sphinx_ext._build_finished(app, None)
     assert (tmp_path / "index.html").read_text() == "<html>real</html>"
+
+
+#: What would make a page lay out differently on a touch phone than in a 390 px desktop window:
+#: pointer/hover media queries (in CSS or matchMedia) and touch detection in script.
+TOUCH_DEPENDENT = re.compile(r"\((?:any-)?(?:pointer|hover)\s*:|ontouch|maxTouchPoints|TouchEvent")
+
+
+def test_no_widget_or_site_style_depends_on_touch() -> None:
+    """The page audit measures the phone at 390 px in a desktop browser context (one page load for
+    every viewport); a touch phone shows the same sizes only while no course stylesheet or widget
+    script asks whether the screen is touched. (``touch-action`` says what a touch does, not how
+    the page is laid out.)"""
+    root = Path(__file__).resolve().parents[1]
+    files = [
+        p
+        for folder in (
+            root / "src" / "course_utils" / "widgets",
+            root / "_ext" / "course_site" / "static" / "course",
+        )
+        for p in sorted(folder.rglob("*"))
+        if p.suffix in {".js", ".css"}
+    ]
+    assert len(files) > 20, files
+    found = [
+        f"{p.relative_to(root)}: {m.group(0)!r}"
+        for p in files
+        for m in TOUCH_DEPENDENT.finditer(p.read_text(encoding="utf-8"))
+    ]
+    assert not found, found

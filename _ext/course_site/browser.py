@@ -835,3 +835,26 @@ WIDGET_TEXT_SIZES_JS = """
   });
 }
 """
+
+
+def widget_text_problems(page: Any, where: str, min_px: float) -> list[str]:
+    """Every course widget text of ``page`` drawn under ``min_px`` CSS px
+    (:data:`WIDGET_TEXT_SIZES_JS`), named by widget, text and size; ``where`` leads each line."""
+    problems = []
+    for w in page.evaluate(WIDGET_TEXT_SIZES_JS, min_px):
+        small = w["small"]
+        if small:
+            shown = ", ".join(f"{t['text']!r} {t['px']} px" for t in small[:4])
+            problems.append(
+                f"{where}: {w['widget']} (widget {w['index']}) has {len(small)} of {w['n']} "
+                f"texts under {min_px} px: {shown}"
+            )
+    return problems
+
+
+#: Switch the theme's colour mode (a data attribute on <html>; CSS variables do the rest) and finish
+#: the theme's colour transitions at once, so that what is read next has its final colours.
+SWITCH_THEME_JS = """(mode) => {
+  document.documentElement.dataset.theme = mode;
+  for (const a of document.getAnimations()) a.finish();
+}"""

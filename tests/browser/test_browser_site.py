@@ -506,7 +506,7 @@ def test_long_inline_maths_scrolls_on_a_phone(site_url: str, browser: Any, page_
 
 
 #: The chapters and the appendix of both editions: the pages with code.
-#: Pages with code that test_readable_text.py does not open (it checks the chapters' code too).
+#: Pages with code that the page audit does not measure (it checks the chapters' code too).
 CODE_PAGES = [
     rel
     for rel in (site_pages(_SITE) if _SITE.is_dir() else [])
@@ -518,7 +518,7 @@ CODE_PAGES = [
 def test_code_fits_the_column_on_desktop(rel: str, site_url: str, browser: Any) -> None:
     """At 1280x800 no code block of the appendix scrolls sideways: neither a cell's code
     (solutions and folded cells opened) nor package code shown by ``literalinclude``. (What a
-    cell printed is the kernel's and is not held to this.) The chapters: test_readable_text.py."""
+    cell printed is the kernel's and is not held to this.) The chapters: test_site_audit.py."""
     if rel == "<no site>":
         pytest.fail(f"no appendix pages under {_SITE}")
     context = browser.new_context(viewport={"width": 1280, "height": 800})

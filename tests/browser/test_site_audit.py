@@ -19,9 +19,16 @@ grows), then, on that page:
 * on a 1280x720 projector at 150% zoom (a CSS viewport of 853x480) every course widget fits on one
   screen; every saved widget view of the page must have been drawn and measured, so a widget that
   fails to render cannot pass by having no size;
-* on a 1280 px desktop at 100% zoom no figure has text under 11 px as shown: the smallest text of
-  each figure, in PNG pixels, is recorded in its PNG by ``course_utils.plotting`` (font size x
-  dpi / 72), and the browser shows the PNG scaled by (shown width / natural width);
+* on a chapter page, at the desktop, the phone and the projector sizes above, no course widget
+  draws text under 11 px (``WIDGET_TEXT_SIZES_JS``: an SVG text's font size times the scale its
+  drawing is shown at; a drawing wider than the card scrolls inside it rather than shrink) and no
+  figure shows its smallest text under 11 px: the smallest text of each figure, in PNG pixels, is
+  recorded in its PNG by ``course_utils.plotting`` (font size x dpi / 72), and the browser shows
+  the PNG scaled by (shown width / natural width); every figure links to its full-size image, and
+  the page's code fits the desktop column (``wide_code_blocks``, last: it opens folded cells). The
+  phone is a 390 px window, not a touch context: no course stylesheet or widget script asks about
+  touch (``tests/test_course_site.py::test_no_widget_or_site_style_depends_on_touch``), so the
+  sizes are the same, and every viewport is measured on the page's one load;
 * a chapter page weighs at most ``PAGE_GZIP_BUDGET`` (1.5 MB): every same-origin response the page
   loads, each gzip-compressed (level 6, what a server with gzip on sends; the measure of
   ``benchmarks/widget_latency.py``), summed; no chapter is exempt, in either edition;
@@ -65,6 +72,7 @@ from course_site.browser import (
     ROOT,
     SVG_TEXT_CONTRAST_JS,
     SVG_TEXT_MIN_CONTRAST,
+    SWITCH_THEME_JS,
     TOKEN_SAMPLE_JS,
     WIDGET_SIZES_JS,
     WIDTH_JS,
@@ -76,6 +84,8 @@ from course_site.browser import (
     site_pages,
     split_edition,
     tab_stops_to_widgets,
+    wide_code_blocks,
+    widget_text_problems,
 )
 from course_utils.plotting import MIN_TEXT_PX
 from tests.browser.live_page import (
@@ -123,28 +133,24 @@ def test_every_toc_page_is_audited(site_root: Path) -> None:
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 
 
-#: Switch the theme's colour mode (a data attribute on <html>; CSS variables do the rest) and finish
-#: the theme's colour transitions at once, so that axe reads the final colours.
-SWITCH_THEME_JS = """(mode) => {
-  document.documentElement.dataset.theme = mode;
-  for (const a of document.getAnimations()) a.finish();
-}"""
-
-
-def _figure_problems(page: Any, site_root: Path, site_url: str) -> list[str]:
+def _figure_problems(page: Any, site_root: Path, site_url: str, where: str) -> list[str]:
+    """Figures whose smallest text is under MIN_TEXT_PX as shown in this viewport, or that record
+    no text size, or do not link to their full-size image."""
     problems = []
     for fig in figure_text_sizes(page, site_root, site_url):
         if fig["shown_px"] is None:
             problems.append(
-                f"figure {fig['file']}: its PNG records no text size (re-execute the chapter: "
-                "course_utils.plotting records it)"
+                f"{where}: figure {fig['file']}: its PNG records no text size (re-execute the "
+                "chapter: course_utils.plotting records it)"
             )
         elif fig["shown_px"] < MIN_TEXT_PX:
             problems.append(
-                f"figure {fig['file']}: smallest text {fig['shown_px']} px as shown at "
-                f"{DESKTOP} px ({fig['png_px']} px in the PNG x {fig['scale']}), under "
-                f"{MIN_TEXT_PX} px ({fig['alt']!r})"
+                f"{where}: figure {fig['file']}: smallest text {fig['shown_px']} px as shown "
+                f"({fig['png_px']} px in the PNG x {fig['scale']}), under {MIN_TEXT_PX} px "
+                f"({fig['alt']!r})"
             )
+        if not fig["link"] or fig["link"].split("#")[0] != fig["src"]:
+            problems.append(f"{where}: figure {fig['file'][:16]} does not link to its image")
     return problems
 
 
@@ -285,7 +291,8 @@ def test_page_audit(
             page.evaluate(SWITCH_THEME_JS, "light")
         page.evaluate(RESTORE_FOR_AXE_JS)
 
-        problems += _figure_problems(page, site_root, site_url)
+        problems += _figure_problems(page, site_root, site_url, "desktop")
+        problems += widget_text_problems(page, "desktop", MIN_TEXT_PX)
         if not once_a_pair_done:
             problems += _tab_problems(page)
 
@@ -297,9 +304,17 @@ def test_page_audit(
                 f"at {PHONE_WIDTH} px the page is {width['scroll']} px wide "
                 f"(sticking out: {width['worst']})"
             )
+        if is_chapter:
+            next_frames(page)  # the widgets refit their drawings in the frame after a resize
+            problems += widget_text_problems(page, "phone", MIN_TEXT_PX)
+            problems += _figure_problems(page, site_root, site_url, "phone")
 
         page.set_viewport_size({"width": PROJECTOR_150[0], "height": PROJECTOR_150[1]})
         next_frames(page)
+        if is_chapter:
+            next_frames(page)
+            problems += widget_text_problems(page, "projector", MIN_TEXT_PX)
+            problems += _figure_problems(page, site_root, site_url, "projector")
         sizes = page.evaluate(WIDGET_SIZES_JS)
         n_views = page.evaluate(N_VIEWS_JS)
         drawn = [w for w in sizes if w["height"] > 0]
@@ -322,6 +337,8 @@ def test_page_audit(
             check_live(page, record, rel)
         except AssertionError as failure:
             problems.append(f"live: {failure}")
+        if is_chapter:  # last: it opens the folded cells to measure them
+            problems += wide_code_blocks(page, rel)
         assert not problems, "\n".join(problems)
     except BaseException:
         save_failure(page, record, rel, artifacts, prefix="audit-")
