@@ -763,6 +763,10 @@ def _catalogue_cases():
     for n in ("01", "02", "03", "04"):
         cases += [(f"right {c[0]}", c[1], c[2]) for c in getattr(cat, f"RIGHT_CH{n}")]
         cases += [(f"wrong {c[0]}", c[1], c[2]) for c in getattr(cat, f"WRONG_CH{n}")]
+    import tests.test_exercise_catalogue_ch05_13 as cat513
+
+    cases += [(f"right {c[0]}", c[1], c[2]) for c in cat513.RIGHT]
+    cases += [(f"wrong {c[0]}", c[1], c[2]) for c in cat513.WRONG]
     return [c for c in cases if not isinstance(c[2], str)]  # "floats"/"string": built in the test
 
 

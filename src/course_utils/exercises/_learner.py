@@ -35,6 +35,15 @@ checker raises an exception *inside* the worker thread (CPython's ``PyThreadStat
 which stops any Python loop at its next bytecode, and returns feedback that says so. This works the
 same in a Jupyter kernel and in a plain script, on Linux, macOS and Windows.
 
+A learner's ``try: ... except: pass`` inside a loop catches that exception too (a bare ``except``
+catches everything). So the checker raises it again and again, every few milliseconds, until the
+thread has ended: sooner or later it lands outside the ``try`` (at the loop's jump back) and the
+loop ends. If the thread still runs after :data:`_STOP_PATIENCE` seconds, a background thread goes
+on stopping it, so the notebook gets its feedback on time. The exception is a ``SystemExit``
+subclass, which ``except Exception`` does not catch and which a thread ends with silently.
+
+A learner's own ``sys.exit()`` (a ``SystemExit``) is named as such, not reported as a time-out.
+
 The one limit, on every platform (Windows included): a function stuck inside a single long C call
 (``time.sleep(1e9)``, one enormous numpy product) cannot be interrupted until that call returns.
 The checker still returns after ``time_limit`` seconds with the same feedback; the abandoned call
@@ -43,8 +52,12 @@ finishes (or not) in the background, and restarting the kernel ends it.
 
 from __future__ import annotations
 
+import copy
 import ctypes
+import dis
+import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -70,14 +83,80 @@ _CRASH_HINT = (
     "run your function on a small example (the one above the exercise) to see where it fails"
 )
 _TIMEOUT_HINT = "look for a loop that never ends (a `while` whose condition stays true)"
+_EXIT_HINT = (
+    "a checked function must return its result: remove sys.exit() (or exit(), quit()) and "
+    "end with `return ...`"
+)
 STARTER_HINT = (
     "replace the `...` with your code, and end the function with `return ...` of your result"
 )
 _STACK_SIZE = 64 * 2**20  # macOS gives new threads 512 KiB; deep recursion needs the usual room
+_STOP_EVERY = 0.002  # seconds between two stop requests to a worker that swallows them
+_STOP_PATIENCE = 1.0  # seconds the checker itself keeps stopping; then a background thread does
 
 
-class _Stopped(BaseException):
-    """Raised inside the worker thread to stop a learner's function that ran out of time."""
+class _Stopped(SystemExit):
+    """Raised inside the worker thread to stop a learner's function that ran out of time.
+
+    A ``SystemExit``: ``except Exception`` in the learner's code does not catch it, and a thread
+    that ends with it ends silently (no traceback printed by ``threading.excepthook``). Creating
+    one in a worker that is being stopped turns on :func:`_stop_tracer` there (see
+    :func:`_trace_until_stopped`), which a bare ``except`` cannot switch off.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        if threading.get_ident() in _STOPPING:
+            _trace_until_stopped()
+
+
+#: Idents of the worker threads being stopped (their learner's function ran out of time).
+_STOPPING: set[int] = set()
+_WORK_CODE: Any = None  # the code of the worker's own function, set when a worker starts
+_HANDLED: dict[Any, tuple[tuple[int, int], ...]] = {}  # code object -> its protected ranges
+
+
+def _protected(code: Any) -> tuple[tuple[int, int], ...]:
+    """The bytecode ranges of ``code`` that a ``try`` (or ``with``) protects."""
+    if code not in _HANDLED:
+        try:
+            entries = dis._parse_exception_table(code)  # type: ignore[attr-defined]
+            _HANDLED[code] = tuple((e.start, e.end) for e in entries)
+        except Exception:  # an interpreter without exception tables: treat all as protected
+            _HANDLED[code] = ((0, 1 << 30),)
+    return _HANDLED[code]
+
+
+def _can_escape(frame: Any) -> bool:
+    """Whether an exception raised now in ``frame`` leaves the learner's code uncaught."""
+    while frame is not None and frame.f_code is not _WORK_CODE:
+        lasti = frame.f_lasti
+        if any(start <= lasti < end for start, end in _protected(frame.f_code)):
+            return False
+        frame = frame.f_back
+    return True
+
+
+def _stop_tracer(frame: Any, event: str, arg: Any) -> Any:
+    """Raise :class:`_Stopped` at the first line where no ``try`` of the learner can catch it."""
+    if event == "line" and _can_escape(frame):
+        raise _Stopped
+    return _stop_tracer
+
+
+def _trace_until_stopped() -> None:
+    """Trace every frame of this (worker) thread with :func:`_stop_tracer`.
+
+    Runs in the worker, when a stop request was caught by the learner's own ``except``. From then
+    on each executed line is checked, and the stop is raised again where it cannot be caught: in
+    ``while True: try: ... except: pass`` that is the ``try`` line, reached at every iteration.
+    """
+    sys.settrace(_stop_tracer)
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code is not _WORK_CODE:
+        frame.f_trace = _stop_tracer
+        frame.f_trace_lines = True
+        frame = frame.f_back
 
 
 def not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
@@ -105,34 +184,102 @@ def not_a_function(title: str, answer: Any, name: str) -> Feedback | None:
     return None
 
 
-def _private_copy(value: Any) -> Any:
+def _private_copy(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A deep copy of ``args``: lists, dicts, arrays and tensors, however nested.
+
+    The learner's function gets the copy, the checker keeps the original to compute the expected
+    value: an answer that edits its input in place (``lengths.append(...)``, ``x += 1``) cannot
+    change what it is compared with, nor the next test case. Objects that cannot be deep-copied
+    (a tensor in the middle of an autograd graph) are copied one by one where possible.
+
+    >>> lengths = [3, 1]
+    >>> copied = _private_copy((lengths, np.zeros(2)))
+    >>> copied[0].append(9)
+    >>> copied[1][:] += 1
+    >>> lengths, copied[1].tolist()
+    ([3, 1], [1.0, 1.0])
+    """
+    try:
+        return copy.deepcopy(args)
+    except Exception:  # e.g. a non-leaf tensor: fall back to a shallow copy of each argument
+        return tuple(_shallow_copy(a) for a in args)
+
+
+def _shallow_copy(value: Any) -> Any:
     # numpy arrays have .copy(), torch tensors .clone(); both keep dtype and shape.
     if isinstance(value, np.ndarray):
         return value.copy()
     clone = getattr(value, "clone", None)
-    return clone() if callable(clone) else value
+    if callable(clone):
+        return clone()
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # not copyable at all: the learner gets it as it is
+        return value
 
 
-def _stop(thread: threading.Thread) -> None:
-    """Raise :class:`_Stopped` in ``thread`` at its next Python bytecode (CPython only)."""
+def _request_stop(thread: threading.Thread, exc: Any = _Stopped) -> None:
+    """Raise ``exc`` in ``thread`` at its next Python bytecode (CPython only); ``None`` cancels."""
     ident = thread.ident
     if ident is None or not thread.is_alive():
         return
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(_Stopped))
+    target = ctypes.py_object(exc) if exc is not None else ctypes.c_void_p(None)
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), target)
+
+
+def _stop(thread: threading.Thread, finished: threading.Event, patience: float) -> None:
+    """Stop ``thread`` for good: request the stop until it has ended (it may swallow some).
+
+    Gives up waiting after ``patience`` seconds and leaves the rest to a daemon thread, so that a
+    learner's ``except: pass`` cannot keep the notebook waiting either.
+    """
+    deadline = time.monotonic() + patience
+    if thread.ident is not None:
+        _STOPPING.add(thread.ident)
+    while thread.is_alive() and not finished.is_set():
+        _request_stop(thread)
+        thread.join(_STOP_EVERY)
+        if time.monotonic() > deadline:
+            threading.Thread(
+                target=_stop,
+                args=(thread, finished, float("inf")),
+                daemon=True,
+                name="course-utils-stopper",
+            ).start()
+            return
+    if thread.is_alive():  # the learner's function has ended; cancel a request not yet raised
+        _request_stop(thread, None)
+    thread.join(0.5)
+    _STOPPING.discard(thread.ident)
 
 
 def _run_with_time_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit: float) -> dict:
-    """Run ``fn(*args)`` in a worker thread; ``{"result": ...}``, ``{"error": ...}`` or ``{}``."""
+    """Run ``fn(*args)`` in a worker thread.
+
+    Returns ``{"result": ...}``, ``{"error": ...}``, ``{"exit": SystemExit}`` or ``{}`` (it did not
+    return within ``limit`` seconds and was stopped).
+    """
     outcome: dict[str, Any] = {}
+    finished = threading.Event()
 
     def work() -> None:
+        global _WORK_CODE
+        _WORK_CODE = sys._getframe().f_code  # the learner's frames are the ones above it
         try:
             with np.errstate(all="ignore"):  # numpy's error state is per thread
-                outcome["result"] = fn(*args)
+                result = fn(*args)
+            outcome["result"] = result
         except _Stopped:
             pass
-        except Exception as err:  # the learner's code may raise anything
+        except SystemExit as err:  # sys.exit(), exit(), quit() in the learner's code
+            outcome["exit"] = err
+        except (
+            BaseException
+        ) as err:  # the learner's code may raise anything, even KeyboardInterrupt
             outcome["error"] = err
+        finally:
+            sys.settrace(None)
+            finished.set()
 
     previous = threading.stack_size()
     try:
@@ -145,13 +292,13 @@ def _run_with_time_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit: f
     finally:
         if previous is not None:
             threading.stack_size(previous)
+    timed_out = True
     try:
-        worker.join(limit)
+        timed_out = not finished.wait(limit)
     finally:  # also on KeyboardInterrupt (the kernel's stop button): stop the worker too
-        if worker.is_alive():
-            _stop(worker)
-            worker.join(0.5)
-    return outcome
+        if timed_out:
+            _stop(worker, finished, _STOP_PATIENCE)
+    return {} if timed_out else outcome
 
 
 def call_learner(
@@ -170,7 +317,7 @@ def call_learner(
     the result themselves, with a better explanation than a RuntimeWarning.
     """
     limit = TIME_LIMIT if time_limit is None else float(time_limit)
-    copies = tuple(_private_copy(a) for a in args)
+    copies = _private_copy(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         outcome = _run_with_time_limit(fn, copies, limit)
@@ -184,6 +331,16 @@ def call_learner(
                 t("your function raised {type}: {err}", type=type(err).__name__, err=err),
             ),
             (_CRASH_HINT,),
+        )
+    if "exit" in outcome:
+        return Feedback(
+            False,
+            title,
+            (
+                t("test case: {described}", described=described),
+                t("your function called sys.exit()"),
+            ),
+            (_EXIT_HINT,),
         )
     if "result" not in outcome:
         return Feedback(

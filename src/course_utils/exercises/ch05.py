@@ -39,10 +39,18 @@ _ATOL = 1e-5  # float32 answers round at about 1e-7 relative; entries here are o
 # --- exercise 5.1: the sinusoidal encoding -------------------------------------------------------
 
 
-def _sinusoid_variant(n: int, d: int, *, swap=False, exponent=2.0, halves=False, start=0):
+def _sinusoid_variant(
+    n: int, d: int, *, swap=False, exponent=2.0, halves=False, start=0, per_column=False
+):
     p = np.arange(start, start + n, dtype=np.float64)[:, None]  # (n, 1)
     i = np.arange(d // 2)[None, :]  # (1, d/2)
     angle = p / 10000.0 ** (exponent * i / d)  # (n, d/2)
+    if per_column:  # column c uses c / d_model: the cosine of a pair gets its own frequency
+        c = np.arange(d)[None, :]  # (1, d)
+        angle_c = p / 10000.0 ** (c / d)  # (n, d)
+        out = np.empty((n, d))
+        out[:, 0::2], out[:, 1::2] = np.sin(angle_c[:, 0::2]), np.cos(angle_c[:, 1::2])
+        return out
     first, second = (np.cos(angle), np.sin(angle)) if swap else (np.sin(angle), np.cos(angle))
     if halves:
         return np.concatenate([first, second], axis=1)  # (n, d)
@@ -83,6 +91,11 @@ def check_sinusoidal(sinusoid: Callable[[int, int], Any]) -> Feedback:
                 _sinusoid_variant(n, d, halves=True),
             ),
             Mistake("positions start at 0, not 1", _sinusoid_variant(n, d, start=1)),
+            Mistake(
+                "sin and cos of a pair share one frequency: column 2i+1 uses the same angle "
+                "p / 10000^(2i/d_model) as column 2i, not p / 10000^((2i+1)/d_model)",
+                _sinusoid_variant(n, d, per_column=True),
+            ),
         ]
         expected = sinusoidal_encoding(n, d)  # (n, d)
         return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)

@@ -81,7 +81,14 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> Feedback:
                 "((x - mean) ** 2).mean(-1) or x.var(-1, unbiased=False)",
                 centred / torch.sqrt(x.var(-1, keepdim=True) + eps) * gamma + beta,
             ),
-            Mistake("normalise over the last axis (each token's own vector)", None),
+            Mistake(
+                "put eps inside the square root: (x - mean) / sqrt(var + eps)",
+                centred / (torch.sqrt(centred.pow(2).mean(-1, keepdim=True)) + eps) * gamma + beta,
+            ),
+            Mistake(
+                "normalise over the last axis (each token's own vector), not over the tokens",
+                _layer_norm(x.transpose(-1, -2), eps=eps).transpose(-1, -2) * gamma + beta,
+            ),
             Mistake("apply the gain gamma and the bias beta", _layer_norm(x, eps=eps)),
             Mistake(
                 "multiply by gamma, then add beta (not the other way round)",
@@ -92,12 +99,6 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> Feedback:
                 _rms_norm(x, gamma, eps) + beta,
             ),
         ]
-        if x.dim() == 2 and x.shape[0] > 1:
-            mistakes[1] = Mistake(
-                "normalise over the last axis (each token's own vector), not over the tokens",
-                _layer_norm(x.T, eps=eps).T * gamma + beta,
-            )
-        mistakes = [m for m in mistakes if m.value is not None]
         return check_array(title, result, expected, atol=1e-6, mistakes=mistakes)
 
     cases = [

@@ -36,7 +36,7 @@ import torch
 from ..i18n import t
 from ..kv_cache import kv_cache_bytes
 from ..softmax import softmax
-from ._checks import Mistake, check_array, check_causal_mask
+from ._checks import Mistake, check_array, check_causal_mask, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -59,7 +59,23 @@ def check_cache_mask(cache_mask: Callable[[int, int], Any]) -> Feedback:
     title = "cache mask"
 
     def compare(result: Any, t_new: int, t_past: int) -> Feedback:
-        return check_causal_mask(result, t_new, t_past + t_new, align="bottom_right", name="mask")
+        fb = check_causal_mask(result, t_new, t_past + t_new, align="bottom_right", name="mask")
+        if fb or fb.hints:
+            return fb
+        shape = np.shape(to_numpy(result))
+        if t_past and shape == (t_new, t_new):
+            hint = (
+                "the new tokens also attend to the t_past cached keys: the mask has "
+                "t_past + t_new columns"
+            )
+        elif t_past and shape == (t_past + t_new, t_past + t_new):
+            hint = (
+                "only the t_new new tokens are queries (the cached ones were computed before): "
+                "the mask has t_new rows"
+            )
+        else:
+            return fb
+        return Feedback(False, fb.title, fb.messages, (hint,))
 
     sizes = ((1, 0), (1, 5), (3, 0), (2, 3), (4, 2))
     cases = [(f"t_new = {t_new}, t_past = {t_past}", (t_new, t_past)) for t_new, t_past in sizes]

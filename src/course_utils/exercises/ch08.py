@@ -66,7 +66,9 @@ def check_cross_attention(cross_attention: Callable[..., Any]) -> Feedback:
     title = "cross-attention"
     g = torch.Generator().manual_seed(_SEED)
     cases = []
-    for t_q, t_k, d, d_v in [(2, 5, 4, 3), (3, 3, 6, 6), (4, 7, 8, 2)]:
+    for t_q, t_k, d, d_v in [(3, 3, 6, 6), (2, 5, 4, 3), (4, 7, 8, 2)]:
+        # The square case first: with T_q = T_k the typical swaps give an answer (and
+        # their hint) instead of a shape error.
         x = torch.randn(t_q, d, generator=g, dtype=torch.float64)
         memory = torch.randn(t_k, d, generator=g, dtype=torch.float64)
         w = [torch.randn(d, n, generator=g, dtype=torch.float64) for n in (d, d, d_v)]
@@ -166,6 +168,10 @@ def check_decoder_block(decoder_block: Callable[..., Any]) -> Feedback:
         torch.manual_seed(_SEED + seed)
         block = DecoderBlock(8, 2, 16).double().eval()
         g = torch.Generator().manual_seed(_SEED + 10 + seed)
+        with torch.no_grad():  # fresh LayerNorms are all (1, 0): any wiring of them would pass
+            for norm in (block.norm1, block.norm2, block.norm3):
+                for p in norm.parameters():
+                    p.normal_(0.5, 0.5, generator=g)
         x = torch.randn(B, t_q, 8, generator=g, dtype=torch.float64)
         memory = torch.randn(B, t_k, 8, generator=g, dtype=torch.float64)
         causal = torch.from_numpy(causal_mask(t_q))  # (T_q, T_q)
@@ -191,7 +197,25 @@ def check_decoder_block(decoder_block: Callable[..., Any]) -> Feedback:
             normed_mem = (m2 := h + ca(n2(h), n2(memory))) + ffn(n3(m2))
             no_self = (s2 := x + ca(n2(x), memory)) + ffn(n3(s2))
             no_res = (r2 := h + ca(n2(h), memory)) * 0 + ca(n2(h), memory) + ffn(n3(r2))
+            swapped_norms = (w2 := h + ca(n3(h), memory)) + ffn(n2(w2))
+            one_norm = (o2 := h + ca(n1(h), memory)) + ffn(n1(o2))
+            cross_first = (c1 := x + ca(n1(x), memory)) + sa(n2(c1))
+            cross_first = cross_first + ffn(n3(cross_first))
         mistakes = [
+            Mistake(
+                "each sublayer has its own LayerNorm: norm1 before self_attn, norm2 before "
+                "cross_attn, norm3 before the FFN",
+                swapped_norms,
+            ),
+            Mistake(
+                "each sublayer has its own LayerNorm (with its own gain and bias): norm1, norm2, "
+                "norm3 in that order",
+                one_norm,
+            ),
+            Mistake(
+                "the causal self-attention comes first, then the cross-attention, then the FFN",
+                cross_first,
+            ),
             Mistake("that is the post-LN block; pre-LN normalises each sublayer's input", post),
             Mistake(
                 "pass memory to cross_attn as it is: the encoder already normalised it",

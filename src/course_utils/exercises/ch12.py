@@ -35,6 +35,7 @@ from ..i18n import t
 from ..softmax import softmax
 from ._checks import (
     Mistake,
+    answer_tolerance,
     as_answer_array,
     check_array,
     check_softmax,
@@ -113,10 +114,14 @@ def check_merge(merge: Callable[..., Any]) -> Feedback:
         if wrong_type is not None:
             return wrong_type
         try:
-            got_m, got_l = (float(np.asarray(as_answer_array(r, "m or l"))) for r in result)
+            arrays = [as_answer_array(r, "m or l") for r in result]
+            got_m, got_l = (float(np.asarray(a).reshape(())) for a in arrays)
         except (TypeError, ValueError) as err:
             return Feedback(False, title, (str(err),))
-        if not math.isclose(got_m, want_m, rel_tol=1e-12, abs_tol=1e-12):
+        # float32 (numpy or torch) answers are right to float32's precision, not to 1e-9
+        rtol_m, _ = answer_tolerance(arrays[0].dtype, 1e-12, 0.0)
+        rtol, _ = answer_tolerance(arrays[1].dtype, 1e-9, 0.0)
+        if not math.isclose(got_m, want_m, rel_tol=rtol_m, abs_tol=1e-12):
             value, target = format_pair(got_m, want_m)
             return Feedback(
                 False,
@@ -124,11 +129,11 @@ def check_merge(merge: Callable[..., Any]) -> Feedback:
                 (t("m is {got}, expected {want}", got=value, want=target),),
                 ("the maximum of the whole row is the larger of the two maxima",),
             )
-        if math.isclose(got_l, want_l, rel_tol=1e-9, abs_tol=1e-12):
+        if math.isclose(got_l, want_l, rel_tol=rtol, abs_tol=1e-12):
             return Feedback(True, title)
         value, target = format_pair(got_l, want_l)
         hints = []
-        if math.isclose(got_l, l1 + l2, rel_tol=1e-9):
+        if math.isclose(got_l, l1 + l2, rel_tol=rtol):
             hints.append(
                 "each sum was taken under its own maximum: rescale l1 by exp(m1 - m) and "
                 "l2 by exp(m2 - m)"
@@ -136,7 +141,7 @@ def check_merge(merge: Callable[..., Any]) -> Feedback:
         elif not math.isfinite(got_l):
             hints.append("exp overflowed: the exponents m1 - m and m2 - m are never positive")
         elif abs(m1 - m2) < 700 and math.isclose(
-            got_l, l1 * math.exp(want_m - m1) + l2 * math.exp(want_m - m2), rel_tol=1e-9
+            got_l, l1 * math.exp(want_m - m1) + l2 * math.exp(want_m - m2), rel_tol=rtol
         ):
             hints.append("the rescaling factor is exp(m_old - m_new), at most 1: not its inverse")
         return Feedback(
@@ -183,6 +188,45 @@ def _softmax_cases() -> list[tuple[str, tuple[np.ndarray, int], str | None]]:
     ]
 
 
+_NO_RESCALE_SUM_HINT = (
+    "the running sum was never rescaled: when a block raises the maximum from m to m_new, "
+    "multiply the old sum l by exp(m - m_new) before adding the new block"
+)
+
+
+def _streaming_variant(
+    x: np.ndarray, block: int, *, rescale: bool = True, inverse: bool = False
+) -> np.ndarray:
+    """The streaming softmax of a 1-D row, optionally with a typical mistake in the running sum.
+
+    ``rescale=False``: the old sum is kept as it is when the maximum grows; ``inverse=True``: it is
+    multiplied by ``exp(m_new - m)`` instead of ``exp(m - m_new)``. A row whose first blocks are all
+    ``-inf`` is handled as the right answer handles it.
+    """
+    x = x.astype(np.float64)
+    m, total = -np.inf, 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for s in range(0, x.size, block):
+            part = x[s : s + block]
+            m_new = max(m, float(part.max()))
+            if m_new == -np.inf:
+                continue
+            factor = math.exp(m - m_new) if m > -np.inf else 0.0
+            if inverse and m > -np.inf:
+                factor = math.exp(m_new - m)
+            total = (total * factor if rescale else total) + float(np.exp(part - m_new).sum())
+            m = m_new
+        return np.exp(x - m) / total
+
+
+def _blockwise_softmax(x: np.ndarray, block: int) -> np.ndarray:
+    """Each block's own softmax, side by side (a row of ``n_blocks`` distributions)."""
+    with np.errstate(invalid="ignore"):
+        return np.concatenate(
+            [softmax(x[s : s + block].astype(np.float64)) for s in range(0, x.size, block)]
+        )
+
+
 def check_streaming_softmax(streaming_softmax: Callable[..., Any]) -> Feedback:
     """Check ``streaming_softmax(x, block_size)``: the softmax of a 1-D row, read block by block.
 
@@ -192,7 +236,28 @@ def check_streaming_softmax(streaming_softmax: Callable[..., Any]) -> Feedback:
 
     def compare(result: Any, x: np.ndarray, block: int, hint: str | None) -> Feedback:
         low = _low_precision(result, "weights")
-        fb = check_softmax(result, x, axis=-1, rtol=1e-4 if low or x.dtype != np.float64 else 1e-9)
+        rtol = 1e-4 if low or x.dtype != np.float64 else 1e-9
+        fb = check_softmax(result, x, axis=-1, rtol=rtol)
+        if fb:
+            return fb
+        # The mistakes of the streaming loop itself; check_softmax knows only whole-row ones.
+        mistakes = [
+            Mistake(_NO_RESCALE_SUM_HINT, _streaming_variant(x, block, rescale=False)),
+            Mistake(
+                "the rescaling factor is exp(m_old - m_new), at most 1: not its inverse",
+                _streaming_variant(x, block, inverse=True),
+            ),
+            Mistake(
+                "each block was normalised on its own: keep one running maximum and one "
+                "running sum for the whole row, and divide by the final sum at the end",
+                _blockwise_softmax(x, block),
+            ),
+        ]
+        recognised = check_array(
+            "weights", result, softmax(x.astype(np.float64)), mistakes=mistakes, rtol=rtol
+        )
+        if recognised.hints and not fb.hints:
+            fb = Feedback(False, fb.title, fb.messages, recognised.hints)
         return _or_hint(fb, hint)
 
     passed = "right on all {n} cases, including ±1e4 in float32 and a first block that is all -inf"
@@ -215,6 +280,12 @@ _RESCALE_HINT = (
 )
 
 
+_OVERFLOW_HINT = (
+    "exp overflowed: update the running maximum m at every block, subtract it before exp, "
+    "and rescale the old l and o by exp(m - m_new) when it grows"
+)
+
+
 def _attention_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]]]:
     rng = np.random.default_rng(_SEED + 1)
     big = rng.normal(size=(3, 4))
@@ -234,7 +305,7 @@ def check_key_block_attention(key_block_attention: Callable[..., Any]) -> Feedba
 
     Compared with :func:`course_utils.attention.scaled_dot_product_attention` (itself tested
     against PyTorch's). The typical mistake, forgetting to rescale the old output and sum when the
-    maximum grows, gets a hint.
+    maximum grows (both, or one of them), is recognised by its value and gets its own hint.
     """
     title = "attention by key blocks"
 
@@ -261,10 +332,23 @@ def check_key_block_attention(key_block_attention: Callable[..., Any]) -> Feedba
                 _unnormalised(q, k, v),
             ),
         ]
+        mistakes[:0] = [  # the central mistake first: it is the one this exercise is about
+            Mistake(
+                _RESCALE_HINT, _key_block_variant(q, k, v, block, rescale_l=False, rescale_o=False)
+            ),
+            Mistake(
+                "the old output o was not rescaled: multiply it by exp(m - m_new) too, like l",
+                _key_block_variant(q, k, v, block, rescale_l=True, rescale_o=False),
+            ),
+            Mistake(
+                "the old sum l was not rescaled: multiply it by exp(m - m_new) too, like o",
+                _key_block_variant(q, k, v, block, rescale_l=False, rescale_o=True),
+            ),
+        ]
         low = _low_precision(result, "output")
         tol = {"rtol": 1e-4, "atol": 1e-6} if low else {"rtol": 1e-6, "atol": 1e-9}
-        return _or_hint(
-            check_array("output", result, expected, mistakes=mistakes, **tol), _RESCALE_HINT
+        return check_array(
+            "output", result, expected, mistakes=mistakes, nan_hint=_OVERFLOW_HINT, **tol
         )
 
     passed = "right on all {n} cases, including a block size that does not divide T_k"
@@ -282,3 +366,25 @@ def check_key_block_attention(key_block_attention: Callable[..., Any]) -> Feedba
 def _unnormalised(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     s = q @ k.T / math.sqrt(q.shape[-1])  # (T_q, T_k)
     return np.exp(s - s.max(axis=-1, keepdims=True)) @ v  # (T_q, d_v)
+
+
+def _key_block_variant(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int, *, rescale_l: bool, rescale_o: bool
+) -> np.ndarray:
+    """Attention by key blocks with the running ``(m, l, o)``, optionally not rescaling ``l``/``o``.
+
+    With both ``True`` it is the right answer; the learner's typical mistake skips one or both.
+    """
+    scale = 1 / math.sqrt(q.shape[-1])
+    m = np.full((q.shape[0], 1), -np.inf)  # (T_q, 1)
+    total = np.zeros((q.shape[0], 1))  # (T_q, 1)
+    o = np.zeros((q.shape[0], v.shape[1]))  # (T_q, d_v)
+    for s in range(0, k.shape[0], block):
+        scores = q @ k[s : s + block].T * scale  # (T_q, b)
+        m_new = np.maximum(m, scores.max(axis=-1, keepdims=True))  # (T_q, 1)
+        factor = np.exp(m - m_new)  # (T_q, 1); 0 on the first block
+        p = np.exp(scores - m_new)  # (T_q, b)
+        total = (total * factor if rescale_l else total) + p.sum(axis=-1, keepdims=True)  # (T_q, 1)
+        o = (o * factor if rescale_o else o) + p @ v[s : s + block]  # (T_q, d_v)
+        m = m_new
+    return o / total  # (T_q, d_v)

@@ -154,6 +154,12 @@ def _precision_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray, int]]]:
         ("8 random scores, k = 3", (rng.random(8), rng.random(8) < 0.4, 3)),
         ("6 random scores, k = 1", (rng.random(6), np.array([True, False] * 3), 1)),
         ("5 random scores, k = 4", (rng.random(5), np.array([True, True, False, False, True]), 4)),
+        (
+            # A tie at the k-th score: either tied token may be taken (both are non-topic), but
+            # exactly k tokens are counted, not every token scoring at least the k-th score.
+            "scores [0.9, 0.4, 0.4, 0.2], topic tokens 0 and 3, k = 2 (a tie at the 2nd score)",
+            (np.array([0.9, 0.4, 0.4, 0.2]), np.array([True, False, False, True]), 2),
+        ),
     ]
 
 
@@ -176,6 +182,16 @@ def check_precision_at_k(precision_at_k: Callable[[Any, Any, int], Any]) -> Feed
             Mistake(
                 "you divided by the number of topic tokens; precision divides by k",
                 m[np.argsort(-scores, kind="stable")[:k]].sum() / max(1, m.sum()),
+            ),
+            Mistake(
+                "that is the number of topic tokens among the top k; precision is that number "
+                "divided by k",
+                m[np.argsort(-scores, kind="stable")[:k]].sum(),
+            ),
+            Mistake(
+                "with a tie at the k-th score, `scores >= threshold` keeps more than k tokens: "
+                "take exactly k (np.argsort(-scores)[:k])",
+                m[scores >= np.sort(scores)[-k]].mean(),
             ),
         ]
         return check_array(title, result, expected, rtol=1e-9, mistakes=mistakes)
