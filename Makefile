@@ -107,8 +107,9 @@ format: $(STAMP)
 	$(BIN)/ruff format src _ext tests scripts benchmarks
 	$(BIN)/ruff check --fix src _ext tests scripts benchmarks
 
+# --durations: every run says where its time went (the 12-minute budget of `make test`).
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
+	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval -n 2 --dist loadfile chapters appendix
@@ -134,7 +135,7 @@ browser-deps:
 # Two workers (one Chromium each; the site is served on a free port per worker). --dist loadgroup
 # keeps a module whose tests share one costly fixture on one worker (xdist_group: JupyterLab's
 # server, the PDFs read back); every other test goes to whichever worker is free.
-BROWSER_TESTS = $(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "browser or jupyterlab" tests
+BROWSER_TESTS = $(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "browser or jupyterlab" tests
 test-browser: $(STAMP) browser-deps book pdf
 	$(BROWSER_TESTS)
 
@@ -142,8 +143,11 @@ test-browser: $(STAMP) browser-deps book pdf
 # keeps about one busy: the two run side by side (nothing in the first reads _build), then the
 # browser tests run on the built site. -Otarget keeps each one's output in one piece.
 test: lint browser-deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-site
-	$(BROWSER_TESTS)
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-site || exit 1; \
+	middle=$$(date +%s); \
+	$(BROWSER_TESTS) || exit 1; \
+	echo "make test phases: package, notebooks, book and PDF $$((middle - start)) s; browser $$(( $$(date +%s) - middle )) s"
 
 test-python: $(STAMP)
 	$(MAKE) --no-print-directory test-unit
