@@ -253,3 +253,81 @@ def test_bad_cache_and_generate_arguments(tiny_run):
         generate(tiny_run.model, [1, 2], 3, temperature=-1.0)
     with pytest.raises(ValueError, match="max_len = 64"):
         generate(tiny_run.model, [1] * 60, 10)
+
+
+# -- bad input to generate() and KVCache.append (issue 33, §4) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"ids": [1, 999]}, ValueError, r"^ids must lie in \[0, vocab_size = \d+\); got ids from"),
+        ({"ids": [-1, 2]}, ValueError, r"^ids must lie in \[0, vocab_size"),
+        ({"ids": torch.tensor([[1, 2]], dtype=torch.bool)}, TypeError, r"^ids must be integer"),
+        ({"ids": torch.tensor([[1.0, 2.0]])}, TypeError, r"^ids must be integer.*float32"),
+        ({"ids": [1.0, 2.0]}, TypeError, r"^ids must be a list of ints"),
+        ({"ids": 5}, TypeError, r"^ids must be a \(B, T\) integer tensor or a list of ints"),
+        ({"ids": torch.tensor([1, 2])}, ValueError, r"^ids must be integer token ids \(B, T\)"),
+        ({"temperature": float("nan")}, ValueError, r"^temperature must be a finite number"),
+        ({"temperature": float("inf")}, ValueError, r"^temperature must be a finite number"),
+        ({"temperature": "1"}, ValueError, r"^temperature must be a finite number"),
+        ({"max_new_tokens": 2.0}, TypeError, r"^max_new_tokens must be an int"),
+        ({"max_new_tokens": True}, TypeError, r"^max_new_tokens must be an int"),
+        ({"use_cache": "yes"}, TypeError, r"^use_cache must be True or False"),
+        ({"generator": 0}, TypeError, r"^generator must be a torch.Generator"),
+    ],
+)
+def test_generate_validates_its_arguments(tiny_run, kwargs, error, match):
+    args = {"ids": [1, 2], "max_new_tokens": 2} | kwargs
+    ids, n = args.pop("ids"), args.pop("max_new_tokens")
+    with pytest.raises(error, match=match):
+        generate(tiny_run.model, ids, n, **args)
+
+
+def test_tiny_lm_refuses_out_of_vocabulary_ids(tiny_run):
+    with pytest.raises(ValueError, match=r"^ids must lie in \[0, vocab_size"):
+        tiny_run.model(torch.tensor([[0, len(tiny_run.tokenizer)]]))
+
+
+def _kv(b=1, h=2, t=3, d=4, dtype=torch.float32):
+    return torch.zeros(b, h, t, d, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    ("held", "k", "v", "error", "match"),
+    [
+        (None, _kv(t=3), _kv(t=5), ValueError, r"^k has shape \(1, 2, 3, 4\) and v \(1, 2, 5, 4\)"),
+        (None, _kv(b=2), _kv(b=1), ValueError, r"must agree on \(B, n_kv_heads, T_new\)"),
+        (None, _kv(h=2), _kv(h=1), ValueError, r"must agree on \(B, n_kv_heads, T_new\)"),
+        (None, _kv(), _kv(dtype=D64), TypeError, r"^k and v must have one dtype"),
+        (None, _kv()[0], _kv()[0], ValueError, r"^k must have 4 dimensions"),
+        (None, [[1.0]], _kv(), TypeError, r"^k must be a torch.Tensor"),
+        (None, _kv().long(), _kv(), TypeError, r"^k must be a floating-point tensor"),
+        (_kv(), _kv(b=2), _kv(b=2), ValueError, r"^the cache holds k of shape \(1, 2, 3, 4\)"),
+        (_kv(), _kv(h=1), _kv(h=1), ValueError, r"expected \(1, 2, T_new, 4\)"),
+        (_kv(), _kv(d=8), _kv(d=8), ValueError, r"^the cache holds k"),
+        (_kv(), _kv(), _kv(d=8), ValueError, r"^the cache holds v"),
+        (_kv(), _kv(dtype=D64), _kv(dtype=D64), TypeError, r"holds k of dtype torch.float32"),
+    ],
+)
+def test_kv_cache_append_refuses_mismatches(held, k, v, error, match):
+    cache = KVCache()
+    if held is not None:
+        cache.append(held, held)
+    with pytest.raises(error, match=match):
+        cache.append(k, v)
+    assert len(cache) == (0 if held is None else 3)  # nothing was appended
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "match"),
+    [
+        (lambda: CausalSelfAttention(8, 2, rope_base=float("nan")), ValueError, r"^rope_base"),
+        (lambda: CausalSelfAttention(8, 2, rope_base="1e4"), TypeError, r"^rope_base must be"),
+        (lambda: TinyCausalLM(-5, 16), ValueError, r"^vocab_size must be >= 1"),
+        (lambda: TinyCausalLM(5, 16.0), TypeError, r"^max_len must be an int"),
+    ],
+)
+def test_constructors_check_their_sizes(make, error, match):
+    with pytest.raises(error, match=match):
+        make()

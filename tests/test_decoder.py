@@ -161,3 +161,30 @@ def test_key_padding_mask_accepts_tensors_and_numpy():
     assert np.array_equal(key_padding_mask(torch.tensor([2, 1]), 3), expected)
     assert np.array_equal(key_padding_mask(np.array([2, 1]), 3), expected)
     assert expected.dtype == np.bool_ and expected.shape == (2, 3)
+
+
+# --- a float64 input to a float32 block: a clear error, as MultiHeadAttention's -------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (
+            lambda: (torch.randn(1, 3, 8, dtype=torch.float64), torch.randn(1, 4, 8)),
+            r"^x has dtype torch.float64, expected torch.float32 .*\.double\(\)",
+        ),
+        (
+            lambda: (torch.randn(1, 3, 8), torch.randn(1, 4, 8, dtype=torch.float64)),
+            r"^memory has dtype torch.float64, expected torch.float32",
+        ),
+    ],
+)
+def test_decoder_refuses_an_input_of_another_dtype(args, match):
+    with pytest.raises(TypeError, match=match):
+        DecoderBlock(8, 2, 16)(*args())
+
+
+def test_decoder_return_weights_must_be_a_bool():
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(TypeError, match=r"^return_weights must be True or False"):
+        DecoderBlock(8, 2, 16)(x, x, return_weights="yes")

@@ -576,3 +576,49 @@ def test_the_speed_paths_live_apart_from_the_reference():
     assert "baddbmm_" not in inspect.getsource(flash)
     assert "from .flash import" not in inspect.getsource(flash_fast)
     assert hasattr(flash_fast, "_POOLS") and not hasattr(flash, "_POOLS")
+
+
+# --- empty inputs and flags (issue 33, §4) --------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_no_queries_give_the_empty_result_as_sdpa(causal, requires_grad):
+    q = torch.randn(2, 3, 0, 4, dtype=torch.float64, requires_grad=requires_grad)
+    k = torch.randn(2, 3, 5, 4, dtype=torch.float64, requires_grad=requires_grad)
+    v = torch.randn(2, 3, 5, 6, dtype=torch.float64)
+    out = tiled_attention(q, k, v, block_q=2, block_k=2, causal=causal)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert out.shape == ref.shape == (2, 3, 0, 6)
+    assert out.dtype == torch.float64
+    if requires_grad:
+        out.sum().backward()  # on the graph: gradients of zeros
+        assert k.grad is not None and not k.grad.any()
+
+
+def test_no_keys_is_a_value_error_not_sdpa_zeros():
+    q = torch.randn(1, 2, 4)
+    k, v = torch.randn(1, 0, 4), torch.randn(1, 0, 3)
+    # SDPA returns zeros for a softmax over no keys; tiled_attention refuses it by name.
+    assert not F.scaled_dot_product_attention(q, k, v).any()
+    with pytest.raises(ValueError, match=r"^k has shape \(1, 0, 4\).*T_k >= 1"):
+        tiled_attention(q, k, v)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: tiled_attention(*[torch.randn(3, 4)] * 3, causal="yes"), TypeError, r"^causal"),
+        (lambda: tile_schedule(4, 4, block_q=2, block_k=2, causal=1), TypeError, r"^causal"),
+        (lambda: tile_schedule(-1, 4, block_q=2, block_k=2), ValueError, r"^t_q must be >= 0"),
+        (lambda: tile_schedule(4, 4.0, block_q=2, block_k=2), TypeError, r"^t_k must be an int"),
+        (lambda: attention_memory_bytes(0), ValueError, r"^t must be >= 1"),
+        (lambda: attention_memory_bytes(8, heads=-1), ValueError, r"^heads must be >= 1"),
+        (lambda: attention_memory_bytes(8, d=2.5), TypeError, r"^d must be an int"),
+        (lambda: attention_memory_bytes(8, block_q=0), ValueError, r"^block_q must be >= 1"),
+        (lambda: attention_memory_bytes(8, itemsize="4"), TypeError, r"^itemsize must be an int"),
+    ],
+)
+def test_bad_sizes_and_flags_are_named(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

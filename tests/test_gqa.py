@@ -384,3 +384,43 @@ def test_group_similarity_identical_maps_within_a_group():
 def test_group_similarity_bad_input(weights, n_kv, message):
     with pytest.raises(ValueError, match=message):
         group_similarity(weights, n_kv)
+
+
+# --- ModelConfig checks its fields (issue 33, §4) -------------------------------------------------
+
+_CFG = dict(
+    name="m", n_layers=2, d_model=8, n_heads=2, n_kv_heads=1, d_head=4, context_length=16,
+    citation="c", source="s",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"n_layers": -1}, ValueError, r"^m: n_layers must be >= 1; got -1"),
+        ({"n_layers": 0}, ValueError, r"^m: n_layers must be >= 1; got 0"),
+        ({"d_model": "8"}, TypeError, r"^m: d_model must be an int; got str '8'"),
+        ({"n_heads": 2.0}, TypeError, r"^m: n_heads must be an int; got float"),
+        ({"n_kv_heads": True}, TypeError, r"^m: n_kv_heads must be an int; got bool"),
+        ({"n_kv_heads": -2}, ValueError, r"^m: n_kv_heads must be >= 1"),
+        ({"n_kv_heads": 4}, ValueError, r"^m: n_kv_heads = 4 must divide n_heads = 2"),
+        ({"d_head": -4}, ValueError, r"^m: d_head must be >= 1"),
+        ({"context_length": "4k"}, TypeError, r"^m: context_length must be an int"),
+        ({"name": 3}, TypeError, r"^ModelConfig: name must be a str; got int 3"),
+        ({"name": ""}, ValueError, r"^ModelConfig: name must be a non-empty str"),
+        ({"citation": None}, TypeError, r"^m: citation must be a str"),
+    ],
+)
+def test_model_config_validates_its_fields(change, error, match):
+    with pytest.raises(error, match=match):
+        ModelConfig(**(_CFG | change))
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [torch.ones(4, 3, 3, dtype=torch.long), torch.full((4, 3, 3), float("nan"))],
+    ids=["integer", "nan"],
+)
+def test_group_similarity_refuses_non_float_or_nan_weights(weights):
+    with pytest.raises(ValueError, match=r"^weights must be floating-point attention weights"):
+        group_similarity(weights, 2)

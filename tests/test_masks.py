@@ -129,3 +129,35 @@ def test_causality_future_keys_never_change_earlier_outputs():
 def test_bad_input(args, kwargs, error, match):
     with pytest.raises(error, match=match):
         causal_mask(*args, **kwargs)
+
+
+# --- sizes that cannot fit are refused, bad sizes named (issue 33, §4) ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda: causal_mask(10**6),
+            ValueError,
+            r"^causal_mask\(t_q=1000000, t_k=1000000\) would build a result of shape "
+            r"\(1000000, 1000000\) and need about 1,000,000,000,000 bytes \(931\.3 GiB\)",
+        ),
+        (lambda: causal_mask(2, 10**12), ValueError, r"^causal_mask\(t_q=2, t_k=1000000000000\)"),
+        (lambda: causal_mask(0), ValueError, r"^t_q must be >= 1; got 0"),
+        (lambda: causal_mask(-4), ValueError, r"^t_q must be >= 1; got -4"),
+        (lambda: causal_mask(3.0), TypeError, r"^t_q must be an int; got float"),
+        (lambda: causal_mask(True), TypeError, r"^t_q must be an int; got bool"),
+        (lambda: causal_mask(3, "4"), TypeError, r"^t_k must be an int; got str"),
+    ],
+)
+def test_bad_and_huge_sizes_are_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_key_padding_mask_refuses_a_huge_length():
+    from course_utils.masks import key_padding_mask
+
+    with pytest.raises(ValueError, match=r"^key_padding_mask\(lengths, t_k=1000000000000\)"):
+        key_padding_mask([10**12])

@@ -265,3 +265,55 @@ def test_decode_cost_grows_with_context_and_absorption_saves():
     assert math.isclose(
         decode_cost(10, *args, mode="naive")["macs"] / 10, 128 * 256 * 512 + 128 * 320
     )
+
+
+# --- bad input: dtypes, cache mismatches, flags (issue 33, §4) ------------------------------------
+
+
+def _small_mla() -> MultiHeadLatentAttention:
+    torch.manual_seed(0)
+    return MultiHeadLatentAttention(8, 2, d_latent_kv=4, d_head_nope=4, d_head_rope=2, d_head_v=4)
+
+
+def test_mla_refuses_an_input_of_another_dtype():
+    with pytest.raises(TypeError, match=r"^x has dtype torch.float64, expected torch.float32 .*"
+                       r"\.double\(\)"):  # fmt: skip
+        _small_mla()(torch.randn(1, 3, 8, dtype=torch.float64))
+    out = _small_mla().double()(torch.randn(1, 3, 8, dtype=torch.float64))  # the named fix
+    assert out.dtype == torch.float64
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "error", "match"),
+    [
+        (None, ((1, 3, 4), (1, 5, 2)), ValueError, r"^c_kv has shape \(1, 3, 4\) and k_rope"),
+        (None, ((2, 3, 4), (1, 3, 2)), ValueError, r"must agree on \(B, T\)"),
+        (None, ((1, 3), (1, 3, 2)), ValueError, r"^c_kv must have 3 dimensions"),
+        (None, ([[1.0]], (1, 3, 2)), TypeError, r"^c_kv must be a torch.Tensor"),
+        (((1, 3, 4), (1, 3, 2)), ((2, 1, 4), (2, 1, 2)), ValueError, r"^the cache holds c_kv"),
+        (((1, 3, 4), (1, 3, 2)), ((1, 1, 5), (1, 1, 2)), ValueError, r"^the cache holds c_kv"),
+        (((1, 3, 4), (1, 3, 2)), ((1, 1, 4), (1, 1, 4)), ValueError, r"^the cache holds k_rope"),
+        (((1, 3, 4), (1, 3, 2)), ("f64", "f64"), TypeError, r"holds c_kv of dtype torch.float32"),
+    ],
+)
+def test_latent_cache_append_refuses_mismatches(first, second, error, match):
+    def make(shape):
+        if shape == "f64":
+            return torch.zeros(1, 1, 4 if make.n == 0 else 2, dtype=torch.float64)
+        return torch.zeros(*shape) if isinstance(shape, tuple) else shape
+
+    cache = LatentCache()
+    if first is not None:
+        cache.append(*(torch.zeros(*s) for s in first))
+    make.n = 0
+    c_kv = make(second[0])
+    make.n = 1
+    k_rope = make(second[1])
+    with pytest.raises(error, match=match):
+        cache.append(c_kv, k_rope)
+
+
+@pytest.mark.parametrize("absorb", ["yes", 1, None])
+def test_mla_absorb_must_be_a_bool(absorb):
+    with pytest.raises(TypeError, match=r"^absorb must be True or False"):
+        _small_mla()(torch.randn(1, 3, 8), absorb=absorb)

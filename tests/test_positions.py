@@ -355,3 +355,37 @@ BAD = [
 def test_bad_inputs_get_clear_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# --- sizes that cannot fit are refused, bad sizes named (issue 33, §4) ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda: alibi_bias(8, 10**6),
+            ValueError,
+            r"^alibi_bias\(8, t_q=1000000, t_k=1000000\) would build a result of shape "
+            r"\(8, 1000000, 1000000\) and need about 192,000,000,000,000 bytes",
+        ),
+        (lambda: alibi_bias(1, 2, 10**9), ValueError, r"^alibi_bias\(1, t_q=2, t_k=1000000000\)"),
+        (
+            lambda: sinusoidal_encoding(10**9, 512),
+            ValueError,
+            r"^sinusoidal_encoding\(1000000000, d_model=512\) would build .*8,192,000,000,000",
+        ),
+        (lambda: alibi_bias(8, 0), ValueError, r"^t_q must be >= 1; got 0"),
+        (lambda: alibi_bias(8, -3), ValueError, r"^t_q must be >= 1; got -3"),
+        (lambda: alibi_bias(8, 4, 2.0), TypeError, r"^t_k must be an int"),
+        (lambda: alibi_bias(0, 4), ValueError, r"^n_heads must be >= 1"),
+        (lambda: alibi_bias(8, 4, align="middle"), ValueError, r"^align must be"),
+        (lambda: sinusoidal_encoding(0, 4), ValueError, r"^n_positions must be >= 1"),
+        (lambda: sinusoidal_encoding(4.0, 4), TypeError, r"^n_positions must be an int"),
+        (lambda: sinusoidal_encoding(4, -2), ValueError, r"^d_model must be >= 2"),
+        (lambda: apply_rope(torch.randn(3, 4), interleaved="yes"), TypeError, r"^interleaved"),
+    ],
+)
+def test_bad_and_huge_sizes_are_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

@@ -446,3 +446,41 @@ def test_pattern_cost_counts():
 def test_dense_score_bytes(t, gib):
     assert dense_score_bytes(t) == gib * 2**30
     assert dense_score_bytes(t, n_heads=32, bytes_per_score=2) == 16 * gib * 2**30
+
+
+# --- flags must be bools, sizes that cannot fit are refused (issue 33, §4) ----------------------
+
+_HUGE = 10**6  # a (10^6, 10^6) mask: 1 TB of bools
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda: sliding_window_attention(*[torch.randn(1, 5, 4)] * 3, window=2, causal="yes"),
+            TypeError,
+            r"^causal must be True or False; got str 'yes'",
+        ),
+        (lambda: sliding_window_mask(4, window=2, causal=1), TypeError, r"^causal must be True"),
+        (lambda: dilated_window_mask(4, window=2, dilation=1, causal=None), TypeError, r"^causal"),
+        (lambda: strided_mask(4, stride=2, causal="no"), TypeError, r"^causal must be True"),
+        (lambda: sliding_window_mask(_HUGE, window=2), ValueError, r"^sliding_window_mask\(t_q="),
+        (lambda: sliding_window_mask(10, 10**9, window=2), ValueError, r"about [\d,]+ bytes"),
+        (lambda: dilated_window_mask(_HUGE, window=2, dilation=2), ValueError, r"^dilated_"),
+        (lambda: strided_mask(_HUGE, stride=2), ValueError, r"^strided_mask\(1000000\)"),
+        (lambda: global_mask(_HUGE, [0]), ValueError, r"^global_mask\(1000000\) would build"),
+        (lambda: random_mask(_HUGE, n_random=1, seed=0), ValueError, r"^random_mask\(1000000\)"),
+        (
+            lambda: bigbird_mask(_HUGE, window=2, n_global=1, n_random=1, seed=0),
+            ValueError,
+            r"^bigbird_mask\(1000000\)",
+        ),
+        (lambda: block_sparse_mask([[True]], _HUGE), ValueError, r"^block_sparse_mask\(layout"),
+        (lambda: sliding_window_mask(0, window=2), ValueError, r"^t_q must be >= 1"),
+        (lambda: sliding_window_mask(2.0, window=2), TypeError, r"^t_q must be an int"),
+        (lambda: sliding_window_mask(4, window=-1), ValueError, r"^window must be >= 1"),
+    ],
+)
+def test_bad_flags_and_huge_sizes_are_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call()

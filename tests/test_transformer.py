@@ -339,3 +339,37 @@ def test_norm_invariances(d, scale, shift, seed):
     )
     y = rms_norm(x, eps=0.0)
     torch.testing.assert_close(y.pow(2).mean(-1), torch.ones(3, dtype=torch.float64), **tol)
+
+
+# --- a float64 input to a float32 block: a clear error, as MultiHeadAttention's -------------------
+
+_F64 = torch.float64
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize(
+    ("make_x", "match"),
+    [
+        (
+            lambda: torch.randn(1, 3, 8, dtype=_F64),
+            r"^x has dtype torch.float64, expected torch.float32 .*\.double\(\)",
+        ),
+        (
+            lambda: torch.randn(1, 3, 8, dtype=torch.float16),
+            r"^x has dtype torch.float16, expected torch.float32",
+        ),
+    ],
+)
+def test_block_refuses_an_input_of_another_dtype(make_x, match, norm_first):
+    block = TransformerBlock(8, 2, 16, norm_first=norm_first)
+    with pytest.raises(TypeError, match=match):
+        block(make_x())
+    with pytest.raises(TypeError, match=match):
+        block.trace(make_x())
+    assert block.double()(torch.randn(1, 3, 8, dtype=_F64)).dtype == _F64  # the fix it names
+
+
+@pytest.mark.parametrize("causal", ["yes", 1, None])
+def test_block_causal_must_be_a_bool(causal):
+    with pytest.raises(TypeError, match=r"^causal must be True or False"):
+        TransformerBlock(8, 2, 16)(torch.randn(1, 3, 8), causal=causal)

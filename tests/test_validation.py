@@ -277,3 +277,37 @@ def test_one_integer_check_in_the_package() -> None:
         )
     ]
     assert not copies, f"private integer checks beside _validation.check_int: {copies}"
+
+
+# --- one home for bools, allocation sizes and module dtypes (issue 33, §4) ------------------------
+
+
+def test_check_bool_accepts_bools_only():
+    from course_utils._validation import check_bool
+
+    assert check_bool(True, "flag") is True
+    assert check_bool(np.False_, "flag") is False
+    for bad in ("yes", 1, 0, None, 1.0):
+        with pytest.raises(TypeError, match=r"^flag must be True or False; got"):
+            check_bool(bad, "flag")
+
+
+def test_check_alloc_refuses_beyond_the_limit_and_gives_the_bytes():
+    from course_utils._validation import ALLOC_CAP_BYTES, check_alloc, max_alloc_bytes
+
+    assert 0 < max_alloc_bytes() <= ALLOC_CAP_BYTES
+    check_alloc((1000, 1000), 8, "small")  # 8 MB: fine
+    with pytest.raises(ValueError, match=r"^big\(\) would .* \(100000, 100000\) .*80,000,000,000"):
+        check_alloc((100_000, 100_000), 8, "big()")
+
+
+def test_check_module_dtype_names_both_dtypes_and_the_fix():
+    import torch
+
+    from course_utils._validation import check_module_dtype
+
+    x = torch.zeros(1, 2, 4, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"^x has dtype torch.float64, expected torch.float32.*"
+                       r"\.double\(\) or x with \.to\(torch.float32\)"):  # fmt: skip
+        check_module_dtype(x, "x", torch.float32, "(B, T, d)")
+    check_module_dtype(x, "x", torch.float64, "(B, T, d)")

@@ -7,6 +7,8 @@ instead of a numpy broadcasting error three calls deeper (or, worse, a silently 
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +21,24 @@ if TYPE_CHECKING:
 __all__ = [
     "as_bool_array",
     "as_float_array",
+    "check_alloc",
+    "check_bool",
+    "check_cache_extension",
     "check_count",
     "check_float_tensor",
     "check_int",
     "check_mask_shape",
+    "check_module_dtype",
     "check_positive_finite",
     "check_qkv_shapes",
+    "max_alloc_bytes",
     "shape_str",
 ]
+
+#: The most one array built by a course function may take: 4 GiB, or a quarter of this machine's
+#: memory if that is less (see :func:`max_alloc_bytes`). Far above anything a chapter needs
+#: (its largest masks and tables are a few MiB), far below what would make the machine swap.
+ALLOC_CAP_BYTES = 4 * 2**30
 
 
 def shape_str(shape: Sequence[int | str]) -> str:
@@ -167,6 +179,114 @@ def check_count(value: Any, name: str, *, low: int = 1) -> int:
     if value < low:
         raise ValueError(f"{name} must be an int >= {low}; got {value}")
     return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (a numpy bool too); anything else, even a
+    truthy ``"yes"`` or ``1``, is a ``TypeError`` naming ``name``.
+
+    >>> check_bool(True, "causal")
+    True
+    >>> check_bool("yes", "causal")
+    Traceback (most recent call last):
+    ...
+    TypeError: causal must be True or False; got str 'yes'
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def max_alloc_bytes() -> int:
+    """The largest array (in bytes) a course function agrees to build: :data:`ALLOC_CAP_BYTES`,
+    or a quarter of the physical memory if the machine reports less."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: the fixed cap alone
+        return ALLOC_CAP_BYTES
+    return min(ALLOC_CAP_BYTES, physical // 4) if physical > 0 else ALLOC_CAP_BYTES
+
+
+def check_alloc(shape: Sequence[int], itemsize: int, what: str) -> None:
+    """Refuse to build a result of ``shape`` that needs ``itemsize`` bytes per entry (the result
+    and the temporaries made on the way) beyond :func:`max_alloc_bytes`: the message says how
+    many bytes ``what`` would take.
+
+    Sizes are validated first (ints >= 1), so the product is exact (Python ints never overflow):
+    a typo such as ``causal_mask(10**6)`` is refused at once instead of freezing the machine.
+
+    >>> check_alloc((4, 4), 1, "causal_mask(4)")
+    >>> check_alloc((10**6, 10**6), 1, "causal_mask(t_q=1000000)")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: causal_mask(t_q=1000000) would build a result of shape (1000000, 1000000) and ...
+    """
+    n_bytes = math.prod(int(s) for s in shape) * int(itemsize)
+    limit = max_alloc_bytes()
+    if n_bytes > limit:
+        raise ValueError(
+            f"{what} would build a result of shape {shape_str(shape)} and need about "
+            f"{n_bytes:,} bytes ({n_bytes / 2**30:.1f} GiB) of memory; the limit is {limit:,} "
+            f"bytes ({limit / 2**30:.1f} GiB): use smaller sizes"
+        )
+
+
+def check_module_dtype(x: Any, name: str, module_dtype: torch.dtype, expected: str) -> None:
+    """``x`` must have the dtype of the module's weights (PyTorch never mixes them silently).
+
+    The message names both dtypes and the two ways out: convert the module (``.double()``,
+    ``.float()``, ``.to(x.dtype)``) or the input (``x.to(module_dtype)``).
+
+    >>> import torch
+    >>> check_module_dtype(torch.zeros(1, 2, 4), "x", torch.float32, "(B, T, d_model)")
+    >>> check_module_dtype(
+    ...     torch.zeros(1, 2, 4, dtype=torch.float64), "x", torch.float32, "(B, T, d_model)"
+    ... )  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: x has dtype torch.float64, expected torch.float32 (the dtype of the module's ...
+    """
+    if x.dtype != module_dtype:
+        fix = {"torch.float64": ".double()", "torch.float32": ".float()"}.get(
+            str(x.dtype), f".to({x.dtype})"
+        )
+        raise TypeError(
+            f"{name} has dtype {x.dtype}, expected {module_dtype} (the dtype of the module's "
+            f"weights); convert the module with {fix} or {name} with .to({module_dtype}); "
+            f"{name} has shape {shape_str(tuple(x.shape))} {expected}"
+        )
+
+
+def check_cache_extension(
+    new: torch.Tensor, held: torch.Tensor, name: str, *, time_dim: int, what: str
+) -> None:
+    """New tokens' ``new`` may extend a cache's ``held`` along ``time_dim`` only if every other
+    dimension, the dtype and the device match (``torch.cat`` would otherwise fail later, or
+    silently promote the dtype). ``what`` names the dimensions that must match.
+
+    >>> import torch
+    >>> check_cache_extension(torch.zeros(1, 2, 4), torch.zeros(1, 5, 4), "c_kv", time_dim=1,
+    ...                       what="batch and d_c")
+    >>> check_cache_extension(torch.zeros(2, 2, 4), torch.zeros(1, 5, 4), "c_kv", time_dim=1,
+    ...                       what="batch and d_c")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the cache holds c_kv of shape (1, 5, 4); the new c_kv has shape (2, 2, 4), ...
+    """
+    want = list(held.shape)
+    want[time_dim] = "T_new"
+    if new.dim() != held.dim() or any(
+        a != b for i, (a, b) in enumerate(zip(new.shape, held.shape, strict=True)) if i != time_dim
+    ):
+        raise ValueError(
+            f"the cache holds {name} of shape {shape_str(tuple(held.shape))}; the new {name} has "
+            f"shape {shape_str(tuple(new.shape))}, expected {shape_str(want)} ({what} must match)"
+        )
+    if new.dtype != held.dtype or new.device != held.device:
+        raise TypeError(
+            f"the cache holds {name} of dtype {held.dtype} on {held.device}; the new {name} has "
+            f"dtype {new.dtype} on {new.device}"
+        )
 
 
 def check_float_tensor(

@@ -20,15 +20,17 @@ on :class:`course_utils.multihead.MultiHeadAttention` (including its grouped-que
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._determinism import deterministic, snap_to_float32
-from ._validation import shape_str
+from ._validation import check_bool, check_int, check_positive_finite, shape_str
 from .kv_cache import KVCache, cached_self_attention
 from .multihead import MultiHeadAttention
 from .transformer import TransformerBlock
@@ -41,6 +43,50 @@ __all__ = [
     "generate",
     "train_tiny_lm",
 ]
+
+
+def _vocab_size(model: nn.Module) -> int | None:
+    """The model's vocabulary size: its ``vocab_size`` (or ``cfg.vocab_size``), or the rows of
+    its ``embed`` table; ``None`` if it shows none of them."""
+    for owner in (model, getattr(model, "cfg", None)):
+        size = getattr(owner, "vocab_size", None)
+        if isinstance(size, int) and not isinstance(size, bool):
+            return size
+    embed = getattr(model, "embed", None)
+    return embed.num_embeddings if isinstance(embed, nn.Embedding) else None
+
+
+def _check_ids(ids: Any, vocab_size: int | None) -> Tensor:
+    """Token ids ``(B, T)``, ``T >= 1``, integers in ``[0, vocab_size)``; a list of ints is one
+    sequence ``(1, T)``."""
+    if not isinstance(ids, Tensor):
+        try:
+            values = list(ids)
+        except TypeError:
+            raise TypeError(
+                f"ids must be a (B, T) integer tensor or a list of ints; got {type(ids).__name__}"
+            ) from None
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in values):
+            kinds = sorted({type(i).__name__ for i in values})
+            raise TypeError(f"ids must be a list of ints (token ids); got items of type {kinds}")
+        ids = torch.tensor([values], dtype=torch.long)  # (1, T)
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(
+            f"ids must be integer token ids (B, T); got dtype {ids.dtype} with shape "
+            f"{shape_str(tuple(ids.shape))}"
+        )
+    if ids.dim() != 2 or ids.size(1) == 0:
+        raise ValueError(
+            f"ids must be integer token ids (B, T), T >= 1; got {shape_str(tuple(ids.shape))}"
+        )
+    if ids.numel() and (int(ids.min()) < 0 or (vocab_size and int(ids.max()) >= vocab_size)):
+        low, high = int(ids.min()), int(ids.max())
+        top = "vocab_size" if vocab_size is None else f"vocab_size = {vocab_size}"
+        raise ValueError(
+            f"ids must lie in [0, {top}); got ids from {low} to {high} in a tensor of shape "
+            f"{shape_str(tuple(ids.shape))}"
+        )
+    return ids
 
 
 class CausalSelfAttention(nn.Module):
@@ -70,7 +116,10 @@ class CausalSelfAttention(nn.Module):
     ) -> None:
         super().__init__()
         self.mha = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=bias)
-        self.rope_base = rope_base
+        # checked here, not at the first forward pass
+        self.rope_base = (
+            None if rope_base is None else check_positive_finite(rope_base, "rope_base")
+        )
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, self.mha.n_kv_heads
 
     def forward(
@@ -138,7 +187,8 @@ class TinyCausalLM(nn.Module):
         d_ff: int = 128, n_layers: int = 2,
     ) -> None:  # fmt: skip
         super().__init__()
-        self.vocab_size, self.max_len = vocab_size, max_len
+        self.vocab_size = check_int(vocab_size, "vocab_size", low=1)
+        self.max_len = check_int(max_len, "max_len", low=1)
         self.embed = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(
@@ -156,6 +206,7 @@ class TinyCausalLM(nn.Module):
         if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.is_floating_point():
             got = shape_str(tuple(ids.shape)) if isinstance(ids, Tensor) else type(ids).__name__
             raise ValueError(f"ids must be an integer tensor of shape (B, T); got {got}")
+        ids = _check_ids(ids, self.vocab_size)
         if cache is not None and len(cache) != len(self.blocks):
             raise ValueError(f"cache must hold {len(self.blocks)} KVCache(s); got {len(cache)}")
         past = 0 if cache is None else len(cache[0])
@@ -189,21 +240,34 @@ def generate(
     ``use_cache=True`` runs the prompt once, then one token per step with ``model.new_cache()``.
     Both give the same tokens. ``model(ids, cache=...)`` must return logits ``(B, T, vocab)``.
     Returns ``(B, T + max_new_tokens)``.
+
+    Checked first: ``ids`` are integers in ``[0, vocab_size)`` (the model's ``vocab_size`` or its
+    ``embed`` table), ``max_new_tokens`` an int >= 0, ``temperature`` a finite number >= 0,
+    ``use_cache`` a bool and ``generator`` a ``torch.Generator`` or ``None``.
     """
-    if not isinstance(ids, Tensor):
-        ids = torch.tensor([list(ids)], dtype=torch.long)  # (1, T)
-    if ids.dim() != 2 or ids.size(1) == 0 or ids.is_floating_point():
-        raise ValueError(
-            f"ids must be integer token ids (B, T), T >= 1; got {shape_str(tuple(ids.shape))}"
-        )
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    ids = _check_ids(ids, _vocab_size(model))  # (B, T)
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", low=0)
     if (
-        isinstance(max_new_tokens, bool)
-        or not isinstance(max_new_tokens, int)
-        or max_new_tokens < 0
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not math.isfinite(temperature)
+        or temperature < 0
     ):
-        raise ValueError(f"max_new_tokens must be an int >= 0; got {max_new_tokens!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or temperature < 0:
-        raise ValueError(f"temperature must be a number >= 0; got {temperature!r}")
+        raise ValueError(
+            f"temperature must be a finite number >= 0 (0 = greedy); got {temperature!r}"
+        )
+    use_cache = check_bool(use_cache, "use_cache")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator must be a torch.Generator or None; got {type(generator).__name__}"
+        )
+    if use_cache and not callable(getattr(model, "new_cache", None)):
+        raise TypeError(
+            f"use_cache=True needs a model with a new_cache() method; {type(model).__name__} has "
+            "none (pass use_cache=False)"
+        )
     cache = model.new_cache() if use_cache else None
     out = ids  # (B, T)
     with torch.no_grad():

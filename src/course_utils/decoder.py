@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ._validation import shape_str
+from ._validation import check_bool, shape_str
 from .multihead import MultiHeadAttention
 from .transformer import FeedForward, _Block
 
@@ -93,6 +93,7 @@ class DecoderBlock(_Block):
         """
         self._check(x, "x", "(B, T_q, d_model)")
         self._check(memory, "memory", "(B, T_k, d_model)")
+        return_weights = check_bool(return_weights, "return_weights")
         if memory.size(0) != x.size(0):
             raise ValueError(
                 f"memory has shape {shape_str(tuple(memory.shape))}, expected ({x.size(0)}, T_k, "

@@ -40,7 +40,14 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor
 
-from ._validation import as_float_array, check_float_tensor, check_int, check_qkv_shapes, shape_str
+from ._validation import (
+    as_float_array,
+    check_bool,
+    check_float_tensor,
+    check_int,
+    check_qkv_shapes,
+    shape_str,
+)
 from .attention import resolve_scale
 from .flash_fast import tiled_attention_fast
 
@@ -220,8 +227,11 @@ def tile_schedule(
     >>> tile_schedule(4, 4, block_q=2, block_k=2, causal=True)
     [(0, 2, 0, 2), (2, 4, 0, 2), (2, 4, 2, 4)]
     """
+    t_q = check_int(t_q, "t_q", low=0)
+    t_k = check_int(t_k, "t_k", low=0)
     block_q = _check_block(block_q, "block_q")
     block_k = _check_block(block_k, "block_k")
+    causal = check_bool(causal, "causal")
     tiles = []
     for qs in range(0, t_q, block_q):
         qe = min(qs + block_q, t_q)
@@ -318,6 +328,8 @@ def tiled_attention(
     Tensor ``(..., T_q, d_v)``, in the dtype of ``q`` (float16/bfloat16 accumulate in float32).
     Equals ``torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
     scale=scale)`` up to rounding (tested: 1e-5 in float32, 1e-10 in float64).
+    ``T_q = 0`` gives the empty ``(..., 0, d_v)`` result, as SDPA does. ``T_k = 0`` is a
+    ``ValueError``: a softmax over no keys is undefined (SDPA returns zeros there).
 
     Autograd works: when an input requires grad this runs :func:`tiled_attention_reference`
     (ordinary tensor operations, storing every tile: not memory efficient). Without gradients it
@@ -340,8 +352,9 @@ def tiled_attention(
         "block_q": _check_block(block_q, "block_q"),
         "block_k": _check_block(block_k, "block_k"),
     }
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False; got {type(causal).__name__}")
+    causal = check_bool(causal, "causal")
+    if q.shape[-2] == 0:  # no queries: the empty (..., 0, d_v) result, as SDPA returns
+        return q @ k.transpose(-2, -1) @ v  # (..., 0, d_v), on the autograd graph if needed
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
         qw, kw, vw = (t.to(work) for t in (q, k, v))
@@ -425,6 +438,10 @@ def attention_memory_bytes(
     >>> mem["naive"] // 2**20, mem["tiled"] // 2**20, round(mem["naive"] / mem["tiled"])  # MiB
     (4112, 34, 119)
     """
+    t = check_int(t, "t", low=1)
+    heads, d = check_int(heads, "heads", low=1), check_int(d, "d", low=1)
+    batch, itemsize = check_int(batch, "batch", low=1), check_int(itemsize, "itemsize", low=1)
+    block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")
     n = batch * heads
     bq, bk = min(block_q, t), min(block_k, t)
     naive = 2 * n * t * t + n * t * d

@@ -153,6 +153,11 @@ def group_similarity(weights: Tensor, n_kv_heads: int) -> tuple[float, float]:
     if not isinstance(weights, Tensor) or weights.dim() != 3 or weights.size(1) != weights.size(2):
         got = tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__
         raise ValueError(f"weights must be a tensor of shape (n_heads, T, T); got {got}")
+    if not weights.is_floating_point() or bool(weights.isnan().any()):
+        raise ValueError(
+            f"weights must be floating-point attention weights without NaN; got dtype "
+            f"{weights.dtype} with shape {tuple(weights.shape)}"
+        )
     n_heads = weights.size(0)
     _check_heads(n_heads, n_kv_heads)
     T = weights.size(1)

@@ -33,7 +33,13 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from ._validation import check_count, shape_str
+from ._validation import (
+    check_cache_extension,
+    check_count,
+    check_float_tensor,
+    check_module_dtype,
+    shape_str,
+)
 from .masks import causal_mask
 from .multihead import MultiHeadAttention
 from .positions import apply_rope
@@ -251,7 +257,29 @@ class KVCache:
             )
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Append ``k``, ``v`` ``(B, n_kv_heads, T_new, d_k)``; return all keys and values."""
+        """Append ``k``, ``v`` ``(B, n_kv_heads, T_new, d_k)``; return all keys and values.
+
+        ``k`` and ``v`` must agree with each other (batch, heads, length, dtype, device) and with
+        what the cache holds (batch, heads, head widths, dtype, device): a mismatch is an error,
+        never a silently mixed cache.
+        """
+        k = check_float_tensor(k, "k", "(B, n_kv_heads, T_new, d_k)", ndim=4)
+        v = check_float_tensor(v, "v", "(B, n_kv_heads, T_new, d_v)", ndim=4)
+        if k.shape[:3] != v.shape[:3]:
+            raise ValueError(
+                f"k has shape {shape_str(tuple(k.shape))} and v {shape_str(tuple(v.shape))}; "
+                "they must agree on (B, n_kv_heads, T_new): one value per key"
+            )
+        if k.dtype != v.dtype or k.device != v.device:
+            raise TypeError(
+                f"k and v must have one dtype and device; got k {k.dtype} on {k.device}, "
+                f"v {v.dtype} on {v.device}"
+            )
+        if self.keys is not None and self.values is not None:
+            for name, new, held in (("k", k, self.keys), ("v", v, self.values)):
+                check_cache_extension(
+                    new, held, name, time_dim=2, what="batch, heads and head width"
+                )
         if self.keys is None or self.values is None:
             self.keys, self.values = k, v  # (B, n_kv_heads, T_new, d_k)
         else:
@@ -272,11 +300,7 @@ def _check_x(x: object, d_model: int, dtype: torch.dtype) -> Tensor:
         raise TypeError(f"x must be a floating-point torch.Tensor {expected}; got {got}")
     if x.dim() != 3 or x.size(-1) != d_model or x.size(1) == 0:
         raise ValueError(f"x has shape {shape_str(tuple(x.shape))}, expected {expected} and T >= 1")
-    if x.dtype != dtype:
-        raise TypeError(
-            f"x has dtype {x.dtype}, expected {dtype} (the dtype of the module's weights); "
-            f"shape {shape_str(tuple(x.shape))}"
-        )
+    check_module_dtype(x, "x", dtype, "(B, T, d_model)")
     return x
 
 

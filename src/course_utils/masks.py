@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import check_int
+from ._validation import check_alloc, check_int
 
 __all__ = ["causal_mask", "diagonal_offset", "key_padding_mask"]
 
@@ -60,6 +60,7 @@ def causal_mask(
     t_q = check_int(t_q, "t_q", low=1)
     t_k = t_q if t_k is None else check_int(t_k, "t_k", low=1)
     offset = diagonal_offset(t_q, t_k, align)
+    check_alloc((t_q, t_k), 1, f"causal_mask(t_q={t_q}, t_k={t_k})")  # one bool per entry
     query_pos = np.arange(t_q)[:, None]  # (t_q, 1)
     key_pos = np.arange(t_k)[None, :]  # (1, t_k)
     return key_pos <= query_pos + offset  # (t_q, t_k)
@@ -96,4 +97,5 @@ def key_padding_mask(lengths: object, t_k: int | None = None) -> NDArray[np.bool
     t_k = longest if t_k is None else check_int(t_k, "t_k", low=1)
     if t_k < longest:
         raise ValueError(f"t_k = {t_k} is shorter than the longest source (length {longest})")
+    check_alloc((arr.size, t_k), 1, f"key_padding_mask(lengths, t_k={t_k})")
     return np.arange(t_k)[None, :] < arr[:, None]  # (B, t_k)

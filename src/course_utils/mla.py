@@ -44,7 +44,14 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ._validation import check_count, shape_str
+from ._validation import (
+    check_bool,
+    check_cache_extension,
+    check_count,
+    check_float_tensor,
+    check_module_dtype,
+    shape_str,
+)
 from .norms import RMSNorm
 from .positions import apply_rope
 
@@ -93,15 +100,29 @@ class LatentCache:
         )
 
     def append(self, c_kv: Tensor, k_rope: Tensor) -> tuple[Tensor, Tensor]:
-        """Add new tokens' ``c_kv`` ``(B, T, d_c)`` and ``k_rope`` ``(B, T, d_h^R)``; return all."""
+        """Add new tokens' ``c_kv`` ``(B, T, d_c)`` and ``k_rope`` ``(B, T, d_h^R)``; return all.
+
+        The two must agree on ``(B, T)``, dtype and device, and with what the cache holds on
+        batch, widths, dtype and device: a mismatch is an error, never a silently mixed cache.
+        """
+        c_kv = check_float_tensor(c_kv, "c_kv", "(B, T, d_c)", ndim=3)
+        k_rope = check_float_tensor(k_rope, "k_rope", "(B, T, d_h^R)", ndim=3)
+        if c_kv.shape[:2] != k_rope.shape[:2]:
+            raise ValueError(
+                f"c_kv has shape {shape_str(tuple(c_kv.shape))} and k_rope "
+                f"{shape_str(tuple(k_rope.shape))}; they must agree on (B, T): one per token"
+            )
+        if c_kv.dtype != k_rope.dtype or c_kv.device != k_rope.device:
+            raise TypeError(
+                f"c_kv and k_rope must have one dtype and device; got c_kv {c_kv.dtype} on "
+                f"{c_kv.device}, k_rope {k_rope.dtype} on {k_rope.device}"
+            )
         if self.c_kv is None or self.k_rope is None:
             self.c_kv, self.k_rope = c_kv, k_rope
         else:
-            if c_kv.shape[0] != self.c_kv.shape[0] or c_kv.shape[2] != self.c_kv.shape[2]:
-                raise ValueError(
-                    f"cache holds c_kv of shape {shape_str(tuple(self.c_kv.shape))}; the new "
-                    f"tokens have shape {shape_str(tuple(c_kv.shape))} (batch and d_c must match)"
-                )
+            pairs = (("c_kv", "d_c", c_kv, self.c_kv), ("k_rope", "d_h^R", k_rope, self.k_rope))
+            for name, width, new, held in pairs:
+                check_cache_extension(new, held, name, time_dim=1, what=f"batch and {width}")
             self.c_kv = torch.cat([self.c_kv, c_kv], dim=1)  # (B, S + T, d_c)
             self.k_rope = torch.cat([self.k_rope, k_rope], dim=1)  # (B, S + T, d_h^R)
         return self.c_kv, self.k_rope
@@ -195,6 +216,7 @@ class MultiHeadLatentAttention(nn.Module):
                 f"x must have shape (B, T, d_model={self.d_model}) with T >= 1; got shape "
                 f"{shape_str(tuple(x.shape))}"
             )
+        check_module_dtype(x, "x", self.W_DKV.weight.dtype, f"(B, T, d_model={self.d_model})")
         return x
 
     def latents(self, x: Tensor, start: int = 0) -> tuple[Tensor, Tensor]:
@@ -229,8 +251,7 @@ class MultiHeadLatentAttention(nn.Module):
         ``absorb=True`` runs the weight-absorbed path (same result, no per-head keys/values).
         """
         x = self._check_x(x)
-        if not isinstance(absorb, bool):
-            raise TypeError(f"absorb must be True or False; got {absorb!r}")
+        absorb = check_bool(absorb, "absorb")
         if cache is not None and not isinstance(cache, LatentCache):
             raise TypeError(f"cache must be a LatentCache or None; got {type(cache).__name__}")
         B, T, _ = x.shape

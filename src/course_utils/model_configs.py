@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ._validation import check_int
 from .kv_cache import kv_cache_bytes, max_batch
 
 __all__ = ["CONFIGS_PATH", "MODEL_CONFIGS", "ModelConfig", "kv_cache_table", "load_model_configs"]
@@ -48,7 +49,25 @@ class ModelConfig:
     cite: str = ""  # how the book shows the reference: "Touvron et al., 2023" (author, year)
 
     def __post_init__(self) -> None:
-        if self.n_heads % self.n_kv_heads:
+        # Every size an int >= 1 (a string "32" or a -1 would only fail later, in a formula);
+        # every text field a string.
+        label = self.name if isinstance(self.name, str) and self.name else "ModelConfig"
+        for field_name in ("name", "citation", "source", "note", "cite"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str):
+                raise TypeError(
+                    f"{label}: {field_name} must be a str; got {type(value).__name__} {value!r}"
+                )
+        if not self.name:
+            raise ValueError("ModelConfig: name must be a non-empty str")
+        for field_name in (
+            "n_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "context_length"
+        ):  # fmt: skip
+            try:
+                check_int(getattr(self, field_name), field_name, low=1)
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"{label}: {err}") from None
+        if self.n_kv_heads > self.n_heads or self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"{self.name}: n_kv_heads = {self.n_kv_heads} must divide n_heads = {self.n_heads}"
             )

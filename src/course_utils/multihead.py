@@ -42,6 +42,7 @@ from ._validation import (
     check_float_tensor,
     check_int,
     check_mask_shape,
+    check_module_dtype,
     check_qkv_shapes,
     shape_str,
 )
@@ -254,12 +255,7 @@ class MultiHeadAttention(MultiHeadAttentionReference):
             ("key", key, "(B, T_k, d_model)"),
             ("value", value, "(B, T_k, d_model)"),
         ):
-            if x.dtype != self.W_Q.weight.dtype:
-                raise TypeError(
-                    f"{name} has dtype {x.dtype}, expected {self.W_Q.weight.dtype} (the "
-                    f"dtype of the module's weights; convert one of them with .to(...)); shape "
-                    f"{shape_str(tuple(x.shape))}"
-                )
+            check_module_dtype(x, name, self.W_Q.weight.dtype, expected)
             if x.size(-1) != self.d_model:
                 raise ValueError(
                     f"{name} has shape {shape_str(tuple(x.shape))}, expected {expected} with "

@@ -37,7 +37,14 @@ import torch
 from numpy.typing import NDArray
 from torch import Tensor
 
-from ._validation import check_float_tensor, check_int, check_positive_finite, shape_str
+from ._validation import (
+    check_alloc,
+    check_bool,
+    check_float_tensor,
+    check_int,
+    check_positive_finite,
+    shape_str,
+)
 from .masks import diagonal_offset
 
 __all__ = [
@@ -106,6 +113,10 @@ def sinusoidal_encoding(
     """
     n_positions = check_int(n_positions, "n_positions", low=1)
     d_model = _check_even(d_model, "d_model")
+    # float64 result, plus the angles and their sines and cosines: about 16 bytes an entry
+    check_alloc(
+        (n_positions, d_model), 16, f"sinusoidal_encoding({n_positions}, d_model={d_model})"
+    )
     theta = rope_frequencies(d_model, base=base)  # (d_model/2,)
     angles = np.arange(n_positions, dtype=np.float64)[:, None] * theta[None, :]  # (P, d_model/2)
     pe = np.empty((n_positions, d_model), dtype=np.float64)  # (P, d_model)
@@ -259,8 +270,7 @@ def apply_rope(
     True
     """
     x = _as_x(x)
-    if not isinstance(interleaved, bool):
-        raise TypeError(f"interleaved must be True or False; got {type(interleaved).__name__}")
+    interleaved = check_bool(interleaved, "interleaved")
     d = x.shape[-1]
     pos = _as_positions(positions, x)  # (T,) or (..., T)
     theta = torch.from_numpy(rope_frequencies(d, base=base)).to(x.device)  # (d/2,) float64
@@ -339,6 +349,8 @@ def alibi_bias(
     t_q = check_int(t_q, "t_q", low=1)
     t_k = t_q if t_k is None else check_int(t_k, "t_k", low=1)
     offset = diagonal_offset(t_q, t_k, align)
+    # float64 bias and its + 0.0 copy, float32 result: about 24 bytes an entry (and one distance)
+    check_alloc((n_heads, t_q, t_k), 24, f"alibi_bias({n_heads}, t_q={t_q}, t_k={t_k})")
     query_pos = torch.arange(t_q, dtype=torch.float64)[:, None] + offset  # (t_q, 1)
     key_pos = torch.arange(t_k, dtype=torch.float64)[None, :]  # (1, t_k)
     distance = (query_pos - key_pos).abs()  # (t_q, t_k)

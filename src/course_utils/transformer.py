@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import check_int, shape_str
+from ._validation import check_bool, check_int, check_module_dtype, shape_str
 from .kv_cache import KVCache, cached_self_attention
 from .multihead import MultiHeadAttention
 
@@ -56,12 +56,6 @@ def _check_activation(activation: object) -> str:
     if not isinstance(activation, str) or activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {activation!r}")
     return activation
-
-
-def _check_bool(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False; got {value!r} ({type(value).__name__})")
-    return value
 
 
 def _check_dropout(p: object) -> float:
@@ -91,9 +85,9 @@ def _init_block_settings(
             f"dimensions); got d_model = {d_model}, n_heads = {n_heads}"
         )
     block.d_model, block.n_heads, block.d_ff = d_model, n_heads, check_int(d_ff, "d_ff", low=1)
-    block.norm_first = _check_bool(norm_first, "norm_first")
+    block.norm_first = check_bool(norm_first, "norm_first")
     block.p_dropout = _check_dropout(dropout)
-    return _check_bool(bias, "bias")
+    return check_bool(bias, "bias")
 
 
 class FeedForward(nn.Module):
@@ -123,7 +117,7 @@ class FeedForward(nn.Module):
             check_int(d_model, "d_model", low=1), check_int(d_ff, "d_ff", low=1), bias
         )
         self.dropout = nn.Dropout(_check_dropout(dropout))
-        self.linear2 = nn.Linear(d_ff, d_model, bias=_check_bool(bias, "bias"))
+        self.linear2 = nn.Linear(d_ff, d_model, bias=check_bool(bias, "bias"))
 
     def forward(self, x: Tensor) -> Tensor:
         h = ACTIVATIONS[self.activation](self.linear1(x))  # (B, T, d_ff): widen, then bend
@@ -188,6 +182,8 @@ class _Block(nn.Module):
                 f"{name} has shape {shape_str(tuple(x.shape))}, expected {expected} with "
                 f"d_model = {self.d_model}"
             )
+        # Before any sublayer: otherwise LayerNorm fails first with PyTorch's "mixed dtype".
+        check_module_dtype(x, name, self.ffn.linear1.weight.dtype, expected)
         return x
 
 
@@ -260,6 +256,7 @@ class TransformerBlock(_Block):
         earlier keys and values are cached: the block is then causal and only ``x`` is computed.
         """
         self._check_x(x)
+        causal = check_bool(causal, "causal")
         if (causal or cache is not None) and mask is not None:
             raise ValueError("pass either mask or causal=True/cache, not both")
         if cache is not None:

@@ -32,7 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import as_bool_array, check_int, shape_str
+from .._validation import as_bool_array, check_alloc, check_bool, check_int, shape_str
 from ..masks import diagonal_offset
 
 __all__ = [
@@ -89,7 +89,10 @@ def sliding_window_mask(
     t_q = check_int(t_q, "t_q", low=1)
     t_k = t_q if t_k is None else check_int(t_k, "t_k", low=1)
     window = check_int(window, "window", low=1)
+    causal = check_bool(causal, "causal")
     shift = diagonal_offset(t_q, t_k, align)
+    # two triangles and the band: three bools an entry
+    check_alloc((t_q, t_k), 3, f"sliding_window_mask(t_q={t_q}, t_k={t_k})")
     # np.tri(N, M, k)[i, j] is j <= i + k: bands from two triangles, no (t_q, t_k) integer matrix
     # (at T = 16k that would be 2 GB of int64).
     if causal:  # i + shift - window < j <= i + shift
@@ -119,6 +122,8 @@ def dilated_window_mask(
     t = check_int(t, "t", low=1)
     window = check_int(window, "window", low=1)
     dilation = check_int(dilation, "dilation", low=1)
+    causal = check_bool(causal, "causal")
+    check_alloc((t, t), 24, f"dilated_window_mask({t})")  # int64 offsets and their temporaries
     back = _offsets(t, t, "top_left")  # (t, t): i - j
     dist = back if causal else np.abs(back)  # (t, t)
     return (dist >= 0) & (dist % dilation == 0) & (dist < window * dilation)  # (t, t)
@@ -149,6 +154,8 @@ def strided_mask(t: int, *, stride: int, causal: bool = True) -> NDArray[np.bool
     """
     t = check_int(t, "t", low=1)
     stride = check_int(stride, "stride", low=1)
+    causal = check_bool(causal, "causal")
+    check_alloc((t, t), 24, f"strided_mask({t})")  # int64 offsets and their temporaries
     back = _offsets(t, t, "top_left")  # (t, t): i - j
     dist = back if causal else np.abs(back)  # (t, t)
     return (dist >= 0) & ((dist < stride) | (dist % stride == 0))  # (t, t)
@@ -189,6 +196,7 @@ def global_mask(t: int, global_positions: Iterable[int]) -> NDArray[np.bool_]:
     """
     t = check_int(t, "t", low=1)
     pos = _positions(global_positions, t)
+    check_alloc((t, t), 1, f"global_mask({t})")
     mask = np.zeros((t, t), dtype=bool)  # (t, t)
     mask[pos, :] = True  # global queries see everything
     mask[:, pos] = True  # everything sees the global keys
@@ -210,6 +218,7 @@ def random_mask(t: int, *, n_random: int, seed: int) -> NDArray[np.bool_]:
     t = check_int(t, "t", low=1)
     n_random = check_int(n_random, "n_random", low=0)
     seed = check_int(seed, "seed", low=0)
+    check_alloc((t, t), 17, f"random_mask({t})")  # float64 noise, int64 argsort, bool mask
     rng = np.random.default_rng(seed)
     n = min(n_random, t)
     # argsort of uniform noise = an independent random permutation per row; keep the first n.
@@ -236,6 +245,7 @@ def bigbird_mask(
     n_global = check_int(n_global, "n_global", low=0)
     if n_global > t:
         raise ValueError(f"n_global must be <= t = {t}; got {n_global}")
+    check_alloc((t, t), 20, f"bigbird_mask({t})")  # the three masks and random_mask's noise
     local = sliding_window_mask(t, window=window, causal=False)  # (t, t)
     glob = global_mask(t, range(n_global))  # (t, t)
     rand = random_mask(t, n_random=n_random, seed=seed)  # (t, t)
@@ -278,6 +288,8 @@ def block_sparse_mask(layout: Any, block: int, t: int | None = None) -> NDArray[
             f"layout must have shape (n_blocks_q, n_blocks_k); got shape {shape_str(lay.shape)}"
         )
     block = check_int(block, "block", low=1)
+    n_q, n_k = lay.shape[0] * block, lay.shape[1] * block
+    check_alloc((n_q, n_k), 2, f"block_sparse_mask(layout {shape_str(lay.shape)}, {block})")
     full = np.kron(lay, np.ones((block, block), dtype=bool)).astype(bool)  # (n_bq*b, n_bk*b)
     if t is None:
         return full

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validation import check_float_tensor, check_int, shape_str
+from .._validation import check_bool, check_float_tensor, check_int, shape_str
 from ..attention import default_scale
 
 __all__ = ["BLOCK", "CHUNK_SCORES", "sliding_window_attention"]
@@ -102,6 +102,7 @@ def _sliding_window_attention(
 ) -> Tensor:
     q, k, v = _check_qkv(q, k, v)
     window = check_int(window, "window", low=1)
+    causal = check_bool(causal, "causal")
     *batch, t, d_k = q.shape
     d_v = v.shape[-1]
     w = min(window, t)  # a window longer than the sequence allows exactly what w = T allows
