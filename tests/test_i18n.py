@@ -261,7 +261,10 @@ PASS_THROUGH = {("i18n/__init__.py", "t_literal"), ("exercises/_learner.py", "ru
 
 def _code_cells() -> list[tuple[str, ast.Module]]:
     out = []
-    for nb_path in sorted((ROOT / "chapters").glob("*.ipynb")):
+    notebooks = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted(
+        (ROOT / "appendix").glob("*.ipynb")
+    )
+    for nb_path in notebooks:
         for i, cell in enumerate(json.loads(nb_path.read_text(encoding="utf-8"))["cells"]):
             if cell["cell_type"] == "code":
                 code = "".join(cell["source"])
