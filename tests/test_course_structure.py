@@ -27,6 +27,10 @@ one test (or one parametrised test per chapter) each:
 11. The code the book shows fits its code column: every line of a notebook's code cells (chapters,
     appendix, their 中文 copies) and of the package code a page shows with ``literalinclude``
     is at most the notebooks' line length (``chapters/ruff.toml``), counted as ruff counts it.
+12. The furniture: every chapter opens with a ``**Prerequisites:**`` paragraph right after its
+    title, whose ``{doc}`` links exist; the Markdown cell right before every widget (chapters and
+    appendix) asks a ``**Predict, then move it.**`` question and has an ``Answer`` dropdown after
+    it. Chapters still in ``FURNITURE_PENDING`` are expected to fail (strict xfail).
 
 Rule 9 (the built site) is in ``tests/test_built_site.py``.
 """
