@@ -722,11 +722,11 @@ def _checkers():
     import importlib
 
     out = []
-    for n in range(1, 14):
-        module = importlib.import_module(f"course_utils.exercises.ch{n:02d}")
+    for stem in [*(f"ch{n:02d}" for n in range(1, 14)), "appendix"]:
+        module = importlib.import_module(f"course_utils.exercises.{stem}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("check_") and fn.__module__ == module.__name__:
-                out.append((f"ch{n:02d}.{name}", fn))
+                out.append((f"{stem}.{name}", fn))
     return out
 
 
