@@ -23,7 +23,15 @@ from course_utils.experiments.neighbours import NeighboursModel
 
 REPO = Path(__file__).resolve().parents[1]
 CH = {int(p.name[:2]): p for p in sorted((REPO / "chapters").glob("*.ipynb"))}
-APPENDIX = ["variance", "derivatives", "pytorch"]
+APPENDIX = [
+    "variance",
+    "derivatives",
+    "pytorch",
+    "rotations",
+    "log_log_slopes",
+    "bootstrap_precision",
+    "memory",
+]
 
 
 def _nb(n: int) -> dict:

@@ -27,6 +27,10 @@ one test (or one parametrised test per chapter) each:
 11. The code the book shows fits its code column: every line of a notebook's code cells (chapters,
     appendix, their 中文 copies) and of the package code a page shows with ``literalinclude``
     is at most the notebooks' line length (``chapters/ruff.toml``), counted as ruff counts it.
+12. The furniture: every chapter opens with a ``**Prerequisites:**`` paragraph right after its
+    title, whose ``{doc}`` links exist; the Markdown cell right before every widget (chapters and
+    appendix) asks a ``**Predict, then move it.**`` question and has an ``Answer`` dropdown after
+    it. Chapters still in ``FURNITURE_PENDING`` are expected to fail (strict xfail).
 
 Rule 9 (the built site) is in ``tests/test_built_site.py``.
 """
@@ -934,3 +938,118 @@ def test_code_shown_fits_the_column(path: Path):
         f"{len(wide)} line(s) wider than {limit} columns (chapters/ruff.toml):\n"
         + "\n".join(wide[:20])
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Rule 12: the chapter furniture (a prerequisites line, a question above every widget)
+# --------------------------------------------------------------------------------------------
+
+#: A code cell whose committed output is a live widget.
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: The question above a widget: a paragraph that opens with this lead, then the question.
+PREDICT = re.compile(r"^\*\*Predict, then move it\.\*\*[ \t]+\S", re.M)
+#: Its answer: a revealable ``Answer`` admonition (```` ```{admonition} Answer ```` + dropdown).
+ANSWER = re.compile(
+    r"^(`{3,}|:{3,})\{admonition\}\s+Answer\s*\n(?:\s*:\w+:.*\n)*?\s*:class:.*\bdropdown\b", re.M
+)
+#: The prerequisites line, right after the chapter's title.
+PREREQUISITES = re.compile(r"^\*\*Prerequisites:\*\*[ \t]+\S", re.M)
+#: ``{doc}`target``` or ``{doc}`text <target>```.
+DOC_ROLE = re.compile(r"\{doc\}`(?:[^`<]*<([^`>]+)>|([^`]+))`")
+#: Chapters rewritten in parallel on other branches, which add their own furniture. Strict here
+#: for chapters 1-4 and the appendix; the lead removes this list once those branches are merged.
+FURNITURE_PENDING = frozenset(
+    {
+        "05_positions",
+        "06_transformer_block",
+        "07_causal_attention",
+        "08_cross_attention",
+        "09_sparse_attention",
+        "10_grouped_query_attention",
+        "11_multi_head_latent_attention",
+        "12_efficient_attention",
+        "13_topic_words",
+    }
+)
+APPENDIX = sorted((REPO / "appendix").glob("*.ipynb"))
+
+
+def _furniture_params(paths: list[Path]) -> list[Any]:
+    return [
+        pytest.param(
+            p,
+            id=p.relative_to(REPO).as_posix(),
+            marks=pytest.mark.xfail(
+                reason="furniture added on another branch; remove FURNITURE_PENDING after merging",
+                strict=True,
+            )
+            if p.stem in FURNITURE_PENDING
+            else (),
+        )
+        for p in paths
+    ]
+
+
+def widget_cells(nb: dict[str, Any]) -> list[int]:
+    """Indices of the code cells whose committed output is a live widget."""
+    return [
+        i
+        for i, cell in code_cells(nb)
+        if any(WIDGET_MIME in out.get("data", {}) for out in cell.get("outputs", []))
+    ]
+
+
+def doc_targets(markdown: str) -> list[str]:
+    """The targets of the ``{doc}`` roles of a Markdown text.
+
+    >>> doc_targets("see {doc}`02_scaling` and {doc}`the page <../appendix/memory>`")
+    ['02_scaling', '../appendix/memory']
+    """
+    return [(m[1] or m[2]).strip() for m in DOC_ROLE.finditer(markdown)]
+
+
+def doc_exists(folder: Path, target: str) -> bool:
+    """``{doc}`` resolves a target relative to the page's folder (or to the book root if it
+    starts with ``/``), to a ``.md`` or ``.ipynb`` file."""
+    base = REPO / target.lstrip("/") if target.startswith("/") else folder / target
+    return any(base.with_suffix(ext).resolve().is_file() for ext in (".md", ".ipynb"))
+
+
+@pytest.mark.parametrize("path", _furniture_params(CHAPTERS + APPENDIX))
+def test_every_widget_has_a_predict_question_above_it(path: Path):
+    """The Markdown cell right before a widget's code cell asks a "Predict, then move it." question
+    and reveals its answer in an ``Answer`` dropdown after it."""
+    nb = load_notebook(path)
+    problems = []
+    for i in widget_cells(nb):
+        before = nb["cells"][i - 1] if i else None
+        text = source(before) if before and before["cell_type"] == "markdown" else ""
+        question = PREDICT.search(text)
+        if question is None:
+            problems.append(
+                f"widget cell {i}: the Markdown cell before it has no paragraph starting "
+                f"'**Predict, then move it.**' followed by the question"
+            )
+        elif not ANSWER.search(text, question.end()):
+            problems.append(
+                f"widget cell {i}: the question has no answer after it "
+                f"(````{{admonition}} Answer with :class: dropdown)"
+            )
+    assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("path", _furniture_params(CHAPTERS))
+def test_chapter_opens_with_a_prerequisites_line(path: Path):
+    """Right after the title ``# N. ...``, a paragraph ``**Prerequisites:** ...`` whose ``{doc}``
+    links all lead to pages of the book."""
+    nb = skip_placeholder(path)
+    first = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
+    text = source(first) if first else ""
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
+    assert len(blocks) >= 2 and blocks[0].startswith("# "), f"{path.name}: no title block"
+    assert PREREQUISITES.match(blocks[1]), (
+        f"{path.name}: the paragraph after the title must start '**Prerequisites:** ' "
+        f"(got {blocks[1][:60]!r})"
+    )
+    missing = [t for t in doc_targets(blocks[1]) if not doc_exists(path.parent, t)]
+    assert not missing, f"{path.name}: prerequisites link to pages that do not exist: {missing}"

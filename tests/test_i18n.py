@@ -261,7 +261,10 @@ PASS_THROUGH = {("i18n/__init__.py", "t_literal"), ("exercises/_learner.py", "ru
 
 def _code_cells() -> list[tuple[str, ast.Module]]:
     out = []
-    for nb_path in sorted((ROOT / "chapters").glob("*.ipynb")):
+    notebooks = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted(
+        (ROOT / "appendix").glob("*.ipynb")
+    )
+    for nb_path in notebooks:
         for i, cell in enumerate(json.loads(nb_path.read_text(encoding="utf-8"))["cells"]):
             if cell["cell_type"] == "code":
                 code = "".join(cell["source"])
@@ -719,11 +722,11 @@ def _checkers():
     import importlib
 
     out = []
-    for n in range(1, 14):
-        module = importlib.import_module(f"course_utils.exercises.ch{n:02d}")
+    for stem in [*(f"ch{n:02d}" for n in range(1, 14)), "appendix"]:
+        module = importlib.import_module(f"course_utils.exercises.{stem}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if name.startswith("check_") and fn.__module__ == module.__name__:
-                out.append((f"ch{n:02d}.{name}", fn))
+                out.append((f"{stem}.{name}", fn))
     return out
 
 

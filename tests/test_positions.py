@@ -389,3 +389,33 @@ def test_bad_inputs_get_clear_errors(call, error, match):
 def test_bad_and_huge_sizes_are_refused(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# --- the 2-D rotation matrix (appendix page "rotations") ------------------------------------
+
+
+@pytest.mark.parametrize("angle", [0.0, 0.3, -2.0, 7.5])
+def test_rotation_matrix_is_multiplication_by_a_unit_complex_number(angle: float) -> None:
+    from course_utils.positions import rotation_matrix
+
+    z = complex(0.6, -1.3)  # the vector (0.6, -1.3) as a complex number
+    turned = z * np.exp(1j * angle)  # oracle: rotation = multiplication by e^{i angle}
+    np.testing.assert_allclose(
+        rotation_matrix(angle) @ [z.real, z.imag], [turned.real, turned.imag]
+    )
+
+
+def test_rotation_matrix_is_ropes_rotation_for_one_pair() -> None:
+    from course_utils.positions import rotation_matrix
+
+    q = torch.tensor([[0.3, -1.1]], dtype=torch.float64)  # (T=1, d=2): theta_0 = 1
+    for p in (0, 1, 5, -3):
+        rope = apply_rope(q, torch.tensor([p]))[0].numpy()  # (2,)
+        np.testing.assert_allclose(rope, rotation_matrix(p) @ q[0].numpy(), atol=1e-12)
+
+
+def test_rotation_matrix_rejects_non_finite_angles() -> None:
+    from course_utils.positions import rotation_matrix
+
+    with pytest.raises(ValueError, match="finite"):
+        rotation_matrix(float("nan"))

@@ -53,6 +53,7 @@ __all__ = [
     "apply_rope",
     "interleaved_to_half",
     "rope_frequencies",
+    "rotation_matrix",
     "sinusoid_shift_matrix",
     "sinusoidal_encoding",
 ]
@@ -80,6 +81,27 @@ def _check_base(base: Any) -> float:
 # --------------------------------------------------------------------------------------------
 # Sinusoidal encodings (Vaswani et al. 2017, section 3.5)
 # --------------------------------------------------------------------------------------------
+
+
+def rotation_matrix(angle: float) -> NDArray[np.float64]:
+    """The 2-D rotation by ``angle`` radians (counter-clockwise), a float64 ``(2, 2)`` array.
+
+    ``R(a) = [[cos a, -sin a], [sin a, cos a]]``. RoPE applies exactly this to every pair of
+    dimensions (:func:`apply_rope`, with ``angle = position * theta_i``), so the facts it relies on
+    are facts about ``R``: ``R(a) @ R(b) = R(a + b)``, ``R(a)`` keeps lengths, and
+    ``(R(a) q) · (R(b) k) = q · R(b - a) k`` depends on ``b - a`` only.
+
+    >>> rotation_matrix(math.pi / 2).round(12) + 0.0        # a quarter turn: x-axis to y-axis
+    array([[ 0., -1.],
+           [ 1.,  0.]])
+    >>> bool(np.allclose(rotation_matrix(0.3) @ rotation_matrix(0.5), rotation_matrix(0.8)))
+    True
+    """
+    a = float(angle)
+    if not math.isfinite(a):
+        raise ValueError(f"angle must be a finite number of radians; got {angle!r}")
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s], [s, c]])  # (2, 2)
 
 
 def rope_frequencies(d: int, *, base: float = 10000.0) -> NDArray[np.float64]:

@@ -34,7 +34,9 @@ Chapter checkers (one module per chapter)
 - ``ch03``: ``ch03.check_stable_softmax``, ``ch03.check_temperature_limits``,
   ``ch03.check_attention``;
 - ``ch04``: ``ch04.check_split_heads``, ``ch04.check_parameter_count``,
-  ``ch04.check_head_weights``, ``ch04.check_torch_mask``.
+  ``ch04.check_head_weights``, ``ch04.check_torch_mask``;
+- ``appendix`` (the appendix pages): ``appendix.check_rotate``, ``appendix.check_loglog_slope``,
+  ``appendix.check_intensity``.
 
 Running a learner's function
 ----------------------------
