@@ -65,7 +65,7 @@ def test_theme_components_we_override_exist_in_the_theme() -> None:
 
     theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
     ours = sorted(p.name for p in sphinx_ext.TEMPLATES.glob("*.html"))
-    assert ours == ["search-button-field.html", "theme-switcher.html"]
+    assert ours == ["last-updated.html", "search-button-field.html", "theme-switcher.html"]
     for name in ours:
         assert list(theme.rglob(name)), f"{name} is not a pydata-sphinx-theme component"
 

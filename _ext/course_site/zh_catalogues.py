@@ -513,7 +513,13 @@ ALIASES = {"Rotary position embedding": ("Rotary embedding",)}
 KEPT_IN_ENGLISH = {
     "Softmax": ("softmax",),
     "Transformer block": ("Transformer 块", "Transformer 模块"),
+    "ALiBi": ("ALiBi",),
 }
+
+#: Glossary terms added after the chapters' catalogues were written (chapters 7-13, December
+#: 2026): a message that does not use their 中文 term yet is reported as a warning, not an error,
+#: until the chapter catalogues adopt the term; then the term leaves this set.
+PENDING_TERMS = {"Attention sink", "KV cache", "Causal mask", "Latent vector", "Decoupled RoPE"}
 
 
 def check_glossary(
@@ -540,7 +546,8 @@ def check_glossary(
             for en, zh in found:
                 accepted = (zh, *KEPT_IN_ENGLISH.get(en, ()))
                 if not any(a.lower() in target.lower() for a in accepted):
-                    report.add("error", "glossary", m, f"{en!r} is not translated {zh!r}")
+                    level = "warning" if en in PENDING_TERMS else "error"
+                    report.add(level, "glossary", m, f"{en!r} is not translated {zh!r}")
             # converse: a Chinese glossary term with none of its English terms in the msgid
             rest = target
             english_for = defaultdict(set)

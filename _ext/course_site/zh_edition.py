@@ -177,9 +177,22 @@ def _book_files(repo: Path) -> list[Path]:
     return files
 
 
+#: The site's own words in the 中文 edition (``_config.yml`` holds the English ones): the book's
+#: title, which Sphinx also puts after every page title ("1. 查询、键、值 — 注意力，一步一步来"),
+#: and the footer.
+ZH_CHROME = {
+    "title": "注意力，一步一步来",
+    "extra_footer": "代码：MIT 许可证；文字与图片：CC BY 4.0。\n",
+}
+#: The date of "最后更新于 …" (no zero padding, as Chinese dates are written).
+ZH_LAST_UPDATED_FMT = "%Y 年 %-m 月 %-d 日"
+
+
 def zh_config(repo: Path, stage: Path, kit: Path) -> dict[str, Any]:
     """``_config.yml`` of the staged zh book."""
     config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
+    config["title"] = ZH_CHROME["title"]
+    config.setdefault("html", {})["extra_footer"] = ZH_CHROME["extra_footer"]
     sphinx = config.setdefault("sphinx", {})
     local = dict(sphinx.get("local_extensions") or {})
     for name, path in local.items():
@@ -190,6 +203,8 @@ def zh_config(repo: Path, stage: Path, kit: Path) -> dict[str, Any]:
     options.setdefault("locale_dirs", ["locale/"])
     options.setdefault("gettext_compact", False)
     options["classroom_kit_source"] = str(kit.resolve())
+    if options.get("html_last_updated_fmt") is not None:  # the date is shown: write it in Chinese
+        options["html_last_updated_fmt"] = ZH_LAST_UPDATED_FMT
     return config
 
 

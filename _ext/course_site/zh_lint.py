@@ -14,7 +14,9 @@ from pathlib import Path
 
 __all__ = [
     "ALLOWED_WORDS",
+    "FIGURE_ALLOWED_WORDS",
     "PAREN_TERMS",
+    "figure_english",
     "glossary_terms",
     "glossary_violations",
     "untranslated_english",
@@ -230,3 +232,43 @@ def glossary_violations(english: str, chinese: str) -> list[tuple[str, str]]:
         if hits and zh not in chinese:
             missing.append((term, zh))
     return missing
+
+
+# ---- figures: the texts a figure's PNG records (course_utils.plotting.TEXTS_KEY) --------------
+
+#: Words a 中文 figure may show besides :data:`ALLOWED_WORDS` (identifiers such as Q, K, V, d_k,
+#: RoPE, GQA, MLA, KV, LayerNorm pass by the general rule: one letter, a digit or ``_``, or two
+#: capitals): the tokens of the course's English example sentences, which are data, not prose
+#: (chapter 1's toy keys, chapter 7's "reading is good", the sentences of the English half of
+#: chapter 13's hand-labelled set are drawn as tokens), and names kept in English.
+FIGURE_ALLOWED_WORDS = frozenset(
+    [
+        "cat", "tiger", "bicycle", "truck", "dog", "bank", "river", "the", "a", "sat", "on",
+        "mat", "reading", "is", "good", "love", "you", "pad", "cls", "sep", "eos", "bos",
+        "softmax", "top-k", "argmax", "Perceiver", "Longformer", "BigBird", "FlashAttention",
+        "MiniLM", "SmolLM2", "Transformer", "max", "min", "mean", "exp", "log",
+    ]
+)  # fmt: skip
+
+
+def figure_english(texts: list[str]) -> list[str]:
+    """The runs of English prose left on a 中文 figure, from the texts its PNG records.
+
+    Each text is checked with :func:`untranslated_english`; a run made only of
+    :data:`FIGURE_ALLOWED_WORDS` (example tokens, names) is not prose. Each run is listed once.
+
+    >>> figure_english(["位置", "Q", "d_k", "cat", "GQA（分组）", "reading is good", "0.5"])
+    []
+    >>> figure_english(["largest weight", "attention adds", "权重", "largest weight"])
+    ['largest weight', 'attention adds']
+    """
+    allowed = {w.lower() for w in FIGURE_ALLOWED_WORDS}
+    runs: list[str] = []
+    for text in texts:
+        for run in untranslated_english(text):
+            words = [w.lower() for w in _WORD.findall(run)]
+            if words and all(w in allowed for w in words):
+                continue
+            if run not in runs:
+                runs.append(run)
+    return runs

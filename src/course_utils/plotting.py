@@ -43,6 +43,7 @@ plotting line with ``;`` (or call ``plt.show()``) so the cell does not also prin
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,16 +65,19 @@ __all__ = [
     "OKABE_ITO",
     "PALETTE_MAX_ERROR",
     "SMALL_FONT_PT",
+    "TEXTS_KEY",
     "TEXT_SIZE_KEY",
     "column_figsize",
     "describe_attention",
     "figure_png",
+    "figure_texts",
     "install_figure_format",
     "palette_png",
     "plot_attention",
     "plot_query_and_keys",
     "plot_vectors",
     "recorded_text_px",
+    "recorded_texts",
     "smallest_text_px",
     "token_font_kwargs",
 ]
@@ -110,6 +114,10 @@ COLUMN_WIDTH_IN = 6.5
 SMALL_FONT_PT = 8.0
 #: The PNG text chunk in which :func:`figure_png` records the figure's smallest text (PNG px).
 TEXT_SIZE_KEY = "course_utils smallest text px"
+#: The PNG text chunk in which :func:`figure_png` records every visible text of the figure (a JSON
+#: list of strings, ASCII-escaped): the 中文 edition's tests read it to find English left on a
+#: figure.
+TEXTS_KEY = "course_utils texts"
 #: :func:`figure_png` stores a figure with a palette of 256 colours (a PNG often less than half the
 #: size, which the book's pages load) only if no pixel changes by more than this, out of 255, in
 #: any channel: a change the eye cannot see. Otherwise it keeps the full-colour PNG.
@@ -153,21 +161,46 @@ def smallest_text_px(fig: Any) -> float | None:
     10.0
     >>> plt.close(fig)
     """
+    sizes = [float(text.get_fontsize()) * fig.dpi / 72.0 for text in _visible_texts(fig)]
+    return round(min(sizes), 2) if sizes else None
+
+
+def _visible_texts(fig: Any) -> list[Any]:
+    """Every visible, non-empty ``Text`` artist of ``fig``, in drawing-tree order, after a draw
+    (which lays out the ticks, legends and labels as they will be drawn)."""
     from matplotlib.text import Text
 
-    fig.canvas.draw()  # lays out the ticks, legends and labels as they will be drawn
-    sizes: list[float] = []
+    fig.canvas.draw()
+    texts: list[Any] = []
 
     def walk(artist: Any) -> None:  # a hidden artist hides its children (a legend, an Axes)
         if not artist.get_visible():
             return
         if isinstance(artist, Text) and artist.get_text().strip():
-            sizes.append(float(artist.get_fontsize()) * fig.dpi / 72.0)
+            texts.append(artist)
         for child in artist.get_children():
             walk(child)
 
     walk(fig)
-    return round(min(sizes), 2) if sizes else None
+    return texts
+
+
+def figure_texts(fig: Any) -> list[str]:
+    """Every visible text of figure ``fig`` as drawn, once each, in drawing order: titles, axis
+    labels, tick labels, legend entries, annotations, colour-bar labels.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 1], label="weights")
+    >>> _ = ax.set_xticks([0, 1], ["Q", "K"])
+    >>> _ = ax.set_title("title"); _ = ax.legend(); _ = ax.set_ylabel("hidden", visible=False)
+    >>> [t for t in figure_texts(fig) if not t[0].isdigit() and t[0] not in "−-"]
+    ['Q', 'K', 'title', 'weights']
+    >>> plt.close(fig)
+    """
+    return list(dict.fromkeys(text.get_text() for text in _visible_texts(fig)))
 
 
 def figure_png(fig: Any) -> bytes | None:
@@ -193,7 +226,10 @@ def figure_png(fig: Any) -> bytes | None:
     if not fig.axes and not fig.lines:
         return None
     smallest = smallest_text_px(fig)
-    metadata = {TEXT_SIZE_KEY: "none" if smallest is None else f"{smallest:.2f}"}
+    metadata = {
+        TEXT_SIZE_KEY: "none" if smallest is None else f"{smallest:.2f}",
+        TEXTS_KEY: json.dumps(figure_texts(fig)),  # ASCII (\\u escapes): a plain tEXt chunk
+    }
     return palette_png(print_figure(fig, fmt="png", bbox_inches="tight", metadata=metadata))
 
 
@@ -207,6 +243,27 @@ def recorded_text_px(path: str | Path) -> float | None:
     if value is None or value == "none":
         return None
     return float(value)
+
+
+def recorded_texts(path: str | Path) -> list[str] | None:
+    """The texts a figure's PNG records (``TEXTS_KEY``, written by :func:`figure_png`); ``None``
+    if the PNG records none (drawn before the package recorded them, or not by the package).
+
+    >>> import io
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(figsize=(2, 2))
+    >>> _ = ax.set_xlabel("position")
+    >>> "position" in recorded_texts(io.BytesIO(figure_png(fig)))
+    True
+    >>> plt.close(fig)
+    """
+    from PIL import Image
+
+    with Image.open(path) as image:
+        value = getattr(image, "text", {}).get(TEXTS_KEY)
+    return None if value is None else [str(x) for x in json.loads(value)]
 
 
 def palette_png(png: bytes, max_error: int = PALETTE_MAX_ERROR) -> bytes:

@@ -20,7 +20,18 @@ _FAIL = "✗"
 
 
 def _hint() -> str:
-    return t("hint:")  # plain text: emoji show as empty boxes where no emoji font is installed
+    """The word before a hint and its gap: "hint: " in English, "提示：" in Chinese (no space
+    after full-width punctuation).
+
+    >>> from course_utils.i18n import set_language
+    >>> set_language("zh"); _hint() + "x"
+    '提示：x'
+    >>> set_language("en"); _hint() + "x"
+    'hint: x'
+    >>> set_language(None)
+    """
+    word = t("hint:")  # plain text: emoji show as empty boxes where no emoji font is installed
+    return word if word.endswith(("：", "，")) else word + " "
 
 
 @dataclass(frozen=True)
@@ -75,7 +86,7 @@ class Feedback:
     def __str__(self) -> str:
         lines = [self.headline]
         lines += [f"  - {m}" for m in self.messages]
-        lines += [f"  {_hint()} {h}" for h in self.hints]
+        lines += [f"  {_hint()}{h}" for h in self.hints]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -87,7 +98,7 @@ class Feedback:
             "#1b7837" if self.passed else "#b2182b"
         )  # text also says pass/fail: not colour alone
         items = "".join(f"<li>{html.escape(m)}</li>" for m in self.messages)
-        items += "".join(f"<li>{_hint()} {html.escape(h)}</li>" for h in self.hints)
+        items += "".join(f"<li>{_hint()}{html.escape(h)}</li>" for h in self.hints)
         body = f"<ul>{items}</ul>" if items else ""
         return (
             f'<div class="course-feedback" role="status" '
