@@ -56,7 +56,9 @@ def _catalogue(stem: str) -> dict[str, str]:
 
 
 def _cell_with(stem: str, needle: str) -> str:
-    hits = [_source(c) for c in _cells(stem) if c["cell_type"] == "markdown" and needle in _source(c)]
+    hits = [
+        _source(c) for c in _cells(stem) if c["cell_type"] == "markdown" and needle in _source(c)
+    ]
     assert len(hits) == 1, (stem, needle, len(hits))
     return hits[0]
 
@@ -124,7 +126,8 @@ def test_exp2_is_cited_to_the_code_and_the_head_dimension_remark_is_a_guess() ->
 def test_the_cpu_engineering_of_chapter_12_is_in_a_dropdown() -> None:
     cell = _cell_with("12_efficient_attention", "**Base 2.**")
     m = re.search(
-        r"````\{admonition\} How `tiled_attention` is made fast on a CPU\n:class: dropdown\n(.*?)````",
+        r"````\{admonition\} How `tiled_attention` is made fast on a CPU\n"
+        r":class: dropdown\n(.*?)````",
         cell,
         re.S,
     )

@@ -253,7 +253,8 @@ def check_strided_keys(strided_keys: Callable[[int, int], Any]) -> Feedback:
         mistakes = [
             Mistake(
                 "a key is counted twice: one in the band and on the stride counts once (the "
-                "query itself, i - j = 0; with the paper's band of stride + 1 keys, also i - stride)",
+                "query itself, i - j = 0; with the paper's band of stride + 1 keys, also "
+                "i - stride)",
                 band + i // stride + 1,
             ),
             Mistake(
