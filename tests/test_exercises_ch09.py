@@ -116,3 +116,46 @@ def test_typical_mistakes_get_their_hint(checker, wrong, hint):
     fb = checker(wrong)
     assert not fb
     assert hint in str(fb), str(fb)
+
+
+# --- exercise 9.4: keys of a strided pattern (a count derived on paper) -------------------------
+
+
+def strided_keys(i, stride):
+    return min(i + 1, stride) + i // stride
+
+
+STRIDED_RIGHT = [
+    strided_keys,
+    lambda i, s: np.int64(strided_keys(i, s)),  # numpy integer
+    lambda i, s: torch.tensor(float(strided_keys(i, s))),  # a float tensor
+    lambda i, s: int(((np.arange(i + 1) > i - s) | ((i - np.arange(i + 1)) % s == 0)).sum()),
+]
+
+
+@pytest.mark.parametrize("answer", STRIDED_RIGHT)
+def test_strided_keys_accepts_every_right_form(answer):
+    fb = ch09.check_strided_keys(answer)
+    assert fb, str(fb)
+
+
+STRIDED_WRONG = [
+    (lambda i, s: min(i + 1, s) + i // s + 1, "counted twice"),
+    (lambda i, s: min(i + 1, s + 1) + i // s, "counted twice"),  # the paper's band + stride
+    (lambda i, s: s + i // s, "near the start"),
+    (lambda i, s: min(i + 1, s), "only the band"),
+    (lambda i, s: i // s + 1, "only the stride keys"),
+]
+
+
+@pytest.mark.parametrize(("wrong", "hint"), STRIDED_WRONG)
+def test_strided_keys_names_the_mistake(wrong, hint):
+    fb = ch09.check_strided_keys(wrong)
+    assert not fb
+    assert hint in str(fb), str(fb)
+
+
+@pytest.mark.parametrize("answer", [..., None, lambda i, s: ..., lambda i, s: 1 / 0, 3])
+def test_strided_keys_broken_answers_get_feedback(answer):
+    fb = ch09.check_strided_keys(answer)
+    assert not fb and fb.messages

@@ -131,3 +131,46 @@ def test_key_block_attention_mistakes():
     assert not unnormalised.passed
     wrong_shape = ch12.check_key_block_attention(lambda Q, K, V, b: np.zeros((2, 2)))
     assert "shape" in wrong_shape.messages[0]
+
+
+# --- exercise 12.4: slow-memory reads for a block size (a count derived on paper) ---------------
+
+
+def _hbm_reads(n, d, block_q):
+    return n * d + math.ceil(n / block_q) * 2 * n * d
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _hbm_reads,
+        lambda n, d, b: float(_hbm_reads(n, d, b)),
+        lambda n, d, b: np.int64(n * d + -(-n // b) * 2 * n * d),  # ceil by floor division
+        lambda n, d, b: torch.tensor(_hbm_reads(n, d, b), dtype=torch.float64),
+    ],
+)
+def test_hbm_reads_accepts_every_right_form(answer):
+    fb = ch12.check_hbm_reads(answer)
+    assert fb, str(fb)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda n, d, b: n * d + n / b * 2 * n * d, "round n / block_q up"),
+        (lambda n, d, b: n * d + math.ceil(n / b) * n * d, "keys AND the values"),
+        (lambda n, d, b: math.ceil(n / b) * 2 * n * d, "queries are read too"),
+        (lambda n, d, b: 2 * n * d + math.ceil(n / b) * 2 * n * d, "only reads are counted"),
+        (lambda n, d, b: 3 * n * d, "once per query block"),
+    ],
+)
+def test_hbm_reads_names_the_mistake(wrong, hint):
+    fb = ch12.check_hbm_reads(wrong)
+    assert not fb
+    assert hint in str(fb), str(fb)
+
+
+@pytest.mark.parametrize("answer", [..., None, _starter, 3, lambda *a: 1 / 0])
+def test_hbm_reads_broken_answers_get_feedback(answer):
+    fb = ch12.check_hbm_reads(answer)
+    assert isinstance(fb, Feedback) and not fb.passed and fb.messages

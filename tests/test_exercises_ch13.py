@@ -107,3 +107,47 @@ def test_starter_crash_and_value_get_feedback(check):
     assert not crash and "ZeroDivisionError" in str(crash)
     assert "returned Ellipsis" in str(check(lambda *a: ...))
     assert "expected the function" in str(check(3.0))
+
+
+# --- exercise 13.5: the uniform-attention baseline ----------------------------------------------
+
+
+def uniform_pool(x, keep):
+    return (x * keep[..., None]).sum(axis=1) / keep.sum(axis=1, keepdims=True)
+
+
+def uniform_pool_softmax(x, keep):
+    # attention pooling with every score 0: softmax over the real tokens, in torch
+    scores = torch.zeros(keep.shape, dtype=torch.float64)
+    scores = scores.masked_fill(~torch.as_tensor(keep), float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # (B, T)
+    return torch.einsum("bt,btd->bd", weights, torch.as_tensor(x))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [uniform_pool, uniform_pool_softmax, lambda x, k: uniform_pool(x, k).astype(np.float32)],
+)
+def test_uniform_pool_accepts_every_right_form(answer):
+    fb = ch13.check_uniform_pool(answer)
+    assert fb, str(fb)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x, k: x.mean(axis=1), "padding was averaged in"),
+        (lambda x, k: (x * k[..., None]).sum(1) / x.shape[1], "divided by T"),
+        (lambda x, k: (x * k[..., None]).sum(1), "that is a sum"),
+    ],
+)
+def test_uniform_pool_names_the_mistake(wrong, hint):
+    fb = ch13.check_uniform_pool(wrong)
+    assert not fb
+    assert hint in str(fb), str(fb)
+
+
+@pytest.mark.parametrize("answer", [..., None, lambda x, k: ..., lambda x, k: 1 / 0, 7])
+def test_uniform_pool_broken_answers_get_feedback(answer):
+    fb = ch13.check_uniform_pool(answer)
+    assert not fb and fb.messages

@@ -5,7 +5,9 @@ What the reference does in a few readable lines costs about ten PyTorch calls pe
 each detail below was measured (``benchmarks/bench_flash.py``):
 
 - base-2 scores: ``q`` is multiplied once by ``scale · log2(e)``, so ``exp2`` replaces ``exp``
-  (the same numbers up to rounding, about half the cost on a CPU; FlashAttention-2 does the same);
+  (the same numbers up to rounding, about half the cost on a CPU; FlashAttention-2's CUDA kernels
+  do the same, ``exp2f`` in ``csrc/flash_attn/src/softmax.h`` of its repository, a detail of its
+  code that its paper does not describe);
 - in place: one reused buffer of scores per call, the first key block *sets* the running
   ``(m, l, o)`` and later ones rescale and accumulate (``baddbmm_``); in a diagonal tile of a
   causal mask only the query rows that see some key are updated;

@@ -8,7 +8,9 @@ never raises on a wrong answer.
 - :func:`check_layers_needed`: ``layers_needed(t, window)``, layers of a sliding window for the
   last token to hear the first;
 - :func:`check_window_attention`: ``window_attention(q, k, v, window)``, causal sliding-window
-  attention for one sequence ``(T, d)``, by any method.
+  attention for one sequence ``(T, d)``, by any method;
+- :func:`check_strided_keys`: ``strided_keys(i, stride)``, how many keys query ``i`` sees in the
+  causal strided pattern of the Sparse Transformer (a count derived on paper).
 
 >>> import numpy as np
 >>> def window_mask(t, window):
@@ -32,12 +34,22 @@ import torch
 
 from ..attention import default_scale
 from ..i18n import t
-from ..sparse import sliding_window_attention, sliding_window_mask, window_layers_needed
+from ..sparse import (
+    sliding_window_attention,
+    sliding_window_mask,
+    strided_mask,
+    window_layers_needed,
+)
 from ._checks import Mistake, as_answer_array, check_array
 from ._feedback import Feedback
 from ._learner import run_cases
 
-__all__ = ["check_layers_needed", "check_window_attention", "check_window_mask"]
+__all__ = [
+    "check_layers_needed",
+    "check_strided_keys",
+    "check_window_attention",
+    "check_window_mask",
+]
 
 _SEED = 2019
 
@@ -215,3 +227,48 @@ def check_window_attention(window_attention: Callable[..., Any]) -> Feedback:
     return run_cases(
         title, window_attention, "window_attention", _window_attention_cases(), compare, passed
     )
+
+
+# --- exercise 9.4: how many keys a strided pattern gives a query --------------------------------
+
+
+def check_strided_keys(strided_keys: Callable[[int, int], Any]) -> Feedback:
+    """Check ``strided_keys(i, stride)``: the number of keys ``j <= i`` with ``i - j < stride`` or
+    ``(i - j) % stride == 0`` (one row of :func:`course_utils.sparse.strided_mask`).
+
+    The count is ``min(i + 1, stride) + i // stride``: the band, plus the stride keys behind it.
+
+    >>> bool(check_strided_keys(lambda i, s: min(i + 1, s) + i // s))
+    True
+    >>> print(check_strided_keys(lambda i, s: min(i + 1, s) + i // s + 1).hints[0])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    a key is counted twice: one in the band and on the stride counts once (the query itself,
+    i - j = 0; with the paper's band of stride + 1 keys, also i - stride)
+    """
+    title = "strided keys"
+
+    def compare(result: Any, i: int, stride: int) -> Feedback:
+        expected = int(strided_mask(i + 1, stride=stride)[i].sum())  # the last row of the mask
+        band = min(i + 1, stride)
+        mistakes = [
+            Mistake(
+                "a key is counted twice: one in the band and on the stride counts once (the "
+                "query itself, i - j = 0; with the paper's band of stride + 1 keys, also "
+                "i - stride)",
+                band + i // stride + 1,
+            ),
+            Mistake(
+                "near the start the band holds only the i + 1 keys that exist: min(i + 1, stride)",
+                stride + i // stride,
+            ),
+            Mistake("that is only the band: add the stride keys further back", band),
+            Mistake(
+                "that is only the stride keys (i, i - stride, ...): add the band", i // stride + 1
+            ),
+        ]
+        return check_array(title, result, np.array(expected), mistakes=mistakes, rtol=0)
+
+    sizes = ((10, 4), (0, 4), (2, 8), (63, 8), (100, 10), (1000, 32), (16, 4), (4095, 64))
+    cases = [(f"i = {i}, stride = {s}", (i, s)) for i, s in sizes]
+    passed = "all {n} counts match a row of strided_mask"
+    return run_cases(title, strided_keys, "strided_keys", cases, compare, passed)

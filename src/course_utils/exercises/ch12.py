@@ -9,7 +9,9 @@ bottom with the starter code (``...``).
 - :func:`check_streaming_softmax`: ``streaming_softmax(x, block_size)``, the softmax of a 1-D row
   read block by block;
 - :func:`check_key_block_attention`: ``key_block_attention(Q, K, V, block_k)``, attention that
-  visits the keys and values one block at a time, keeping the running ``(m, l, o)`` per query.
+  visits the keys and values one block at a time, keeping the running ``(m, l, o)`` per query;
+- :func:`check_hbm_reads`: ``hbm_reads(n, d, block_q)``, the numbers the query-block loop of
+  section 12.3 reads from slow memory (a count derived on paper).
 
 >>> def merge(m1, l1, m2, l2):
 ...     m = max(m1, m2)
@@ -45,7 +47,12 @@ from ._checks import (
 from ._feedback import Feedback
 from ._learner import run_cases
 
-__all__ = ["check_key_block_attention", "check_merge", "check_streaming_softmax"]
+__all__ = [
+    "check_hbm_reads",
+    "check_key_block_attention",
+    "check_merge",
+    "check_streaming_softmax",
+]
 
 _SEED = 2022
 
@@ -388,3 +395,51 @@ def _key_block_variant(
         o = (o * factor if rescale_o else o) + p @ v[s : s + block]  # (T_q, d_v)
         m = m_new
     return o / total  # (T_q, d_v)
+
+
+# --- exercise 12.4: the numbers read from slow memory, for a block size --------------------------
+
+
+def check_hbm_reads(hbm_reads: Callable[[int, int, int], Any]) -> Feedback:
+    """Check ``hbm_reads(n, d, block_q)``: the numbers the loop of section 12.3 (query blocks
+    outside, key blocks inside, no mask) reads from slow memory, for ``n`` queries and keys of
+    width ``d``. Each block of ``block_q`` queries is read once, and every key and value is read
+    once per query block: ``n·d + ceil(n / block_q) · 2·n·d`` (the output's writes not counted).
+
+    >>> bool(check_hbm_reads(lambda n, d, b: n * d + math.ceil(n / b) * 2 * n * d))
+    True
+    >>> print(check_hbm_reads(lambda n, d, b: n * d + n / b * 2 * n * d).hints[0])
+    a last, partial block of queries still reads all the keys and values: round n / block_q up
+    """
+    title = "slow-memory reads"
+
+    def compare(result: Any, n: int, d: int, block_q: int) -> Feedback:
+        passes = math.ceil(n / block_q)  # query blocks: each reads every key and value once
+        expected = n * d + passes * 2 * n * d
+        mistakes = [
+            Mistake(
+                "a last, partial block of queries still reads all the keys and values: round "
+                "n / block_q up",
+                n * d + n / block_q * 2 * n * d,
+            ),
+            Mistake(
+                "each query block reads the keys AND the values: 2·n·d numbers per pass",
+                n * d + passes * n * d,
+            ),
+            Mistake("the queries are read too: n·d numbers, once", passes * 2 * n * d),
+            Mistake(
+                "only reads are counted: leave out writing the output (n·d numbers)",
+                2 * n * d + passes * 2 * n * d,
+            ),
+            Mistake(
+                "the keys and values are read once per query block, not once in all: that is "
+                "the whole point of the block size",
+                3 * n * d,
+            ),
+        ]
+        return check_array(title, result, np.array(float(expected)), mistakes=mistakes, rtol=1e-9)
+
+    sizes = ((1024, 64, 128), (1000, 64, 128), (4096, 128, 64), (100, 16, 100), (300, 32, 512))
+    cases = [(f"n = {n}, d = {d}, block_q = {b}", (n, d, b)) for n, d, b in sizes]
+    passed = "all {n} counts right, including a block size that does not divide n"
+    return run_cases(title, hbm_reads, "hbm_reads", cases, compare, passed, fail=_on_case)

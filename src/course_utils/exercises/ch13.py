@@ -6,7 +6,9 @@ The learner writes a function; the checker runs it on its own seeded cases and c
 - :func:`check_topic_share`: ``topic_share(weights, is_topic)``, the attention weight that lands on
   topic words, per sentence;
 - :func:`check_rollout`: ``rollout(maps)``, attention rollout of ``(L, H, T, T)`` maps;
-- :func:`check_precision_at_k`: ``precision_at_k(scores, is_topic, k)``.
+- :func:`check_precision_at_k`: ``precision_at_k(scores, is_topic, k)``;
+- :func:`check_uniform_pool`: ``uniform_pool(x, keep)``, the sentence vector of the
+  uniform-attention baseline: every real token gets the weight ``1/n``, padding none.
 
 >>> import numpy as np
 >>> bool(check_topic_share(lambda w, m: (np.asarray(w) * m).sum(axis=-1)))
@@ -31,7 +33,12 @@ from ._checks import Mistake, check_array
 from ._feedback import Feedback
 from ._learner import run_cases
 
-__all__ = ["check_precision_at_k", "check_rollout", "check_topic_share"]
+__all__ = [
+    "check_precision_at_k",
+    "check_rollout",
+    "check_topic_share",
+    "check_uniform_pool",
+]
 
 _SEED = 2020
 
@@ -200,3 +207,61 @@ def check_precision_at_k(precision_at_k: Callable[[Any, Any, int], Any]) -> Feed
     return run_cases(
         title, precision_at_k, "precision_at_k", cases, compare, "right on all {n} cases"
     )
+
+
+# --- exercise 13.5: the uniform-attention baseline ---------------------------------------------
+
+
+def _pool_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    rng = np.random.default_rng(_SEED + 3)
+    lengths = ([4], [6, 3, 5], [1, 4])
+    cases = []
+    for (t, d), n in zip(((4, 3), (6, 4), (4, 2)), lengths, strict=True):
+        x = rng.normal(size=(len(n), t, d)).round(2)  # (B, T, d)
+        keep = np.arange(t)[None, :] < np.array(n)[:, None]  # (B, T): real tokens first
+        x[~keep] = rng.normal(size=(int((~keep).sum()), d)).round(2) + 5  # padding: not zero
+        described = f"B = {len(n)}, n = {n}, T = {t}, d = {d}"  # n: real tokens
+        cases.append((described, (x, keep)))
+    return cases
+
+
+def check_uniform_pool(uniform_pool: Callable[[Any, Any], Any]) -> Feedback:
+    """Check ``uniform_pool(x, keep)``: ``x`` ``(B, T, d)`` token vectors, ``keep`` ``(B, T)`` bool
+    (``False`` = padding) -> ``(B, d)``, the average of each sentence's real token vectors.
+
+    It is attention pooling with every score equal: softmax gives each of the ``n`` real tokens
+    the weight ``1/n`` and the padding none.
+
+    >>> def uniform_pool(x, keep):
+    ...     return (x * keep[..., None]).sum(1) / keep.sum(1, keepdims=True)
+    >>> bool(check_uniform_pool(uniform_pool))
+    True
+    >>> print(check_uniform_pool(lambda x, keep: x.mean(axis=1)).hints[0])
+    the padding was averaged in: give the padded positions weight 0 (use keep)
+    """
+    title = "uniform pooling"
+
+    def compare(result: Any, x: np.ndarray, keep: np.ndarray) -> Feedback:
+        n = keep.sum(axis=1, keepdims=True)  # (B, 1): real tokens per sentence
+        total = (x * keep[..., None]).sum(axis=1)  # (B, d): padding left out
+        expected = total / n  # (B, d)
+        mistakes = [
+            Mistake(
+                "the padding was averaged in: give the padded positions weight 0 (use keep)",
+                x.mean(axis=1),
+            ),
+            Mistake(
+                "you divided by T, the padded length: divide by each sentence's number of real "
+                "tokens",
+                total / x.shape[1],
+            ),
+            Mistake("that is a sum: divide by the number of real tokens", total),
+            Mistake(
+                "you averaged over the features (axis=-1): average over the tokens (axis 1)",
+                (x * keep[..., None]).sum(axis=-1) / x.shape[-1],
+            ),
+        ]
+        return check_array(title, result, expected, rtol=1e-6, mistakes=mistakes)
+
+    passed = "right on all {n} cases, padding left out"
+    return run_cases(title, uniform_pool, "uniform_pool", _pool_cases(), compare, passed)
