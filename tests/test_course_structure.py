@@ -964,11 +964,6 @@ FURNITURE_PENDING = frozenset(
         "06_transformer_block",
         "07_causal_attention",
         "08_cross_attention",
-        "09_sparse_attention",
-        "10_grouped_query_attention",
-        "11_multi_head_latent_attention",
-        "12_efficient_attention",
-        "13_topic_words",
     }
 )
 APPENDIX = sorted((REPO / "appendix").glob("*.ipynb"))

@@ -1,7 +1,6 @@
 """The 中文 edition shows no English chrome, and its figures are checked for English (no build).
 
 * the glossary: every chapter's terms, one LayerNorm entry, headwords 中文（English）on the zh page,
-  old ``{term}`` targets still resolve (:data:`course_site.TERM_ALIASES`);
 * the site's chrome: title suffix, footer, the date, the solution and code-cell toggles;
 * figures: ``course_utils.plotting`` records every visible text of a figure in its PNG
   (strict unit test), and the figures of the zh-executed notebooks carry no English prose
@@ -16,7 +15,6 @@ import json
 import re
 import warnings
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
@@ -82,21 +80,6 @@ def test_zh_glossary_headwords_read_chinese_first_and_every_message_is_translate
             if word in msgstr and not msgid.startswith(("Softmax", "A token", "The function")):
                 problems.append(f"{word} in {msgstr[:40]!r}")
     assert not problems, "\n".join(problems)
-
-
-def test_an_old_term_target_resolves_to_the_renamed_entry() -> None:
-    """Chapters link ``Attention sink (注意力下沉点)``; the entry is now ``(注意力汇)``."""
-
-    class Std:
-        _terms: ClassVar[dict[str, tuple[str, str]]] = {
-            "attention sink (注意力汇)": ("glossary", "term-Attention-sink-注意力汇")
-        }
-
-    assert sphinx_ext.add_term_aliases(Std()) == ["Attention sink (注意力下沉点)"]
-    assert Std._terms["attention sink (注意力下沉点)"] == Std._terms["attention sink (注意力汇)"]
-    for old, new in sphinx_ext.TERM_ALIASES.items():
-        assert new in (REPO / "glossary.md").read_text(encoding="utf-8"), new
-        assert old not in (REPO / "glossary.md").read_text(encoding="utf-8"), old
 
 
 # ---- site chrome ------------------------------------------------------------------------------

@@ -637,37 +637,6 @@ def _reuse_myst_default_settings() -> None:
     base.make_document = make_document
 
 
-#: Glossary headwords that were renamed, old target -> new headword: a ``{term}`` that still names
-#: the old headword (a chapter, its catalogue) resolves to the new entry, so a rename never breaks
-#: a link. The 中文 term for attention sink became 注意力汇 (it was 注意力下沉点).
-TERM_ALIASES = {"Attention sink (注意力下沉点)": "Attention sink (注意力汇)"}
-
-
-def add_term_aliases(std: Any, aliases: dict[str, str] = TERM_ALIASES) -> list[str]:
-    """Let each old glossary target resolve to its new entry (Sphinx's ``{term}`` falls back to
-    the standard domain's case-insensitive ``_terms``); return the aliases added.
-
-    >>> class Std:
-    ...     _terms = {"attention sink (注意力汇)": ("glossary", "term-Attention-sink")}
-    >>> add_term_aliases(Std())
-    ['Attention sink (注意力下沉点)']
-    >>> Std._terms["attention sink (注意力下沉点)"]
-    ('glossary', 'term-Attention-sink')
-    """
-    added = []
-    for old, new in aliases.items():
-        target = std._terms.get(new.lower())
-        if target is not None and old.lower() not in std._terms:
-            std._terms[old.lower()] = target
-            added.append(old)
-    return added
-
-
-def _env_updated(app: Any, env: Any) -> list[str]:
-    add_term_aliases(env.get_domain("std"))
-    return []
-
-
 def setup(app: Any) -> dict[str, Any]:
     from . import glue
     from .search import ChineseSearch, EnglishWithChineseSearch
@@ -682,7 +651,6 @@ def setup(app: Any) -> dict[str, Any]:
     app.connect("config-inited", _config_inited, priority=900)
     app.connect("builder-inited", _builder_inited)
     app.connect("html-page-context", _page_context, priority=900)
-    app.connect("env-updated", _env_updated)  # all pages read, before references resolve
     # After sphinx-external-toc wrote its redirect (default priority 500).
     app.connect("build-finished", _build_finished, priority=900)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}
