@@ -27,7 +27,7 @@ Checks (with none given, every static check runs, and ``--applied`` too when ``-
     every number written in a ``msgid`` appears in its ``msgstr`` (``1D`` may be ``一维``).
 ``--consistency``
     a ``msgid`` found in several ``.po`` files has the same ``msgstr`` in all of them, and "the
-    seed" (the study notes) is 种子笔记, never a bare 种子 (kept for a random seed).
+    seed" (the study notes) is 学习笔记 (or 这份笔记), never 种子笔记 or a bare 种子 (kept for a random seed).
 ``--glossary``
     every glossary term ``English (中文)`` of ``glossary.md`` found in a ``msgid``
     (case-insensitive, whole words, plurals allowed, longest match first, math, code and role
@@ -411,8 +411,9 @@ def check_numbers(cats: dict[str, list[Message]], report: Report) -> None:
                 )
 
 
-# "the seed" is the study notes the course is built on (种子笔记); "seeds" of random generators are
-# 种子 or 随机种子. A msgid about the notes must say 种子笔记, and, unless it also speaks of random
+# "the seed" is the study notes the course is built on (学习笔记, 这份笔记); "seeds" of random
+# generators are 种子 or 随机种子. A msgid about the notes must call them 学习笔记 or 这份笔记 (种子笔记
+# would collide with 随机种子 / 种子 0 in the same paragraphs) and, unless it also speaks of random
 # seeds, must not use a bare 种子.
 _SEED_NOTES = re.compile(r"\bthe seed(?:'s)?\b(?! ?-?\d)|\bseed's|\bseed notes\b", re.IGNORECASE)
 _SEED_RANDOM = re.compile(
@@ -441,12 +442,15 @@ def check_consistency(cats: dict[str, list[Message]], report: Report) -> None:
         for m in msgs:
             if not m.translated or not _SEED_NOTES.search(_SEED_RANDOM_PHRASE.sub(" ", m.msgid)):
                 continue
-            if "种子笔记" not in m.msgstr:
+            if "种子笔记" in m.msgstr or not re.search(r"学习笔记|这份笔记|笔记", m.msgstr):
                 report.add(
-                    "error", "consistency", m, "'the seed' (the study notes) must be 种子笔记"
+                    "error",
+                    "consistency",
+                    m,
+                    "'the seed' (the study notes) must be 学习笔记 or 这份笔记, not 种子笔记",
                 )
-            elif re.search(r"(?<!随机)种子(?!笔记)", m.msgstr) and not _SEED_RANDOM.search(m.msgid):
-                report.add("error", "consistency", m, "a bare 种子: the study notes are 种子笔记")
+            elif re.search(r"(?<!随机)种子", m.msgstr) and not _SEED_RANDOM.search(m.msgid):
+                report.add("error", "consistency", m, "a bare 种子: the study notes are 学习笔记")
 
 
 # ---------------------------------------------------------------------------------------------- glo
