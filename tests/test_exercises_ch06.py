@@ -116,7 +116,7 @@ def test_starters_and_crashes_give_feedback(checker):
     assert not checker(lambda *args: "text")
 
 
-# --- exercise 6.6: the T at which attention is half of the block ------------------------------------
+# --- exercise 6.6: the T at which attention is half of the block ----------------------------------
 
 
 @pytest.mark.parametrize(

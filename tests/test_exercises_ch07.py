@@ -78,7 +78,7 @@ def test_top_left_mask_is_wrong():
     assert not fb
 
 
-# --- exercise 7.4: token passes with and without the cache -----------------------------------------
+# --- exercise 7.4: token passes with and without the cache ----------------------------------------
 
 
 def passes(P, N):
@@ -106,7 +106,9 @@ def test_token_passes_equal_what_generate_runs():
 
     model = TinyCausalLM(10, 64).eval()
     fed = []
-    model.register_forward_pre_hook(lambda m, args, kwargs: fed.append(args[0].shape[1]), with_kwargs=True)
+    model.register_forward_pre_hook(
+        lambda m, args, kwargs: fed.append(args[0].shape[1]), with_kwargs=True
+    )
     for use_cache in (False, True):
         fed.clear()
         generate(model, [1, 2, 3, 4, 5], 9, use_cache=use_cache)

@@ -81,7 +81,7 @@ def test_endless_answers_are_stopped(monkeypatch):
         assert not fb and any("did not return" in m for m in fb.messages)
 
 
-# --- exercises 8.5 and 8.6: the three attentions of an encoder–decoder ------------------------------
+# --- exercises 8.5 and 8.6: the three attentions of an encoder–decoder ----------------------------
 
 import pytest  # noqa: E402
 

@@ -341,7 +341,7 @@ def test_norm_invariances(d, scale, shift, seed):
     torch.testing.assert_close(y.pow(2).mean(-1), torch.ones(3, dtype=torch.float64), **tol)
 
 
-# --- SwiGLU, the gated FFN of Llama-family models (chapter 6, used by SmolLM2 in chapter 10) -------
+# --- SwiGLU, the gated FFN of Llama-family models (chapter 6, used by SmolLM2 in chapter 10) ------
 
 
 @pytest.mark.parametrize(("d_model", "d_ff", "seed"), [(8, 16, 0), (6, 10, 1), (32, 96, 2)])

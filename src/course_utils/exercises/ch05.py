@@ -233,7 +233,7 @@ def check_learned_parameters(count: Callable[[int, int], Any]) -> Feedback:
 
 # --- exercise 5.6: derive the shift block M_k ----------------------------------------------------
 
-__all__ += ["check_shift_block", "check_slow_pairs"]  # noqa: PLE0604 (exercises 5.6 and 5.7)
+__all__ += ["check_shift_block", "check_slow_pairs"]
 
 
 def check_shift_block(shift_block: Callable[[int, float], Any]) -> Feedback:
@@ -276,7 +276,12 @@ def check_shift_block(shift_block: Callable[[int, float], Any]) -> Feedback:
         return check_array(title, result, expected, atol=_ATOL, mistakes=mistakes)
 
     cases = []
-    for k, d, base, i in [(3, 8, 10000.0, 0), (5, 8, 10000.0, 1), (-2, 16, 100.0, 3), (7, 4, 10.0, 1)]:
+    for k, d, base, i in [
+        (3, 8, 10000.0, 0),
+        (5, 8, 10000.0, 1),
+        (-2, 16, 100.0, 3),
+        (7, 4, 10.0, 1),
+    ]:
         theta = float(rope_frequencies(d, base=base)[i])
         expected = sinusoid_shift_matrix(k, d, base=base)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]
         cases.append((t("k = {k}, theta = {theta:.4g}", k=k, theta=theta), (k, theta), expected))
@@ -300,8 +305,8 @@ def check_slow_pairs(count: Callable[[int, float, int], Any]) -> Feedback:
     you counted the pairs that do complete a turn (the fast ones); count the others
     """
     title = "slow pairs"
-    from ._checks import check_number
     from ..positions import rope_frequencies
+    from ._checks import check_number
 
     def slow(d: int, base: float, context: int, *, exponent: float = 2.0, turn: float = 2 * np.pi):
         theta = base ** (-exponent * np.arange(d // 2) / d)  # (d/2,)

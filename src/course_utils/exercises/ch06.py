@@ -273,7 +273,7 @@ def check_block_parameters(count: Callable[[int, int, bool], Any]) -> Feedback:
 
 # --- exercise 6.6: when is attention half of the block? -------------------------------------------
 
-__all__ += ["check_attention_half_length"]  # noqa: PLE0604 (exercise 6.6)
+__all__ += ["check_attention_half_length"]
 
 
 def check_attention_half_length(T_half: Callable[[int, int], Any]) -> Feedback:

@@ -155,9 +155,9 @@ def check_next_token_probs(next_token_probs: Callable[[Any, float], Any]) -> Fee
     return run_cases(title, next_token_probs, "next_token_probs", cases, compare, passed)
 
 
-# --- exercise 7.4: token passes with and without the cache -----------------------------------------
+# --- exercise 7.4: token passes with and without the cache ----------------------------------------
 
-__all__ += ["check_token_passes"]  # noqa: PLE0604 (exercise 7.4)
+__all__ += ["check_token_passes"]
 
 
 def _passes(prompt_len: int, new_tokens: int) -> tuple[int, int]:
@@ -205,7 +205,9 @@ def check_token_passes(passes: Callable[[int, int], Any]) -> Feedback:
                 "t = 0 .. N - 1, not N times the final length",
                 [N * (P + N), with_cache],
             ),
-            Mistake("the first number is without the cache, the second with it", [with_cache, without]),
+            Mistake(
+                "the first number is without the cache, the second with it", [with_cache, without]
+            ),
         ]
         return check_array(title, result, [without, with_cache], rtol=0, mistakes=mistakes)
 

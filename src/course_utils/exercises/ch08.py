@@ -210,9 +210,9 @@ def check_decoder_block(decoder_block: Callable[..., Any]) -> Feedback:
     )  # fmt: skip
 
 
-# --- exercises 8.5 and 8.6: the three attentions of an encoder–decoder ------------------------------
+# --- exercises 8.5 and 8.6: the three attentions of an encoder–decoder ----------------------------
 
-__all__ += ["check_attention_shapes", "check_encoder_decoder_masks"]  # noqa: PLE0604
+__all__ += ["check_attention_shapes", "check_encoder_decoder_masks"]
 
 #: The three attentions, in the order the exercises return them.
 _THREE = ("encoder self-attention", "decoder self-attention", "cross-attention")
@@ -299,6 +299,8 @@ def check_attention_shapes(shapes: Callable[[int, int, int, int], Any]) -> Feedb
     ]
     passed = "all {n} cases right"
     return run_cases(title, shapes, "shapes", cases, compare, passed)
+
+
 def check_encoder_decoder_masks(masks: Callable[[Any, int, int], Any]) -> Feedback:
     """Check ``masks(lengths, t_src, t_tgt)``: the boolean masks (``True`` = may attend) of the
     encoder's self-attention, the decoder's self-attention and the cross-attention, in that order.
