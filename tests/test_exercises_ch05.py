@@ -127,3 +127,87 @@ def test_nan_and_non_numeric_answers_get_feedback():
     assert not fb and "NaN" in str(fb)
     fb = ch05.check_alibi(lambda n, T: "bias")
     assert not fb and "numeric" in str(fb)
+
+
+# --- exercises 5.6 and 5.7: derive M_k's block, count the pairs that never complete a turn --------
+
+
+def shift_block(k, theta, *, sign=1.0, angle=None):
+    a = k * theta if angle is None else angle
+    c, s = np.cos(a), np.sin(a)
+    return np.array([[c, sign * s], [-sign * s, c]])
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        shift_block,
+        lambda k, th: torch.tensor(shift_block(k, th)),
+        lambda k, th: shift_block(k, th).astype(np.float32),
+        lambda k, th: shift_block(k, th).tolist(),
+    ],
+    ids=["numpy", "torch", "float32", "list"],
+)
+def test_shift_block_right(answer):
+    assert ch05.check_shift_block(answer)
+
+
+def test_shift_block_equals_the_package_matrix():
+    from course_utils.positions import sinusoid_shift_matrix, sinusoidal_encoding
+
+    pe = sinusoidal_encoding(20, 2)  # pair 0: theta = 1
+    assert np.allclose(shift_block(4, 1.0) @ pe[3], pe[7])
+    assert np.allclose(sinusoid_shift_matrix(4, 2), shift_block(4, 1.0))
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda k, th: shift_block(k, th, sign=-1.0), "turns the pair the wrong way"),
+        (lambda k, th: shift_block(k, th, angle=th), "k·θ, not θ alone"),
+        (lambda k, th: shift_block(k, th, angle=k), "not k alone"),
+        (lambda k, th: np.eye(2), "not the identity"),
+    ],
+)
+def test_shift_block_mistakes(answer, hint):
+    fb = ch05.check_shift_block(answer)
+    assert not fb and hint in fb.hints[0]
+
+
+def slow_pairs(d, base, context, *, exponent=2.0, turn=2 * np.pi):
+    theta = base ** (-exponent * np.arange(d // 2) / d)
+    return int((context * theta < turn).sum())
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        slow_pairs,
+        lambda d, b, c: np.int64(slow_pairs(d, b, c)),
+        lambda d, b, c: torch.tensor(float(slow_pairs(d, b, c))),
+        lambda d, b, c: sum(1 for i in range(d // 2) if 2 * np.pi / b ** (-2 * i / d) > c),
+    ],
+    ids=["int", "numpy", "torch", "wavelengths"],
+)
+def test_slow_pairs_right(answer):
+    assert ch05.check_slow_pairs(answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda d, b, c: d // 2 - slow_pairs(d, b, c), "do complete a turn"),
+        (lambda d, b, c: 2 * slow_pairs(d, b, c), "not dimensions"),
+        (lambda d, b, c: slow_pairs(d, b, c, turn=1.0), "2π radians, not 1"),
+        (lambda d, b, c: slow_pairs(d, b, c, exponent=1.0), "the exponent has 2i"),
+    ],
+)
+def test_slow_pairs_mistakes(answer, hint):
+    fb = ch05.check_slow_pairs(answer)
+    assert not fb and hint in fb.hints[0]
+
+
+@pytest.mark.parametrize("checker", [ch05.check_shift_block, ch05.check_slow_pairs])
+@pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: None])
+def test_new_checkers_never_raise(checker, answer):
+    assert not checker(answer)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -113,3 +114,47 @@ def test_starters_and_crashes_give_feedback(checker):
     fb = checker(lambda *args: 1 / 0)
     assert not fb and "ZeroDivisionError" in str(fb)
     assert not checker(lambda *args: "text")
+
+
+# --- exercise 6.6: the T at which attention is half of the block ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda d, f: f - 2 * d,
+        lambda d, f: float(f - 2 * d),
+        lambda d, f: np.int64(f - 2 * d),
+        lambda d, f: torch.tensor(f - 2.0 * d, dtype=torch.float32),
+        lambda d, f: (4 * d * f - 8 * d * d) / (4 * d),
+    ],
+    ids=["int", "float", "numpy", "torch-float32", "solved"],
+)
+def test_attention_half_length_right(answer):
+    assert ch06.check_attention_half_length(answer)
+
+
+def test_attention_half_length_is_the_package_count():
+    from course_utils.transformer_cost import block_flops_per_token
+
+    c = block_flops_per_token(768, 3072, 1536)
+    assert c["attention_projections"] + c["attention_scores"] == c["ffn"] == c["total"] / 2
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda d, f: f, "the scores alone equal the FFN"),
+        (lambda d, f: f + 2 * d, "equal all the rest of the block"),
+        (lambda d, f: f - d, "not 4·d_model²"),
+        (lambda d, f: f / 2, "solve for T"),
+    ],
+)
+def test_attention_half_length_mistakes(answer, hint):
+    fb = ch06.check_attention_half_length(answer)
+    assert not fb and hint in fb.hints[0]
+
+
+@pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: [1, 2]])
+def test_attention_half_length_never_raises(answer):
+    assert not ch06.check_attention_half_length(answer)

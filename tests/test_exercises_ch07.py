@@ -76,3 +76,59 @@ def test_never_raises(checker, answer):
 def test_top_left_mask_is_wrong():
     fb = ch07.check_cache_mask(lambda n, p: np.tril(np.ones((n, p + n), dtype=bool)))
     assert not fb
+
+
+# --- exercise 7.4: token passes with and without the cache ----------------------------------------
+
+
+def passes(P, N):
+    return N * P + N * (N - 1) // 2, P + N - 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        passes,
+        lambda P, N: [sum(P + t for t in range(N)), P + N - 1],
+        lambda P, N: np.array(passes(P, N)),
+        lambda P, N: tuple(torch.tensor(x) for x in passes(P, N)),
+        lambda P, N: (float(passes(P, N)[0]), float(passes(P, N)[1])),
+    ],
+    ids=["tuple", "list-loop", "numpy", "torch", "floats"],
+)
+def test_token_passes_right(answer):
+    assert ch07.check_token_passes(answer)
+
+
+def test_token_passes_equal_what_generate_runs():
+    """The checker's count is what `generate` feeds the model, counted by a hook on the model."""
+    from course_utils.causal import TinyCausalLM, generate
+
+    model = TinyCausalLM(10, 64).eval()
+    fed = []
+    model.register_forward_pre_hook(
+        lambda m, args, kwargs: fed.append(args[0].shape[1]), with_kwargs=True
+    )
+    for use_cache in (False, True):
+        fed.clear()
+        generate(model, [1, 2, 3, 4, 5], 9, use_cache=use_cache)
+        assert sum(fed) == passes(5, 9)[use_cache]
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda P, N: (passes(P, N)[0], P + N), "never fed back in"),
+        (lambda P, N: (passes(P, N)[0] + N, P + N - 1), "not P + t + 1"),
+        (lambda P, N: (N * (P + N), P + N - 1), "not N times the final length"),
+        (lambda P, N: passes(P, N)[::-1], "the first number is without the cache"),
+    ],
+)
+def test_token_passes_mistakes(answer, hint):
+    fb = ch07.check_token_passes(answer)
+    assert not fb and hint in fb.hints[0]
+
+
+@pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: 5])
+def test_token_passes_never_raises(answer):
+    assert not ch07.check_token_passes(answer)

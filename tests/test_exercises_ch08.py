@@ -79,3 +79,102 @@ def test_endless_answers_are_stopped(monkeypatch):
     for checker in (ch08.check_cross_attention, ch08.check_padding_mask, ch08.check_decoder_block):
         fb = checker(endless)
         assert not fb and any("did not return" in m for m in fb.messages)
+
+
+# --- exercises 8.5 and 8.6: the three attentions of an encoder–decoder ----------------------------
+
+import pytest  # noqa: E402
+
+from course_utils.masks import causal_mask, key_padding_mask  # noqa: E402
+
+
+def shapes(B, h, s, q):
+    return (B, h, s, s), (B, h, q, q), (B, h, q, s)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        shapes,
+        lambda B, h, s, q: [list(x) for x in shapes(B, h, s, q)],
+        lambda B, h, s, q: [torch.Size(x) for x in shapes(B, h, s, q)],
+        lambda B, h, s, q: [np.array(x) for x in shapes(B, h, s, q)],
+    ],
+    ids=["tuples", "lists", "torch.Size", "numpy"],
+)
+def test_attention_shapes_right(answer):
+    assert ch08.check_attention_shapes(answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda B, h, s, q: (shapes(B, h, s, q)[0], shapes(B, h, s, q)[1], (B, h, s, q)),
+         "the queries come from the decoder"),
+        (lambda B, h, s, q: (shapes(B, h, s, q)[0], shapes(B, h, s, q)[1], (B, h, q, q)),
+         "the last axis is t_src"),
+        (lambda B, h, s, q: ((B, s, s), (B, q, q), (B, q, s)), "keep the heads axis"),
+        (lambda B, h, s, q: (shapes(B, h, s, q)[0], (B, h, s, s), shapes(B, h, s, q)[2]),
+         "its own output steps"),
+        (lambda B, h, s, q: ((B, h, q, q), *shapes(B, h, s, q)[1:]), "over the source"),
+        (lambda B, h, s, q: shapes(B, h, s, q)[:2], "in this order"),
+    ],
+)  # fmt: skip
+def test_attention_shapes_mistakes(answer, hint):
+    fb = ch08.check_attention_shapes(answer)
+    assert not fb and hint in fb.hints[0]
+
+
+def masks(lengths, s, q):
+    pad = key_padding_mask(lengths, s)[:, None, :]  # (B, 1, s)
+    return pad, causal_mask(q), pad
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        masks,
+        lambda lengths, s, q: tuple(torch.from_numpy(np.array(m)) for m in masks(lengths, s, q)),
+        lambda lengths, s, q: (
+            np.broadcast_to(masks(lengths, s, q)[0], (len(lengths), s, s)),
+            np.broadcast_to(causal_mask(q), (len(lengths), q, q)).astype(int),
+            np.broadcast_to(masks(lengths, s, q)[2], (len(lengths), q, s)),
+        ),
+        lambda lengths, s, q: (
+            masks(lengths, s, q)[0][:, None],  # (B, 1, 1, s): a heads axis
+            causal_mask(q),
+            masks(lengths, s, q)[2][:, None],
+        ),
+    ],
+    ids=["compact", "torch", "full-int", "heads-axis"],
+)
+def test_encoder_decoder_masks_right(answer):
+    assert ch08.check_encoder_decoder_masks(answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda L, s, q: (np.ones((s, s), bool), *masks(L, s, q)[1:]), "padding either"),
+        (lambda L, s, q: (masks(L, s, q)[0] & causal_mask(s), *masks(L, s, q)[1:]),
+         "no causal mask, only padding"),
+        (lambda L, s, q: (key_padding_mask(L, s)[:, :, None], *masks(L, s, q)[1:]),
+         "not the queries"),
+        (lambda L, s, q: (masks(L, s, q)[0], np.ones((q, q), bool), masks(L, s, q)[2]),
+         "is causal"),
+        (lambda L, s, q: (masks(L, s, q)[0], ~causal_mask(q), masks(L, s, q)[2]),
+         "keeps the past"),
+        (lambda L, s, q: (*masks(L, s, q)[:2], causal_mask(q, s)), "not causal"),
+        (lambda L, s, q: (*masks(L, s, q)[:2], np.ones((q, s), bool)), "padding keys too"),
+        (lambda L, s, q: (*masks(L, s, q)[:2], np.ones((q, q), bool)), "broadcast"),
+    ],
+)  # fmt: skip
+def test_encoder_decoder_masks_mistakes(answer, hint):
+    fb = ch08.check_encoder_decoder_masks(answer)
+    assert not fb and hint in (fb.hints[0] if fb.hints else "") + " ".join(fb.messages)
+
+
+@pytest.mark.parametrize("checker", [ch08.check_attention_shapes, ch08.check_encoder_decoder_masks])
+@pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: (1, 2, 3)])
+def test_new_checkers_never_raise(checker, answer):
+    assert not checker(answer)

@@ -65,3 +65,31 @@ def test_alignment_accuracy_of_a_perfect_anti_diagonal():
 def test_encode_rejects_bad_words(bad):
     with pytest.raises(ValueError, match="word"):
         encode(bad)
+
+
+def test_encoder_mask_switch_changes_only_the_encoder():
+    """With the encoder's mask, the memory at real positions ignores how much padding follows;
+    without it (chapter 8, exercise 8.4) the padding leaks into it."""
+    from course_utils.experiments.reversal import ReversalModel, encode
+
+    torch.manual_seed(0)
+    model = ReversalModel().eval()
+    short, n = encode(["cab"], t_k=3)
+    padded, _ = encode(["cab"], t_k=8)
+    with torch.no_grad():
+        a, _ = model.encode(short, n)
+        b, _ = model.encode(padded, n)
+        c, keep = model.encode(padded, n, use_encoder_mask=False)
+    assert torch.allclose(a, b[:, :3], atol=1e-6)
+    assert not torch.allclose(a, c[:, :3], atol=1e-3)
+    assert keep[0, 0].tolist() == [True] * 3 + [False] * 5  # the mask is returned either way
+
+
+def test_exact_match_by_padding_groups_by_padding():
+    from course_utils.experiments.reversal import ReversalModel, exact_match_by_padding, held_out
+
+    src, lengths, tgt = held_out(40)
+    torch.manual_seed(0)
+    share = exact_match_by_padding(ReversalModel(), src, lengths, tgt, use_encoder_mask=False)
+    assert sorted(share) == sorted(set((src.size(1) - lengths).tolist()))
+    assert all(0.0 <= v <= 1.0 for v in share.values())

@@ -373,3 +373,47 @@ def test_block_refuses_an_input_of_another_dtype(make_x, match, norm_first):
 def test_block_causal_must_be_a_bool(causal):
     with pytest.raises(TypeError, match=r"^causal must be True or False"):
         TransformerBlock(8, 2, 16)(torch.randn(1, 3, 8), causal=causal)
+
+
+# --- SwiGLU, the gated FFN of Llama-family models (chapter 6, used by SmolLM2 in chapter 10) ------
+
+
+@pytest.mark.parametrize(("d_model", "d_ff", "seed"), [(8, 16, 0), (6, 10, 1), (32, 96, 2)])
+def test_swiglu_equals_transformers_llama_mlp(d_model, d_ff, seed):
+    """The oracle is `transformers`' own LlamaMLP (code we did not write), with the same weights."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    from course_utils.transformer import SwiGLU
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        hidden_size=d_model, intermediate_size=d_ff, hidden_act="silu", num_attention_heads=2
+    )
+    ref = LlamaMLP(cfg).double().eval()
+    ours = SwiGLU(d_model, d_ff).double().eval()
+    with torch.no_grad():
+        ours.gate.weight.copy_(ref.gate_proj.weight)
+        ours.up.weight.copy_(ref.up_proj.weight)
+        ours.down.weight.copy_(ref.down_proj.weight)
+        x = torch.randn(2, 5, d_model, dtype=torch.float64)  # (B, T, d_model)
+        assert (ours(x) - ref(x)).abs().max().item() < 1e-12
+    assert sum(p.numel() for p in ours.parameters()) == 3 * d_model * d_ff
+
+
+def test_swiglu_hidden_size_convention():
+    from course_utils.transformer import SwiGLU
+
+    assert SwiGLU.hidden_size(768) == 2048
+    assert SwiGLU.hidden_size(4096, multiple_of=256) == 11008  # Llama 7B's intermediate size
+    for d in (64, 768, 4096):  # the same parameters as a ReLU FFN of width 4 d
+        assert abs(3 * d * SwiGLU.hidden_size(d) - 2 * d * 4 * d) <= 3 * d
+    with pytest.raises(ValueError, match="d_ff"):
+        SwiGLU(4, 0)
+
+
+def test_smollm2_uses_the_one_swiglu():
+    from course_utils.pretrained import smollm2
+    from course_utils.transformer import SwiGLU
+
+    assert smollm2.SwiGLU is SwiGLU

@@ -43,6 +43,7 @@ __all__ = [
     "ACTIVATIONS",
     "BlockTrace",
     "FeedForward",
+    "SwiGLU",
     "TransformerBlock",
     "TransformerSize",
     "sublayer_norms",
@@ -123,6 +124,54 @@ class FeedForward(nn.Module):
         h = ACTIVATIONS[self.activation](self.linear1(x))  # (B, T, d_ff): widen, then bend
         h = self.dropout(h)  # (B, T, d_ff): PyTorch's encoder layer drops here too
         return self.linear2(h)  # (B, T, d_model)
+
+
+class SwiGLU(nn.Module):
+    """The gated feed-forward network of Llama-family models: ``W_down (SiLU(W_gate x) * W_up x)``.
+
+    SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer") replaces ``act(W_1 x)`` by the
+    elementwise product of two projections, one passed through SiLU (``x·sigmoid(x)``, also called
+    Swish) as a *gate*. Three matrices instead of two, none with a bias, as in Llama: ``gate`` and
+    ``up`` are ``d_model -> d_ff``, ``down`` is ``d_ff -> d_model``. To keep the parameters of a
+    ReLU FFN with ``d_ff = 4 d_model``, the convention is ``d_ff = 2/3 · 4 d_model``
+    (:meth:`hidden_size`); SmolLM2-135M (chapter 10) is this module with ``d_model = 576``,
+    ``d_ff = 1536``. ``tests/test_transformer.py`` checks it against ``transformers``' ``LlamaMLP``.
+
+    >>> _ = torch.manual_seed(0)
+    >>> mlp = SwiGLU(d_model=6, d_ff=16)
+    >>> mlp(torch.randn(2, 3, 6)).shape                  # (B, T, d_model) -> (B, T, d_model)
+    torch.Size([2, 3, 6])
+    >>> sum(p.numel() for p in mlp.parameters()) == 3 * 6 * 16
+    True
+    >>> SwiGLU.hidden_size(768)                          # 2/3 · 4 · 768
+    2048
+    """
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        d_model, d_ff = check_int(d_model, "d_model", low=1), check_int(d_ff, "d_ff", low=1)
+        self.gate = nn.Linear(d_model, d_ff, bias=False)
+        self.up = nn.Linear(d_model, d_ff, bias=False)
+        self.down = nn.Linear(d_ff, d_model, bias=False)
+
+    @staticmethod
+    def hidden_size(d_model: int, multiple_of: int = 1) -> int:
+        """``2/3 · 4 d_model``, rounded up to a multiple of ``multiple_of`` (Llama uses 256).
+
+        The same parameters as a two-matrix FFN of width ``4 d_model``: ``3 d_model d_ff =
+        2 d_model (4 d_model)``.
+
+        >>> SwiGLU.hidden_size(4096, multiple_of=256)    # Llama 7B's 11008
+        11008
+        """
+        d_model = check_int(d_model, "d_model", low=1)
+        multiple_of = check_int(multiple_of, "multiple_of", low=1)
+        d_ff = int(2 * 4 * d_model / 3)
+        return multiple_of * -(-d_ff // multiple_of)
+
+    def forward(self, x: Tensor) -> Tensor:
+        gated = F.silu(self.gate(x)) * self.up(x)  # (B, T, d_ff): the gate scales each unit
+        return self.down(gated)  # (B, T, d_model)
 
 
 @dataclass(frozen=True)

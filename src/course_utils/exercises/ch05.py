@@ -242,3 +242,120 @@ def check_learned_parameters(count: Callable[[int, int], Any]) -> Feedback:
     sizes = ((512, 384), (512, 768), (1024, 768), (1024, 1600))  # MiniLM, BERT, GPT-2, GPT-2 XL
     cases = [(f"max_positions = {n}, d_model = {d}", (n, d)) for n, d in sizes]
     return run_cases(title, count, "count", cases, compare, "all {n} tables counted right")
+
+
+# --- exercise 5.6: derive the shift block M_k ----------------------------------------------------
+
+__all__ += ["check_shift_block", "check_slow_pairs"]
+
+
+def check_shift_block(shift_block: Callable[[int, float], Any]) -> Feedback:
+    """Check ``shift_block(k, theta)``: the 2 × 2 block ``B`` with ``B @ (sin pθ, cos pθ) =
+    (sin (p+k)θ, cos (p+k)θ)`` for every ``p``, against :func:`sinusoid_shift_matrix`.
+
+    >>> def shift_block(k, theta):
+    ...     c, s = np.cos(k * theta), np.sin(k * theta)
+    ...     return np.array([[c, s], [-s, c]])
+    >>> bool(check_shift_block(shift_block))
+    True
+    >>> print(check_shift_block(lambda k, th: shift_block(k, th).T).hints[0])  # doctest: +ELLIPSIS
+    that block turns the pair the wrong way: ...
+    """
+    title = "shift block M_k"
+    from ..positions import rope_frequencies, sinusoid_shift_matrix
+
+    def rotation(angle: float, sign: float) -> np.ndarray:
+        c, s = np.cos(angle), np.sin(angle)
+        return np.array([[c, sign * s], [-sign * s, c]])  # (2, 2)
+
+    def compare(result: Any, k: int, theta: float, expected: np.ndarray) -> Feedback:
+        mistakes = [
+            Mistake(
+                "that block turns the pair the wrong way: expand sin((p+k)θ) = sin(pθ)cos(kθ) + "
+                "cos(pθ)sin(kθ) and read the first row off it (the pair is (sin, cos), not "
+                "(cos, sin))",
+                rotation(k * theta, -1.0),
+            ),
+            Mistake(
+                "the angle is the offset times the frequency, k·θ, not θ alone",
+                rotation(theta, 1.0),
+            ),
+            Mistake("the angle is k·θ, not k alone: multiply by the frequency", rotation(k, 1.0)),
+            Mistake(
+                "the block moves the pair k positions on: it is a rotation, not the identity",
+                np.eye(2),
+            ),
+        ]
+        return check_array(title, result, expected, atol=_ATOL, mistakes=mistakes)
+
+    cases = []
+    for k, d, base, i in [
+        (3, 8, 10000.0, 0),
+        (5, 8, 10000.0, 1),
+        (-2, 16, 100.0, 3),
+        (7, 4, 10.0, 1),
+    ]:
+        theta = float(rope_frequencies(d, base=base)[i])
+        expected = sinusoid_shift_matrix(k, d, base=base)[2 * i : 2 * i + 2, 2 * i : 2 * i + 2]
+        cases.append((t("k = {k}, theta = {theta:.4g}", k=k, theta=theta), (k, theta), expected))
+    passed = "all {n} test cases equal the block of sinusoid_shift_matrix"
+    return run_cases(title, shift_block, "shift_block", cases, compare, passed)
+
+
+# --- exercise 5.7: how many pairs never complete a turn -------------------------------------------
+
+
+def check_slow_pairs(count: Callable[[int, float, int], Any]) -> Feedback:
+    """Check ``count(d, base, context)``: how many of the ``d/2`` RoPE pairs turn by less than one
+    full circle (``2π``) over ``context`` positions, i.e. ``context · θ_i < 2π``.
+
+    >>> def count(d, base, context):
+    ...     theta = base ** (-2 * np.arange(d // 2) / d)
+    ...     return int((context * theta < 2 * np.pi).sum())
+    >>> bool(check_slow_pairs(count))
+    True
+    >>> print(check_slow_pairs(lambda d, b, c: d // 2 - count(d, b, c)).hints[0])
+    you counted the pairs that do complete a turn (the fast ones); count the others
+    """
+    title = "slow pairs"
+    from ..positions import rope_frequencies
+    from ._checks import check_number
+
+    def slow(d: int, base: float, context: int, *, exponent: float = 2.0, turn: float = 2 * np.pi):
+        theta = base ** (-exponent * np.arange(d // 2) / d)  # (d/2,)
+        return int((context * theta < turn).sum())
+
+    def compare(result: Any, d: int, base: float, context: int) -> Feedback:
+        theta = rope_frequencies(d, base=base)  # (d/2,)
+        expected = int((context * theta < 2 * np.pi).sum())
+        mistakes = [
+            (
+                d // 2 - expected,
+                "you counted the pairs that do complete a turn (the fast ones); count the others",
+            ),
+            (2 * expected, "count pairs (there are d/2), not dimensions"),
+            (
+                slow(d, base, context, turn=1.0),
+                "a full turn is 2π radians, not 1: a pair completes one when context · θ_i ≥ 2π",
+            ),
+            (
+                slow(d, base, context, exponent=1.0),
+                "θ_i = base^(-2i/d): the exponent has 2i, because pair i holds dimensions 2i and "
+                "2i + 1",
+            ),
+        ]
+        return check_number(
+            title,
+            result,
+            expected,
+            mistakes,
+            lambda v: t("got {value:g} pairs, expected {expected}", value=v, expected=expected),
+        )
+
+    sizes = [(64, 10000.0, 4096), (64, 100000.0, 8192), (128, 500000.0, 8192), (64, 10000.0, 100)]
+    cases = [
+        (t("d = {d}, base = {base:g}, context = {context}", d=d, base=b, context=c), (d, b, c))
+        for d, b, c in sizes
+    ]
+    passed = "all {n} cases right"
+    return run_cases(title, count, "count", cases, compare, passed)

@@ -270,3 +270,62 @@ def check_block_parameters(count: Callable[[int, int, bool], Any]) -> Feedback:
     cases = [(f"d_model = {d}, d_ff = {f}, bias = {b}", (d, f, b)) for d, f, b in sizes]
     passed = "all {n} cases equal the parameters of TransformerBlock"
     return run_cases(title, count, "count", cases, compare, passed)
+
+
+# --- exercise 6.6: when is attention half of the block? -------------------------------------------
+
+__all__ += ["check_attention_half_length"]
+
+
+def check_attention_half_length(T_half: Callable[[int, int], Any]) -> Feedback:
+    """Check ``T_half(d_model, d_ff)``: the sequence length at which attention (projections and
+    scores) costs as many FLOPs per token as the FFN, i.e. half of the block's matrix products,
+    against :func:`course_utils.transformer_cost.block_flops_per_token`.
+
+    ``8 d² + 4 T d = 4 d d_ff`` gives ``T = d_ff - 2 d_model``.
+
+    >>> bool(check_attention_half_length(lambda d, f: f - 2 * d))
+    True
+    >>> print(check_attention_half_length(lambda d, f: f).hints[0])  # doctest: +ELLIPSIS
+    at T = d_ff the scores alone equal the FFN; ...
+    """
+    title = "attention at half the block"
+    from ..transformer_cost import block_flops_per_token
+    from ._checks import check_number
+
+    def compare(result: Any, d: int, f: int) -> Feedback:
+        expected = f - 2 * d
+        cost = block_flops_per_token(d, f, expected)
+        attention = cost["attention_projections"] + cost["attention_scores"]
+        assert attention == cost["ffn"]  # the formula above is the package's count
+        mistakes = [
+            (
+                f,
+                "at T = d_ff the scores alone equal the FFN; attention also pays for its "
+                "projections W_Q, W_K, W_V, W_O (8·d_model² per token)",
+            ),
+            (
+                f + 2 * d,
+                "that is where the scores equal all the rest of the block; here attention as a "
+                "whole (projections and scores) is compared with the FFN",
+            ),
+            (
+                f - d,
+                "four d_model × d_model projections at 2 FLOPs per multiply-add cost 8·d_model² "
+                "per token, not 4·d_model²",
+            ),
+            (f / 2, "set attention's FLOPs equal to the FFN's and solve for T"),
+        ]
+        return check_number(
+            title,
+            result,
+            expected,
+            mistakes,
+            lambda v: t("got T = {value:g}, expected {expected}", value=v, expected=expected),
+            atol=0.5,
+        )
+
+    sizes = ((768, 3072), (512, 2048), (4096, 11008), (64, 1000))
+    cases = [(t("d_model = {d}, d_ff = {f}", d=d, f=f), (d, f)) for d, f in sizes]
+    passed = "all {n} cases right"
+    return run_cases(title, T_half, "T_half", cases, compare, passed)

@@ -169,3 +169,65 @@ def check_next_token_probs(next_token_probs: Callable[[Any, float], Any]) -> Fee
     ]
     passed = "all {n} cases equal softmax(logits / temperature)"
     return run_cases(title, next_token_probs, "next_token_probs", cases, compare, passed)
+
+
+# --- exercise 7.4: token passes with and without the cache ----------------------------------------
+
+__all__ += ["check_token_passes"]
+
+
+def _passes(prompt_len: int, new_tokens: int) -> tuple[int, int]:
+    """``(without, with)`` the cache, as :func:`course_utils.causal.generate` runs them."""
+    without = sum(prompt_len + step for step in range(new_tokens))  # the whole sequence each step
+    return without, (prompt_len + new_tokens - 1 if new_tokens else 0)
+
+
+def check_token_passes(passes: Callable[[int, int], Any]) -> Feedback:
+    """Check ``passes(prompt_len, new_tokens)``: the pair ``(without, with_cache)`` of token
+    vectors each layer projects while :func:`course_utils.causal.generate` writes ``new_tokens``
+    tokens after a prompt of ``prompt_len``, with ``use_cache=False`` and ``True``.
+
+    >>> def passes(P, N):
+    ...     return N * P + N * (N - 1) // 2, P + N - 1
+    >>> bool(check_token_passes(passes))
+    True
+    >>> print(check_token_passes(lambda P, N: (N * P + N * (N - 1) // 2, P + N)).hints[0])
+    ... # doctest: +ELLIPSIS
+    the last new token is never fed back in: ...
+    """
+    title = "token passes"
+    from ._checks import not_a_pair
+
+    def compare(result: Any, P: int, N: int) -> Feedback:
+        if tuple(getattr(result, "shape", ())) == (2,):  # a numpy array or tensor of two numbers
+            result = list(result)
+        early = not_a_pair(title, result, "without, with_cache")
+        if early is not None:
+            return early
+        without, with_cache = _passes(P, N)
+        mistakes = [
+            Mistake(
+                "the last new token is never fed back in: the pass that produced it was the "
+                "last one, so the cache runs P + N - 1 token vectors",
+                [without, P + N],
+            ),
+            Mistake(
+                "without the cache, step t (counting from 0) runs the P + t tokens there are so "
+                "far, not P + t + 1: sum over t = 0 .. N - 1",
+                [without + N, with_cache],
+            ),
+            Mistake(
+                "without the cache the sequence grows by one token a step: the sum of P + t for "
+                "t = 0 .. N - 1, not N times the final length",
+                [N * (P + N), with_cache],
+            ),
+            Mistake(
+                "the first number is without the cache, the second with it", [with_cache, without]
+            ),
+        ]
+        return check_array(title, result, [without, with_cache], rtol=0, mistakes=mistakes)
+
+    sizes = ((400, 100), (8, 30), (1, 1), (50, 7))
+    cases = [(t("prompt of {P}, {N} new tokens", P=P, N=N), (P, N)) for P, N in sizes]
+    passed = "all {n} cases equal the passes generate makes"
+    return run_cases(title, passes, "passes", cases, compare, passed)

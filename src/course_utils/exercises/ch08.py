@@ -232,3 +232,218 @@ def check_decoder_block(decoder_block: Callable[..., Any]) -> Feedback:
         title, decoder_block, "decoder_block", cases, compare,
         "all {n} test cases equal course_utils' pre-LN DecoderBlock",
     )  # fmt: skip
+
+
+# --- exercises 8.5 and 8.6: the three attentions of an encoder–decoder ----------------------------
+
+__all__ += ["check_attention_shapes", "check_encoder_decoder_masks"]
+
+#: The three attentions, in the order the exercises return them.
+_THREE = ("encoder self-attention", "decoder self-attention", "cross-attention")
+
+
+def _as_shape(value: Any) -> tuple[int, ...] | None:
+    try:
+        shape = tuple(int(n) for n in value)
+    except (TypeError, ValueError):
+        return None
+    return shape if all(n >= 0 for n in shape) else None
+
+
+def check_attention_shapes(shapes: Callable[[int, int, int, int], Any]) -> Feedback:
+    """Check ``shapes(B, n_heads, t_src, t_tgt)``: the shapes of the attention weights of the
+    encoder's self-attention, the decoder's self-attention and the cross-attention, in that order,
+    each ``(B, n_heads, T_q, T_k)``.
+
+    >>> def shapes(B, h, t_src, t_tgt):
+    ...     return (B, h, t_src, t_src), (B, h, t_tgt, t_tgt), (B, h, t_tgt, t_src)
+    >>> bool(check_attention_shapes(shapes))
+    True
+    >>> swapped = lambda B, h, s, t: ((B, h, s, s), (B, h, t, t), (B, h, s, t))
+    >>> print(check_attention_shapes(swapped).hints[0])  # doctest: +ELLIPSIS
+    in cross-attention the queries come from the decoder: ...
+    """
+    from ..i18n import t, t_literal
+
+    title = "attention shapes"
+
+    def hint_for(name: str, got: tuple[int, ...] | None, B: int, h: int, s: int, q: int) -> str:
+        want = dict(zip(_THREE, ((s, s), (q, q), (q, s)), strict=True))[name]
+        if got is not None and len(got) == 3 and got[1:] == want:
+            return "keep the heads axis: every head has its own weights, (B, n_heads, T_q, T_k)"
+        if name == "cross-attention" and got == (B, h, s, q):
+            return (
+                "in cross-attention the queries come from the decoder: T_q = t_tgt rows, one "
+                "column (key) per source position"
+            )
+        if name == "cross-attention" and got == (B, h, q, q):
+            return (
+                "the keys and values of cross-attention are the encoder's output, so the last "
+                "axis is t_src"
+            )
+        if name == "decoder self-attention" and got == (B, h, s, s):
+            return "the decoder's self-attention is over its own output steps: t_tgt × t_tgt"
+        if name == "encoder self-attention" and got == (B, h, q, q):
+            return "the encoder's self-attention is over the source: t_src × t_src"
+        return ""
+
+    def compare(result: Any, B: int, h: int, s: int, q: int) -> Feedback:
+        expected = ((B, h, s, s), (B, h, q, q), (B, h, q, s))
+        if not isinstance(result, tuple | list) or len(result) != 3:
+            return Feedback(
+                False,
+                title,
+                (t("expected three shapes; got {what}", what=type(result).__name__),),
+                ("return three shapes, in this order: encoder self, decoder self, cross",),
+            )
+        for name, answer, want in zip(_THREE, result, expected, strict=True):
+            got = _as_shape(answer)
+            if got == want:
+                continue
+            hint = hint_for(name, got, B, h, s, q)
+            return Feedback(
+                False,
+                title,
+                (
+                    t(
+                        "{name}: got {got}, expected {want}",
+                        name=t_literal(name),
+                        got=got if got is not None else answer,
+                        want=want,
+                    ),
+                ),
+                (hint,) if hint else (),
+            )
+        return Feedback(True, title)
+
+    sizes = ((2, 4, 7, 5), (1, 8, 3, 9), (3, 2, 6, 6))
+    cases = [
+        (t("B = {B}, n_heads = {h}, t_src = {s}, t_tgt = {q}", B=B, h=h, s=s, q=q), (B, h, s, q))
+        for B, h, s, q in sizes
+    ]
+    passed = "all {n} cases right"
+    return run_cases(title, shapes, "shapes", cases, compare, passed)
+
+
+def check_encoder_decoder_masks(masks: Callable[[Any, int, int], Any]) -> Feedback:
+    """Check ``masks(lengths, t_src, t_tgt)``: the boolean masks (``True`` = may attend) of the
+    encoder's self-attention, the decoder's self-attention and the cross-attention, in that order.
+
+    Any shape that broadcasts to the full ``(B, T_q, T_k)`` is right: ``(B, 1, T_k)`` for a
+    padding mask, ``(T_q, T_k)`` for a causal one (numpy, torch, lists).
+
+    >>> from course_utils.masks import causal_mask, key_padding_mask
+    >>> def masks(lengths, t_src, t_tgt):
+    ...     pad = key_padding_mask(lengths, t_src)[:, None, :]      # (B, 1, t_src)
+    ...     return pad, causal_mask(t_tgt), pad
+    >>> bool(check_encoder_decoder_masks(masks))
+    True
+    >>> wrong = lambda lengths, s, q: (key_padding_mask(lengths, s)[:, None, :], causal_mask(q),
+    ...                                causal_mask(q, s))
+    >>> print(check_encoder_decoder_masks(wrong).hints[0])  # doctest: +ELLIPSIS
+    cross-attention is not causal: ...
+    """
+    from ..i18n import t, t_literal
+
+    title = "encoder–decoder masks"
+
+    def full(value: Any, shape: tuple[int, int, int]) -> np.ndarray | None:
+        arr = np.asarray(to_numpy(value))
+        if arr.ndim == 4 and arr.shape[1] == 1:  # (B, 1, T_q, T_k): a heads axis of 1
+            arr = arr[:, 0]
+        try:
+            return np.broadcast_to(arr, shape).astype(float)  # (B, T_q, T_k)
+        except ValueError:
+            return None
+
+    def compare(result: Any, lengths: list[int], s: int, q: int) -> Feedback:
+        B = len(lengths)
+        if not isinstance(result, tuple | list) or len(result) != 3:
+            return Feedback(
+                False,
+                title,
+                (t("expected three masks; got {what}", what=type(result).__name__),),
+                ("return three masks, in this order: encoder self, decoder self, cross",),
+            )
+        pad = key_padding_mask(lengths, s)  # (B, s)
+        keys = np.broadcast_to(pad[:, None, :], (B, s, s))  # (B, s, s): padding keys hidden
+        causal_q = np.broadcast_to(causal_mask(q), (B, q, q))  # (B, q, q)
+        expected = {
+            "encoder self-attention": keys,
+            "decoder self-attention": causal_q,
+            "cross-attention": np.broadcast_to(pad[:, None, :], (B, q, s)),
+        }
+        ones = {name: np.ones_like(e) for name, e in expected.items()}
+        mistakes = {
+            "encoder self-attention": [
+                Mistake(
+                    "the encoder must not attend to padding either: hide the padding keys",
+                    ones["encoder self-attention"],
+                ),
+                Mistake(
+                    "the encoder reads the whole source at once: no causal mask, only padding",
+                    keys & causal_mask(s),
+                ),
+                Mistake(
+                    "mask the padding keys (columns, the last axis), not the queries (rows)",
+                    np.broadcast_to(pad[:, :, None], (B, s, s)),
+                ),
+            ],
+            "decoder self-attention": [
+                Mistake(
+                    "the decoder's self-attention is causal: step i may not see later steps",
+                    ones["decoder self-attention"],
+                ),
+                Mistake(
+                    "True = may attend: the causal mask keeps the past (lower triangle)",
+                    ~causal_q,
+                ),
+            ],
+            "cross-attention": [
+                Mistake(
+                    "cross-attention is not causal: every output step may read the whole source; "
+                    "it needs only the padding mask",
+                    np.broadcast_to(causal_mask(q, s), (B, q, s)),
+                ),
+                Mistake(
+                    "cross-attention must hide the source's padding keys too",
+                    ones["cross-attention"],
+                ),
+            ],
+        }
+        for name, answer in zip(_THREE, result, strict=True):
+            want = expected[name]
+            got = full(answer, want.shape)
+            if got is None:
+                shape = tuple(np.shape(to_numpy(answer)))
+                return Feedback(
+                    False,
+                    title,
+                    (
+                        t(
+                            "{name}: a mask of shape {shape} does not broadcast to {want}",
+                            name=t_literal(name),
+                            shape=shape,
+                            want=want.shape,
+                        ),
+                    ),
+                    ("use (B, 1, T_k) for a padding mask and (T_q, T_k) for a causal one",),
+                )
+            fb = check_array(
+                name, got, want.astype(float), rtol=0, atol=0, mistakes=[
+                    Mistake(m.hint, np.asarray(m.value, dtype=float)) for m in mistakes[name]
+                ]
+            )  # fmt: skip
+            if not fb:
+                return fb
+        return Feedback(True, title)
+
+    cases = [([4, 2, 3], 4, 3), ([5, 5], 5, 6), ([1, 3], 3, 2)]
+    described = [
+        t("lengths = {lengths}, t_src = {s}, t_tgt = {q}", lengths=c[0], s=c[1], q=c[2])
+        for c in cases
+    ]
+    passed = "all {n} cases right"
+    return run_cases(
+        title, masks, "masks", list(zip(described, cases, strict=True)), compare, passed
+    )

@@ -44,6 +44,7 @@ __all__ = [
     "cross_attention_rows",
     "decode",
     "encode",
+    "exact_match_by_padding",
     "make_batch",
     "train_reversal",
 ]
@@ -155,12 +156,19 @@ class ReversalModel(nn.Module):
     def _embed(self, ids: Tensor) -> Tensor:
         return self.embed(ids) + self.pe[: ids.size(1)]  # (B, T, d_model)
 
-    def encode(self, src: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
-        """The memory ``(B, T_k, d_model)`` and the key-padding mask ``(B, 1, T_k)``."""
+    def encode(
+        self, src: Tensor, lengths: Tensor, *, use_encoder_mask: bool = True
+    ) -> tuple[Tensor, Tensor]:
+        """The memory ``(B, T_k, d_model)`` and the key-padding mask ``(B, 1, T_k)``.
+
+        ``use_encoder_mask=False`` leaves the mask out of the encoder's self-attention only
+        (chapter 8's exercise 8.4 measures what that does); the mask is still returned.
+        """
         keep = torch.from_numpy(key_padding_mask(lengths, src.size(1)))[:, None, :]  # (B, 1, T_k)
         h = self._embed(src)  # (B, T_k, d_model)
         for block in self.encoder:
-            h = block(h, keep)  # (B, T_k, d_model); padding is never attended to
+            # (B, T_k, d_model); with the mask, padding is never attended to
+            h = block(h, keep if use_encoder_mask else None)
         return self.enc_norm(h), keep
 
     def decode_step(
@@ -188,11 +196,19 @@ class ReversalModel(nn.Module):
 
     @torch.no_grad()
     def generate(
-        self, src: Tensor, lengths: Tensor, *, use_padding_mask: bool = True
+        self,
+        src: Tensor,
+        lengths: Tensor,
+        *,
+        use_padding_mask: bool = True,
+        use_encoder_mask: bool = True,
     ) -> tuple[Tensor, list[Tensor]]:
         """Greedy decoding of ``max_len + 1`` steps: ids ``(B, T_out)`` and, per decoder block,
-        the cross weights ``(B, n_heads, T_out, T_k)`` of the final pass."""
-        memory, keep = self.encode(src, lengths)
+        the cross weights ``(B, n_heads, T_out, T_k)`` of the final pass.
+
+        ``use_padding_mask`` is the mask of the decoder's cross-attention, ``use_encoder_mask``
+        the one of the encoder's self-attention."""
+        memory, keep = self.encode(src, lengths, use_encoder_mask=use_encoder_mask)
         ids = torch.full((src.size(0), 1), BOS)  # (B, 1)
         for _ in range(self.max_len + 1):
             logits = self.decode_step(ids, memory, keep if use_padding_mask else None)
@@ -293,6 +309,30 @@ def train_reversal(
             align = [alignment_accuracy(c, test_len) for c in cross]
             runs.append(ReversalRun(seed, at, losses, exact, align, model))
     return runs
+
+
+def exact_match_by_padding(
+    model: ReversalModel,
+    src: Tensor,
+    lengths: Tensor,
+    tgt: Tensor,
+    *,
+    use_encoder_mask: bool = True,
+) -> dict[int, float]:
+    """Share of words reversed exactly, by the number of ``<pad>`` tokens after each word.
+
+    ``src`` ``(B, T_k)``, ``lengths`` ``(B,)`` and ``tgt`` as :func:`held_out` gives them; the
+    cross-attention always gets the padding mask, the encoder only if ``use_encoder_mask``.
+
+    >>> src, lengths, tgt = held_out(8)
+    >>> sorted(exact_match_by_padding(ReversalModel(), src, lengths, tgt))  # padding amounts
+    [0, 3, 4, 5]
+    """
+    model.eval()
+    out, _ = model.generate(src, lengths, use_encoder_mask=use_encoder_mask)
+    right = np.array([decode(o) == decode(t) for o, t in zip(out, tgt, strict=True)])  # (B,)
+    padding = (src.size(1) - lengths).numpy()  # (B,)
+    return {int(p): float(right[padding == p].mean()) for p in np.unique(padding)}
 
 
 def cross_attention_rows(

@@ -40,6 +40,7 @@ from .._validation import shape_str
 from ..causal import CausalSelfAttention
 from ..kv_cache import KVCache
 from ..norms import RMSNorm
+from ..transformer import SwiGLU
 
 __all__ = ["SmolLM2", "SmolLM2Config", "load_smollm2", "read_gguf", "smollm2_gguf_path"]
 
@@ -115,19 +116,6 @@ class SmolLM2Config:
             eps=float(meta[f"{a}.attention.layer_norm_rms_epsilon"]),
             context_length=meta[f"{a}.context_length"],
         )
-
-
-class SwiGLU(nn.Module):
-    """``W_down (SiLU(W_gate x) * W_up x)`` (Shazeer 2020), no biases, as in Llama."""
-
-    def __init__(self, d_model: int, d_ff: int) -> None:
-        super().__init__()
-        self.gate = nn.Linear(d_model, d_ff, bias=False)
-        self.up = nn.Linear(d_model, d_ff, bias=False)
-        self.down = nn.Linear(d_ff, d_model, bias=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.down(F.silu(self.gate(x)) * self.up(x))  # (B, T, d_model) via (B, T, d_ff)
 
 
 class LlamaBlock(nn.Module):
