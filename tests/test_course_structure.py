@@ -30,7 +30,7 @@ one test (or one parametrised test per chapter) each:
 12. The furniture: every chapter opens with a ``**Prerequisites:**`` paragraph right after its
     title, whose ``{doc}`` links exist; the Markdown cell right before every widget (chapters and
     appendix) asks a ``**Predict, then move it.**`` question and has an ``Answer`` dropdown after
-    it. Chapters still in ``FURNITURE_PENDING`` are expected to fail (strict xfail).
+    it.
 
 Rule 9 (the built site) is in ``tests/test_built_site.py``.
 """
@@ -956,33 +956,11 @@ ANSWER = re.compile(
 PREREQUISITES = re.compile(r"^\*\*Prerequisites:\*\*[ \t]+\S", re.M)
 #: ``{doc}`target``` or ``{doc}`text <target>```.
 DOC_ROLE = re.compile(r"\{doc\}`(?:[^`<]*<([^`>]+)>|([^`]+))`")
-#: Chapters rewritten in parallel on other branches, which add their own furniture. Strict here
-#: for chapters 1-4 and the appendix; the lead removes this list once those branches are merged.
-FURNITURE_PENDING = frozenset(
-    {
-        "05_positions",
-        "06_transformer_block",
-        "07_causal_attention",
-        "08_cross_attention",
-    }
-)
 APPENDIX = sorted((REPO / "appendix").glob("*.ipynb"))
 
 
 def _furniture_params(paths: list[Path]) -> list[Any]:
-    return [
-        pytest.param(
-            p,
-            id=p.relative_to(REPO).as_posix(),
-            marks=pytest.mark.xfail(
-                reason="furniture added on another branch; remove FURNITURE_PENDING after merging",
-                strict=True,
-            )
-            if p.stem in FURNITURE_PENDING
-            else (),
-        )
-        for p in paths
-    ]
+    return [pytest.param(p, id=p.relative_to(REPO).as_posix()) for p in paths]
 
 
 def widget_cells(nb: dict[str, Any]) -> list[int]:
