@@ -33,6 +33,9 @@ from nbclient import NotebookClient
 from course_utils.widgets.saved_code import stable_model_ids, strip_widget_code
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "_ext"))  # course_kit: build machinery, not the learners' package
+from course_kit.kernels import socket_kernel_manager_class  # noqa: E402
+
 #: Where the zh-executed copies of the notebooks live (committed, like the English outputs).
 ZH_NOTEBOOKS = REPO / "locale" / "zh_CN" / "notebooks"
 #: The value of ``COURSE_LANG`` each ``--lang`` sets in the kernel's environment.
@@ -121,6 +124,8 @@ def execute(path: Path, timeout: int, lang: str | None = None) -> float:
         notebook,
         timeout=timeout,
         kernel_name="python3",
+        # Unix sockets: `make execute` and `make execute-zh` may start kernels side by side.
+        kernel_manager_class=socket_kernel_manager_class(asynchronous=True),
         resources={"metadata": {"path": str(path.resolve().parent)}},
         store_widget_state=True,
         record_timing=False,  # no clock times in the file: an unchanged notebook stays unchanged

@@ -423,7 +423,8 @@ DERIVED = {"top-left": "top_left", "bottom-right": "bottom_right"}
 def test_no_entry_is_unused():
     """(d) an entry is a template ``t`` is given; an entry without fields may also be finished
     text the code passes through ``t_literal`` (a string literal of the package or of a chapter,
-    a topic name, a pattern name, a note of model_configs.json)."""
+    a topic name, a pattern name, a note of model_configs.json, the ``what`` of a saved benchmark
+    a chapter prints)."""
     from course_utils.heads.measure import PATTERNS
     from course_utils.model_configs import MODEL_CONFIGS
     from course_utils.topic_focus.dataset import TOPICS
@@ -435,6 +436,10 @@ def test_no_entry_is_unused():
         if isinstance(n, ast.Constant) and isinstance(n.value, str)
     }
     literals |= set(TOPICS) | set(PATTERNS) | {c.note for c in MODEL_CONFIGS.values() if c.note}
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    literals |= {
+        json.loads(p.read_text(encoding="utf-8")).get("what", "") for p in results.glob("*.json")
+    }
     literals = {x.replace("{", "{{").replace("}", "}}") for x in literals}
     used = set(_t_keys())
     stale = [

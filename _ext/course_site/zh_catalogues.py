@@ -27,7 +27,8 @@ Checks (with none given, every static check runs, and ``--applied`` too when ``-
     every number written in a ``msgid`` appears in its ``msgstr`` (``1D`` may be ``一维``).
 ``--consistency``
     a ``msgid`` found in several ``.po`` files has the same ``msgstr`` in all of them, and "the
-    seed" (the study notes) is 学习笔记 (or 这份笔记), never 种子笔记 or a bare 种子 (kept for a random seed).
+    seed" (the study notes) is 学习笔记 (or 这份笔记), never 种子笔记 or a bare 种子 (kept for a
+    random seed).
 ``--glossary``
     every glossary term ``English (中文)`` of ``glossary.md`` found in a ``msgid``
     (case-insensitive, whole words, plurals allowed, longest match first, math, code and role
@@ -412,9 +413,9 @@ def check_numbers(cats: dict[str, list[Message]], report: Report) -> None:
 
 
 # "the seed" is the study notes the course is built on (学习笔记, 这份笔记); "seeds" of random
-# generators are 种子 or 随机种子. A msgid about the notes must call them 学习笔记 or 这份笔记 (种子笔记
-# would collide with 随机种子 / 种子 0 in the same paragraphs) and, unless it also speaks of random
-# seeds, must not use a bare 种子.
+# generators are 种子 or 随机种子. A msgid about the notes must call them 学习笔记 or
+# 这份笔记 (种子笔记 would collide with 随机种子 / 种子 0 in the same paragraphs) and, unless it
+# also speaks of random seeds, must not use a bare 种子.
 _SEED_NOTES = re.compile(r"\bthe seed(?:'s)?\b(?! ?-?\d)|\bseed's|\bseed notes\b", re.IGNORECASE)
 _SEED_RANDOM = re.compile(
     r"\bseeds\b|\bseeded\b|\bseed[ =-]?\d|\bseed=|random seed|depending on the seed|"

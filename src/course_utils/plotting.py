@@ -165,29 +165,33 @@ def smallest_text_px(fig: Any) -> float | None:
     return round(min(sizes), 2) if sizes else None
 
 
-def _visible_texts(fig: Any) -> list[Any]:
+def _visible_texts(fig: Any, with_ticks: bool = False) -> list[Any]:
     """Every visible, non-empty ``Text`` artist of ``fig``, in drawing-tree order, after a draw
-    (which lays out the ticks, legends and labels as they will be drawn)."""
+    (which lays out the ticks, legends and labels as they will be drawn); with ``with_ticks``,
+    pairs ``(text, is a tick label)``."""
+    from matplotlib.axis import Tick
     from matplotlib.text import Text
 
     fig.canvas.draw()
     texts: list[Any] = []
 
-    def walk(artist: Any) -> None:  # a hidden artist hides its children (a legend, an Axes)
+    def walk(artist: Any, in_tick: bool) -> None:  # a hidden artist hides its children
         if not artist.get_visible():
             return
         if isinstance(artist, Text) and artist.get_text().strip():
-            texts.append(artist)
+            texts.append((artist, in_tick) if with_ticks else artist)
         for child in artist.get_children():
-            walk(child)
+            walk(child, in_tick or isinstance(artist, Tick))
 
-    walk(fig)
+    walk(fig, False)
     return texts
 
 
 def figure_texts(fig: Any) -> list[str]:
     """Every visible text of figure ``fig`` as drawn, once each, in drawing order: titles, axis
-    labels, tick labels, legend entries, annotations, colour-bar labels.
+    labels, tick labels, legend entries, annotations, colour-bar labels. Under ``COURSE_LANG=zh``
+    a text is recorded as the figure hook draws it (:func:`course_utils.i18n.figures.as_drawn`:
+    translated where the catalogue has it; tick labels as written).
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
@@ -200,7 +204,14 @@ def figure_texts(fig: Any) -> list[str]:
     ['Q', 'K', 'title', 'weights']
     >>> plt.close(fig)
     """
-    return list(dict.fromkeys(text.get_text() for text in _visible_texts(fig)))
+    from .i18n import get_language, t_literal
+    from .i18n.figures import as_drawn
+
+    def shown(text: Any, in_tick: bool) -> str:
+        string = text.get_text()
+        return string if in_tick or get_language() == "en" else as_drawn(string, t_literal)
+
+    return list(dict.fromkeys(shown(t, tick) for t, tick in _visible_texts(fig, with_ticks=True)))
 
 
 def figure_png(fig: Any) -> bytes | None:

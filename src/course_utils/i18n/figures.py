@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["drawn_texts", "install"]
+__all__ = ["as_drawn", "drawn_texts", "install"]
 
 _ATTR = "_course_i18n_original_draw"
 _in_tick = threading.local()
@@ -69,10 +69,8 @@ def install(get_language: Callable[[], str], lookup: Callable[[str], str]) -> No
         if get_language() == "en" or getattr(_in_tick, "on", False):
             return original(self, renderer, *args, **kwargs)
         text = self.get_text()
-        translated = lookup(text) if isinstance(text, str) else text
-        # Mathtext ("$d_k$") draws the text around the maths in its own font, which has no CJK
-        # glyphs (boxes and a warning per character): such a label stays English.
-        if "$" in translated or (translated == text and not _needs_cjk_font(self)):
+        translated = as_drawn(text, lookup)
+        if translated == text and not _needs_cjk_font(self):
             return original(self, renderer, *args, **kwargs)
         # Swap the string and the font for this one draw (set_text would mark the figure stale).
         props = self._fontproperties
@@ -103,6 +101,20 @@ def install(get_language: Callable[[], str], lookup: Callable[[str], str]) -> No
     Text.draw = draw
     Text._get_layout = get_layout
     Tick.draw = draw_tick
+
+
+def as_drawn(text: Any, lookup: Callable[[str], str]) -> Any:
+    """The string the hook draws for a (non-tick) text whose string is ``text`` under "zh".
+
+    Mathtext ("$d_k$") draws the text around the maths in its own font, which has no CJK glyphs
+    (boxes and a warning per character): a translation with maths in it is not drawn, the label
+    stays as written.
+
+    >>> as_drawn("weight", {"weight": "权重"}.get), as_drawn("$d_k$", {"$d_k$": "$d_k$ 值"}.get)
+    ('权重', '$d_k$')
+    """
+    translated = lookup(text) if isinstance(text, str) else text
+    return text if translated is None or "$" in translated else translated
 
 
 def _needs_cjk_font(text: Any) -> bool:
