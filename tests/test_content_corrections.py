@@ -124,14 +124,18 @@ def test_attention_sink_term_does_not_collide_with_attention_pooling():
     texts = [_read("glossary.md"), *(_markdown(n) for n in CH)]
     assert not any("注意力汇聚点" in t for t in texts)
     glossary = _read("glossary.md")
-    assert "Attention sink (注意力下沉点)" in glossary
+    # 注意力汇 (attention sink) beside 注意力池化 (attention pooling): two entries, told apart
+    assert "Attention sink (注意力汇)" in glossary and "Attention pooling (注意力池化)" in glossary
+    pooling = glossary[glossary.index("Attention pooling (注意力池化)") :][:400]
+    assert "attention sink" in pooling
 
 
 def test_glossary_separates_softmax_normalisation_from_layernorm():
     glossary = _read("glossary.md")
     entry = glossary[glossary.index("Normalisation (归一化)") :][:600]
     assert "层归一化" in entry and "LayerNorm" in entry
-    assert "Layer normalisation (层归一化)" in glossary
+    assert len(re.findall(r"^Layer normali[sz]ation", glossary, re.M)) == 1  # listed once
+    assert "Layer normalization (层归一化)" in glossary
 
 
 # --- ch3: the summary's fully-masked-row claim has its version; τ for the temperature ---
