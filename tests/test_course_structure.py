@@ -1026,3 +1026,16 @@ def test_chapter_opens_with_a_prerequisites_line(path: Path):
     )
     missing = [t for t in doc_targets(blocks[1]) if not doc_exists(path.parent, t)]
     assert not missing, f"{path.name}: prerequisites link to pages that do not exist: {missing}"
+
+
+def test_no_backtick_fence_has_a_backtick_in_its_title():
+    """CommonMark: the info string of a backtick fence may not hold a backtick, so
+    ````{admonition} How `f` works```` is no fence at all, and its closing line opens a code block
+    that swallows the rest of the cell. Such a title needs a colon fence (``::::{admonition}``)."""
+    bad = [
+        (where, line.strip()[:70])
+        for where, text in markdown_sources()
+        for line in text.splitlines()
+        if re.match(r"^\s*`{3,}(?=[^`])[^`\n]*`", line)
+    ]
+    assert not bad, bad

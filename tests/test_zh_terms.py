@@ -50,7 +50,8 @@ def _catalogue_texts() -> list[tuple[str, str]]:
     texts = []
     for path in sorted(LOCALE.rglob("*.po")):
         for entry in polib.pofile(str(path)):
-            if entry.msgstr and not entry.obsolete:
+            # a message kept as it is (a formula, a name) is not translated prose
+            if entry.msgstr and not entry.obsolete and entry.msgstr != entry.msgid:
                 prose = TERM_ROLE.sub(lambda m: m.group(0).split("<")[0], entry.msgstr)
                 texts.append((str(path.relative_to(LOCALE)), prose))
     return texts

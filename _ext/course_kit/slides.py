@@ -234,7 +234,7 @@ def _blocks(markdown: str) -> list[str]:
             continue
         current.append(line)
         if fence is None:
-            opener = re.match(r"^(`{3,}|~{3,}|\$\$|<details)", stripped)
+            opener = re.match(r"^(`{3,}|~{3,}|:{3,}|\$\$|<details)", stripped)
             if opener:
                 closer = "</details>" if opener.group(1) == "<details" else opener.group(1)
                 one_line = len(stripped) > len(opener.group(1)) and stripped.endswith(closer)
@@ -265,6 +265,25 @@ def _lead(paragraph: str, lang: str, clause: bool = False) -> str:
     plain = re.sub(r"\$[^$]*\$|`[^`]*`", lambda m: "_" * len(m.group(0)), sentence)
     cut = re.search(r"[:;](?=\s)|[：；]", plain[:LEAD_CHARS]) if clause else None
     return sentence[: cut.end()] if cut else ""
+
+
+#: A chapter's prerequisites line, in either edition.
+_PREREQUISITES = ("**Prerequisites:**", "**预备知识：**")
+
+
+def _folded_or_aside(block: str, first: str) -> bool:
+    r"""A folded box (a directive with ``:class: dropdown``: an answer) or the prerequisites line.
+
+    >>> answer = "````{admonition} Answer\n:class: dropdown\nYes.\n````"
+    >>> _folded_or_aside(answer, answer.splitlines()[0])
+    True
+    >>> question = "**Predict, then move it.** Which key wins?"
+    >>> _folded_or_aside(question, question)
+    False
+    """
+    fenced = re.match(r"^(`{3,}|~{3,}|:{3,})\{", first)
+    dropdown = bool(fenced) and re.search(r"^:class:.*\bdropdown\b", block, re.M) is not None
+    return dropdown or first.startswith(_PREREQUISITES)
 
 
 def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple[str, list[str]]:
@@ -305,8 +324,10 @@ def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple
                 (i for i, f in enumerate(firsts[k + 1 :]) if re.match(r"^#", f)), len(rest)
             )
             lead = first_lead and all(rest[:alone])
-        if first.startswith("<details"):
-            notes.append(block.strip())  # an answer: the teacher reveals it from the notes
+        if first.startswith("<details") or _folded_or_aside(block, first):
+            # An answer (the teacher reveals it from the notes), or the page's prerequisites line
+            # (a reader's way in, not a slide).
+            notes.append(block.strip())
             continue
         if not is_prose:
             slide.append(block)
@@ -462,12 +483,13 @@ def deck_notebook(
 
     used = 0
     heading_alone = False  # the slide being filled shows a heading and nothing else yet
+    after_widget = False  # the slide being filled ends with a widget: it keeps the slide
 
     def place(cell: dict[str, Any], index: int, upcoming: int = 0) -> None:
         """Give ``cell`` its slide type (a heading or a full slide starts a new one) and add it.
         ``upcoming``: the size of what follows; a heading that would be parted from it starts a
         new slide with it."""
-        nonlocal used, heading_alone
+        nonlocal used, heading_alone, after_widget
         meta = cell.setdefault("metadata", {})
         explicit = meta.get("slideshow", {}).get("slide_type")
         if explicit is None:
@@ -486,6 +508,7 @@ def deck_notebook(
             elif (
                 # a widget or a figure gets the slide (with its heading): large, readable
                 (_shows(cell) in {"widget", "figure"} and used > 4 and not heading_alone)
+                or after_widget  # and nothing after a widget shares its slide
                 or (level == 3 and used > SLIDE_LINES // 2)
                 or (used and used + size > SLIDE_LINES)
                 or (level >= 3 and used and used + size + upcoming > SLIDE_LINES)
@@ -508,6 +531,7 @@ def deck_notebook(
         out_cells.append(cell)
         if slide_type != "skip":
             shown.append(_shows(cell))
+            after_widget = _shows(cell) == "widget"
 
     lead = True
     first_code = next((c for c in cells if c["cell_type"] == "code"), None)  # the set-up cell
