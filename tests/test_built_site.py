@@ -330,8 +330,8 @@ SITE_BUDGET_BYTES = 80_000_000
 
 
 def test_the_site_weighs_at_most_80_mb(site: Path):
-    """A course copied to a school server or a USB stick: the built site stays <= 80 MB (75.1 MB measured with
-    the four appendix pages of both editions, their decks and learner copies). The
+    """A course copied to a school server or a USB stick: the built site stays <= 80 MB (75.1 MB
+    measured with the four appendix pages of both editions, their decks and learner copies). The
     biggest parts are listed when it does not, so the failure says where the weight went."""
     sizes: dict[str, int] = {}
     for path in site.rglob("*"):
