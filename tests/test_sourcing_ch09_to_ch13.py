@@ -126,14 +126,14 @@ def test_exp2_is_cited_to_the_code_and_the_head_dimension_remark_is_a_guess() ->
 def test_the_cpu_engineering_of_chapter_12_is_in_a_dropdown() -> None:
     cell = _cell_with("12_efficient_attention", "**Base 2.**")
     m = re.search(
-        r"````\{admonition\} How `tiled_attention` is made fast on a CPU\n"
-        r":class: dropdown\n(.*?)````",
+        r"(::::|````)\{admonition\} How `tiled_attention` is made fast on a CPU\n"
+        r":class: dropdown\n(.*?)\1",
         cell,
         re.S,
     )
     assert m, "no dropdown"
     for detail in ("**Base 2.**", "**One buffer", "**Matrix products", "one\nPython thread"):
-        assert detail in m.group(1), detail
+        assert detail in m.group(2), detail
 
 
 # --- furniture -----------------------------------------------------------------------------------
