@@ -1039,3 +1039,15 @@ def test_no_backtick_fence_has_a_backtick_in_its_title():
         if re.match(r"^\s*`{3,}(?=[^`])[^`\n]*`", line)
     ]
     assert not bad, bad
+
+
+def test_the_instructor_guide_states_the_furniture_and_the_evidence_standard():
+    """One chapter furniture and one evidence standard, stated where teachers read them."""
+    guide = (REPO / "instructor_guide.md").read_text(encoding="utf-8")
+    furniture = guide[guide.index("## What every chapter has") :][:1600]
+    for piece in ("Learning objectives", "prerequisites", "Predict, then move it", "3 checked",
+                  "predict, derive or build", "Check your understanding", "summary"):  # fmt: skip
+        assert piece in furniture, piece
+    evidence = guide[guide.index("## The evidence standard") :][:1200]
+    for piece in ("at least 3 random seeds", "spread", "citation", "labelled as a guess"):
+        assert piece in evidence, piece
