@@ -257,6 +257,38 @@ def check_module_dtype(x: Any, name: str, module_dtype: torch.dtype, expected: s
         )
 
 
+def check_cache_pair(
+    first: torch.Tensor,
+    second: torch.Tensor,
+    names: tuple[str, str],
+    lead: int,
+    label: str,
+    why: str,
+) -> None:
+    """Two tensors a cache appends together (keys and values; MLA's latents and RoPE keys) agree
+    on their first ``lead`` dimensions (``label`` names them), their dtype and their device.
+
+    >>> import torch
+    >>> check_cache_pair(torch.zeros(1, 2, 3), torch.zeros(1, 2, 5), ("a", "b"), 2, "(B, T)", "")
+    >>> check_cache_pair(torch.zeros(1, 2, 3), torch.zeros(1, 4, 3), ("a", "b"), 2, "(B, T)",
+    ...                  "one per token")
+    Traceback (most recent call last):
+    ...
+    ValueError: a has shape (1, 2, 3) and b (1, 4, 3); they must agree on (B, T): one per token
+    """
+    a, b = names
+    if first.shape[:lead] != second.shape[:lead]:
+        raise ValueError(
+            f"{a} has shape {shape_str(tuple(first.shape))} and {b} "
+            f"{shape_str(tuple(second.shape))}; they must agree on {label}: {why}"
+        )
+    if first.dtype != second.dtype or first.device != second.device:
+        raise TypeError(
+            f"{a} and {b} must have one dtype and device; got {a} {first.dtype} on "
+            f"{first.device}, {b} {second.dtype} on {second.device}"
+        )
+
+
 def check_cache_extension(
     new: torch.Tensor, held: torch.Tensor, name: str, *, time_dim: int, what: str
 ) -> None:

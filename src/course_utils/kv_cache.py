@@ -35,6 +35,7 @@ from torch import Tensor
 
 from ._validation import (
     check_cache_extension,
+    check_cache_pair,
     check_count,
     check_float_tensor,
     check_module_dtype,
@@ -265,16 +266,7 @@ class KVCache:
         """
         k = check_float_tensor(k, "k", "(B, n_kv_heads, T_new, d_k)", ndim=4)
         v = check_float_tensor(v, "v", "(B, n_kv_heads, T_new, d_v)", ndim=4)
-        if k.shape[:3] != v.shape[:3]:
-            raise ValueError(
-                f"k has shape {shape_str(tuple(k.shape))} and v {shape_str(tuple(v.shape))}; "
-                "they must agree on (B, n_kv_heads, T_new): one value per key"
-            )
-        if k.dtype != v.dtype or k.device != v.device:
-            raise TypeError(
-                f"k and v must have one dtype and device; got k {k.dtype} on {k.device}, "
-                f"v {v.dtype} on {v.device}"
-            )
+        check_cache_pair(k, v, ("k", "v"), 3, "(B, n_kv_heads, T_new)", "one value per key")
         if self.keys is not None and self.values is not None:
             for name, new, held in (("k", k, self.keys), ("v", v, self.values)):
                 check_cache_extension(

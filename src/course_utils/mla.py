@@ -47,6 +47,7 @@ from torch import Tensor, nn
 from ._validation import (
     check_bool,
     check_cache_extension,
+    check_cache_pair,
     check_count,
     check_float_tensor,
     check_module_dtype,
@@ -107,16 +108,7 @@ class LatentCache:
         """
         c_kv = check_float_tensor(c_kv, "c_kv", "(B, T, d_c)", ndim=3)
         k_rope = check_float_tensor(k_rope, "k_rope", "(B, T, d_h^R)", ndim=3)
-        if c_kv.shape[:2] != k_rope.shape[:2]:
-            raise ValueError(
-                f"c_kv has shape {shape_str(tuple(c_kv.shape))} and k_rope "
-                f"{shape_str(tuple(k_rope.shape))}; they must agree on (B, T): one per token"
-            )
-        if c_kv.dtype != k_rope.dtype or c_kv.device != k_rope.device:
-            raise TypeError(
-                f"c_kv and k_rope must have one dtype and device; got c_kv {c_kv.dtype} on "
-                f"{c_kv.device}, k_rope {k_rope.dtype} on {k_rope.device}"
-            )
+        check_cache_pair(c_kv, k_rope, ("c_kv", "k_rope"), 2, "(B, T)", "one per token")
         if self.c_kv is None or self.k_rope is None:
             self.c_kv, self.k_rope = c_kv, k_rope
         else:
