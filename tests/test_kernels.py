@@ -55,3 +55,26 @@ def test_a_long_temporary_folder_falls_back_to_tcp(monkeypatch: pytest.MonkeyPat
     assert not kernels.unix_sockets_fit()
     assert kernels.socket_kernel_manager_class() is KernelManager
     assert kernels.socket_kernel_manager_class(asynchronous=True) is AsyncKernelManager
+
+
+def test_nbval_leaves_no_file_for_the_garbage_collector_to_close() -> None:
+    """nbval opens ``/dev/null`` for each kernel's stderr and never closes it; when the garbage
+    collector closed it during a later test, its ResourceWarning failed that test (a CI run).
+    With the conftest's patch, a kernel started and stopped the nbval way leaves nothing open."""
+    import gc
+    import warnings
+
+    import nbval.kernel
+
+    kernels.use_unix_sockets_in_nbval()  # what the root conftest does (a second call is harmless)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel = nbval.kernel.RunningKernel("python3")
+        try:
+            assert kernel.kc.execute_interactive("1 + 1", timeout=30)["content"]["status"] == "ok"
+        finally:
+            kernel.stop()
+        del kernel
+        gc.collect()
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not [m for m in unclosed if os.devnull in m], unclosed

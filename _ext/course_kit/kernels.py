@@ -18,10 +18,12 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager, KernelManager
 from traitlets import CaselessStrEnum, HasTraits, default
@@ -81,3 +83,20 @@ def use_unix_sockets_in_nbval() -> None:
     import nbval.kernel
 
     nbval.kernel.KernelManager = socket_kernel_manager_class()  # type: ignore[misc]
+    if getattr(nbval.kernel.start_new_kernel, "_closes_its_stderr", False):
+        return
+    start_new_kernel = nbval.kernel.start_new_kernel
+
+    def start_with_stderr_discarded(*args: Any, **kwargs: Any) -> Any:
+        # nbval passes ``stderr=open(os.devnull, "w")`` and never closes it; the kernel manager
+        # keeps it in its launch arguments, so the file is closed by the garbage collector at
+        # whatever test runs then, where the ResourceWarning is an error (this failed a CI run).
+        # Close it here and let the kernel write to DEVNULL instead: the same, with no file.
+        stderr = kwargs.get("stderr")
+        if stderr is not None and hasattr(stderr, "close"):
+            stderr.close()
+            kwargs["stderr"] = subprocess.DEVNULL
+        return start_new_kernel(*args, **kwargs)
+
+    start_with_stderr_discarded._closes_its_stderr = True  # type: ignore[attr-defined]
+    nbval.kernel.start_new_kernel = start_with_stderr_discarded
