@@ -71,6 +71,7 @@ execute-zh: $(STAMP)
 gettext: $(STAMP)
 	$(BIN)/jupyter-book build . --builder custom --custom-builder gettext --path-output _build/gettext-build
 	$(BIN)/sphinx-intl update -p _build/gettext-build/_build/gettext -l zh_CN -d locale
+	$(I18N_ENV) $(BIN)/python -m course_site.zh_edition drop-obsolete
 
 i18n-coverage: $(STAMP)
 	$(I18N_ENV) $(BIN)/python -m course_site.i18n_coverage

@@ -107,6 +107,30 @@ def test_catalogues_are_one_per_page_and_uncompiled() -> None:
     assert not [t for t in tracked if t.endswith(".mo")]
 
 
+def test_catalogues_hold_no_obsolete_entries(tmp_path: Path) -> None:
+    """No ``#~`` entry: a translation of text the book no longer has only contradicts the page
+    (``make gettext`` drops them after ``sphinx-intl update``)."""
+    import polib
+
+    from course_site.zh_edition import drop_obsolete_entries
+
+    catalogues = sorted((REPO / "locale" / "zh_CN" / "LC_MESSAGES").rglob("*.po"))
+    obsolete = {
+        p.name: n for p in catalogues if (n := sum(e.obsolete for e in polib.pofile(str(p))))
+    }
+    assert obsolete == {}
+    # The purge itself, on a copy with one obsolete entry beside a current one.
+    sample = tmp_path / "chapters" / "page.po"
+    sample.parent.mkdir()
+    sample.write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "kept"\nmsgstr "保留"\n\n#~ msgid "gone"\n#~ msgstr "已删"\n',
+        encoding="utf-8",
+    )
+    assert drop_obsolete_entries(tmp_path) == {"chapters/page.po": 1}
+    assert [(e.msgid, e.obsolete) for e in polib.pofile(str(sample))] == [("kept", False)]
+
+
 def test_translation_coverage() -> None:
     """>= 98 % of the messages translated overall, 100 % for every chapter (per page: the report).
 

@@ -348,10 +348,37 @@ def share_static(site: Path, edition: Path) -> dict[str, int]:
     return {"files": len(same), "bytes": sum(same.values())}
 
 
+def drop_obsolete_entries(locale_dir: Path) -> dict[str, int]:
+    """Remove the obsolete (``#~``) entries ``sphinx-intl update`` keeps for text that left a page.
+
+    They are translations of sentences the book no longer has; left in, they contradict the
+    current text for whoever reads the catalogue (two of chapter 12's did). Returns the number
+    removed per catalogue (relative path), only where some were.
+    """
+    import polib
+
+    removed = {}
+    for path in sorted(locale_dir.rglob("*.po")):
+        catalogue = polib.pofile(str(path), wrapwidth=78)
+        obsolete = [entry for entry in catalogue if entry.obsolete]
+        if obsolete:
+            for entry in obsolete:
+                catalogue.remove(entry)
+            catalogue.save(str(path))
+            removed[path.relative_to(locale_dir).as_posix()] = len(obsolete)
+    return removed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_site.zh_edition")
-    parser.add_argument("what", choices=["build", "stage"], nargs="?", default="build")
+    parser.add_argument(
+        "what", choices=["build", "stage", "drop-obsolete"], nargs="?", default="build"
+    )
     args = parser.parse_args(argv)
+    if args.what == "drop-obsolete":
+        removed = drop_obsolete_entries(REPO / "locale" / "zh_CN" / "LC_MESSAGES")
+        print(f"obsolete entries removed: {sum(removed.values())} {removed or ''}".rstrip())
+        return 0
     if args.what == "stage":
         warnings = stage(REPO)
         print(f"staged {REPO / STAGE} ({len(warnings)} warnings)")
