@@ -148,3 +148,22 @@ def test_the_glossary_keeps_the_long_names_once() -> None:
     """The aliases a learner will meet elsewhere are named once, in the glossary."""
     text = "\n".join(e.msgstr for e in polib.pofile(str(GLOSSARY)))
     assert "归一化指数函数" in text and "注意力汇" in text
+
+
+#: "1.7×" used as a Chinese word (快 1.7×, 小 57×): Chinese writes 倍, or a fraction for "N times
+#: smaller". A product of sizes (``2 × 2 像素``, ``512 × 256``) is maths and stays.
+TIMES_AS_A_WORD = re.compile(r"\d\s?×(?!\s?[\d$\\(A-Za-z_{])")
+
+
+def test_times_is_written_bei_in_chinese_text() -> None:
+    texts = (
+        CATALOGUES
+        + [(w, t) for w, t in PACKAGE if re.search(r"[\u4e00-\u9fff]", t)]
+        + _printed_texts()
+    )
+    found = [
+        (where, m.group(0), text[max(0, m.start() - 20) : m.end() + 10])
+        for where, text in texts
+        for m in TIMES_AS_A_WORD.finditer(text)
+    ]
+    assert not found, found[:10]
