@@ -29,6 +29,7 @@ TERMS = [
     ("极性", "掩码的约定", "a mask has a convention, not a polarity", False),
     ("滚动最大值", "当前最大值", "滚动 means a rolling window", False),
     ("滚动和", "累计和", "滚动 means a rolling window", False),
+    ("当前和", "累计和", "the running sum accumulates (当前最大值 is the running max)", False),
     ("批大小", "批量大小", "d2l-zh's word", False),
     ("键值缓存", "KV 缓存", "one name for the KV cache", True),
     ("KV cache", "KV 缓存", "one name for the KV cache", True),
