@@ -259,3 +259,38 @@ def test_every_translated_message_is_applied_on_its_page(built: Path) -> None:
     applied = sum(page["applied"] for page in report.pages.values())
     translated = sum(page["translated"] for page in report.pages.values())
     assert applied == translated > 2000, (applied, translated)
+
+
+#: Pages that are English by nature: the bibliography (titles of papers), Sphinx's own index and
+#: search pages (no source page).
+NOT_PROSE = {"references.html", "genindex.html", "search.html"}
+
+
+@pytest.mark.parametrize("rel", [p for p in ENGLISH if p not in NOT_PROSE])
+def test_zh_page_has_no_english_prose(rel: str, built: Path) -> None:
+    """What a reader meets on a 中文 page (prose, headings, toggles, labels, the theme's tooltips
+    and landmark names) is Chinese, apart from names, data and the terms of
+    ``course_site.zh_lint.PAGE_ENGLISH_ALLOWED``. Code, maths, printed output (checked in the
+    notebooks and figures) and citations are not prose."""
+    from course_site.zh_lint import page_english
+
+    found = page_english((built / "zh" / rel).read_text(encoding="utf-8"))
+    assert not found, "\n".join(f"{where}: {run!r} in {text!r}" for where, run, text in found)
+
+
+def test_the_page_check_sees_english_prose() -> None:
+    """The check itself: English in a paragraph, a toggle, a tooltip is found; names, code,
+    maths, glosses and citation links are not."""
+    from course_site.zh_lint import page_english
+
+    page = (
+        '<p>Gemma 用 <code>np.tril</code> 和 <span class="math">\\(QK^T\\)</span>；'
+        '注意力（attention）<a href="../references.html#id1">Vaswani et al.</a></p>'
+        "<summary>Show the solution</summary>"
+        '<a title="Toggle primary sidebar">☰</a><p>这里 the rows sum to one。</p>'
+    )
+    assert [(w, run) for w, run, _ in page_english(page)] == [
+        ("summary", "Show the solution"),
+        ("@title", "Toggle primary sidebar"),
+        ("p", "the rows sum to one"),
+    ]

@@ -221,6 +221,44 @@ def name_toc_toggles(html: str) -> str:
     return html.replace(NAMELESS_TOC_TOGGLE, NAMED_TOC_TOGGLE)
 
 
+#: What the themes write in English whatever the language (sphinx-book-theme hard-codes its
+#: sidebar toggles' titles and two landmarks' names; Sphinx 7.4's zh_CN catalogue leaves the
+#: "Link to this ..." anchors untranslated; Jupyter Book sets the search box's words; the sidebar
+#: expanders' name is ours, :data:`NAMED_TOC_TOGGLE`). Exact attribute texts, so nothing else on
+#: a page can match; a 中文 page gets them in Chinese (:func:`translate_theme_chrome`).
+ZH_THEME_CHROME = {
+    'title="Link to this heading"': 'title="链接到此标题"',
+    'title="Link to this image"': 'title="链接到此图片"',
+    'title="Link to this term"': 'title="链接到此术语"',
+    'title="Link to this table"': 'title="链接到此表格"',
+    'title="Link to this code"': 'title="链接到此代码"',
+    'title="Link to this equation"': 'title="链接到此公式"',
+    'title="Toggle primary sidebar"': 'title="显示或隐藏左侧目录"',
+    'title="Toggle secondary sidebar"': 'title="显示或隐藏本页目录"',
+    'aria-label="Main"': 'aria-label="全书目录"',
+    'aria-label="Page"': 'aria-label="本页"',
+    'aria-label="Show or hide the pages of this section"': 'aria-label="显示或隐藏本节的页面"',
+    'placeholder="Search this book..."': 'placeholder="搜索本书……"',
+    'aria-label="Search this book..."': 'aria-label="搜索本书……"',
+}
+_COPYRIGHT = re.compile(r"© Copyright (\d{4})\.")
+
+
+def translate_theme_chrome(html: str, language: str | None) -> str:
+    """A 中文 page's theme chrome in Chinese (:data:`ZH_THEME_CHROME`, the copyright line).
+
+    >>> translate_theme_chrome('<a title="Link to this heading">#</a> © Copyright 2026.', "zh_CN")
+    '<a title="链接到此标题">#</a> © 2026 版权所有。'
+    >>> translate_theme_chrome('<a title="Link to this heading">#</a>', "en")
+    '<a title="Link to this heading">#</a>'
+    """
+    if edition(language) != "zh":
+        return html
+    for english, chinese in ZH_THEME_CHROME.items():
+        html = html.replace(english, chinese)
+    return _COPYRIGHT.sub(r"© \1 版权所有。", html)
+
+
 def fix_body(body: str) -> str:
     """Accessible names and roles in a page's HTML body.
 
@@ -438,14 +476,17 @@ def redirect_page(target: str, title: str, language: str = "en") -> str:
 
     >>> "<title>Course</title>" in redirect_page("intro.html", "Course")
     True
+    >>> "前往第一页" in redirect_page("intro.html", "课程", "zh-CN")
+    True
     """
     t = html.escape(title)
     u = html.escape(target, quote=True)
+    go = "前往第一页" if edition(language) == "zh" else "go to the first page"
     return (
         f'<!DOCTYPE html>\n<html lang="{html.escape(language)}">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Refresh" content="0; url={u}">\n<link rel="icon" href="data:,">\n'
         f"<title>{t}</title>\n</head>\n"
-        f'<body>\n<p><a href="{u}">{t}: go to the first page</a></p>\n</body>\n</html>\n'
+        f'<body>\n<p><a href="{u}">{t}: {go}</a></p>\n</body>\n</html>\n'
     )
 
 
@@ -549,6 +590,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         html = page.read_text(encoding="utf-8")
         needs_model = needs_model or bool(NEEDS_BROWSER_MODEL.search(html))
         mended = link_figures(name_toc_toggles(html), page.parent, app.config.language)
+        mended = translate_theme_chrome(mended, app.config.language)
         if mended != html:
             page.write_text(mended, encoding="utf-8")
     if needs_model:

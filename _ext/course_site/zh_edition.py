@@ -182,6 +182,7 @@ def _book_files(repo: Path) -> list[Path]:
 #: and the footer.
 ZH_CHROME = {
     "title": "注意力，一步一步来",
+    "author": "《注意力，一步一步来》的贡献者",
     "extra_footer": "代码：MIT 许可证；文字与图片：CC BY 4.0。\n",
 }
 #: The date of "最后更新于 …" (no zero padding, as Chinese dates are written).
@@ -192,6 +193,7 @@ def zh_config(repo: Path, stage: Path, kit: Path) -> dict[str, Any]:
     """``_config.yml`` of the staged zh book."""
     config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
     config["title"] = ZH_CHROME["title"]
+    config["author"] = ZH_CHROME["author"]
     config.setdefault("html", {})["extra_footer"] = ZH_CHROME["extra_footer"]
     sphinx = config.setdefault("sphinx", {})
     local = dict(sphinx.get("local_extensions") or {})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 __all__ = [
@@ -290,3 +291,307 @@ def figure_english(texts: list[str]) -> list[str]:
             if run not in runs:
                 runs.append(run)
     return runs
+
+
+# ---- the built 中文 pages: English a reader meets (tests/test_built_site_zh.py) ----------------
+
+#: English that stays on a 中文 page, as runs :func:`page_english` reports them. Each is a name, a
+#: datum or a term Chinese technical writing keeps in English; anything else is a finding.
+PAGE_ENGLISH_ALLOWED = frozenset(
+    [
+        # people, named in running text (citations themselves are links, not checked)
+        *[
+            "Bahdanau",
+            "Cho",
+            "Bengio",
+            "Britz",
+            "Glorot",
+            "Xavier",
+            "Xiong",
+            "Xiao",
+            "Haviv",
+            "He",
+            "Ba",
+            "Wang",
+            "Weiss",
+            "Srivastava",
+            "Devlin",
+            "Radford",
+            "Brown",
+            "Michel",
+            "Clark",
+            "Jain",
+            "Wallace",
+            "Wiegreffe",
+            "Pinter",
+            "Serrano",
+            "Smith",
+            "Abnar",
+            "Zuidema",
+            "Beltagy",
+            "Zaheer",
+            "Child",
+            "Jiang",
+            "Dao",
+            "Shazeer",
+            "Milakov",
+            "Gimelshein",
+        ],
+        "Jain and",
+        "Wiegreffe and",
+        "Serrano and",
+        "Milakov and",
+        "Baevski and",
+        # products, models, projects, companies, tools
+        *[
+            "Gemma",
+            "Longformer",
+            "Perceiver",
+            "Binder",
+            "Meta",
+            "Adam",
+            "Swish",
+            "Corporation",
+            "Code",
+            "nbgitpuller",
+        ],
+        "Hugging Face",
+        "Web Worker",
+        "Show, Attend and",
+        "sentence-transformers",
+        "GPT-2 small",
+        "small",
+        # JupyterLab's menu words and keys (its interface is English), tools a teacher installs,
+        # colour maps, notebook file names in a table
+        "Kernel",
+        "Restart Kernel and Run All Cells",
+        "Restart and Run All",
+        "Shut Down Kernel",
+        "Tab",
+        "Ctrl",
+        *[
+            "Chromium",
+            "Debian",
+            "Kubernetes",
+            "Linux",
+            "Docker",
+            "pip",
+            "wheel",
+            "viridis",
+            "cividis",
+        ],
+        "Zero to",
+        "scaling",
+        "positions",
+        # terms Chinese deep-learning writing keeps in English (d2l-zh does too)
+        *[
+            "notebook",
+            "dropout",
+            "Dropout",
+            "autograd",
+            "hub",
+            "zip",
+            "token",
+            "bug",
+            "top-k",
+            "top-",
+            "log-sum-exp",
+            "flash",
+            "math",
+            "hypothesis",
+            "tau",
+            "interleaved",
+            "dilated",
+            "strided",
+        ],
+        # English glosses after the Chinese term, in parentheses
+        "feed-forward network",
+        "residual connection",
+        "multi-head attention",
+        "multi-query attention",
+        "grouped-query attention",
+        "multi-head latent attention",
+        "attention with linear biases",
+        "rotary position embedding",
+        "layer normalization",
+        "normalization",
+        "cache",
+        "high-bandwidth",
+        "flash attention",
+        "ablation",
+        "attribution",
+        "attention rollout",
+        "bootstrap",
+        "saliency",
+        "teacher forcing",
+        "attention pooling",
+        "transformers",
+        "speculation",
+        # the glossary's and the language switch's name of the other edition
+        "English",
+        # chapter 1 keeps the English edition's rendering of the learning notes' Chinese beside
+        # it (the seed's definition, the three questions, the four steps), for bilingual readers
+        "Let every element of",
+        "sequence   all the other elements, and decide which of them to pay attention to",
+        "Xiao Ming is reading on",
+        "bench by the bank",
+        "What information am",
+        "looking for",
+        "What features do",
+        "have that can be matched",
+        "If matched, what content do",
+        "provide",
+        "compute the similarities",
+        "scale",
+        "normalise",
+        "weighted sum",
+        # example data: English tokens and words the chapters' sentences and topics use
+        *[
+            "it",
+            "fit",
+            "in",
+            "the",
+            "big",
+            "trophy",
+            "suitcase",
+            "snow",
+            "rain",
+            "thunder",
+            "tomorrow",
+            "bookshop",
+            "cat",
+            "tiger",
+            "bicycle",
+            "truck",
+            "bank",
+            "scored",
+            "reach",
+            "id",
+            "million",
+            "billion",
+            "vs",
+        ],
+    ]
+)
+
+#: Tags whose text is one block to check (a paragraph, an item, a heading, a cell, a label).
+_PAGE_BLOCKS = frozenset(
+    [
+        "p",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "dt",
+        "dd",
+        "td",
+        "th",
+        "summary",
+        "button",
+        "label",
+        "caption",
+        "figcaption",
+        "title",
+    ]
+)
+#: Elements whose text is not prose: code, maths, scripts, pictures; and (by class) a cell's
+#: code or output (printed output is checked in the notebooks), a citation, the language switch.
+_PAGE_SKIP_TAGS = frozenset(["pre", "code", "script", "style", "svg", "math", "kbd", "samp"])
+_PAGE_SKIP_CLASSES = frozenset(
+    [
+        "math",
+        "notranslate",
+        "citation",
+        "cu-lang-switch",
+        "cell_input",
+        "cell_output",
+        "output",
+        "highlight",
+    ]
+)
+_VOID = frozenset(
+    [
+        "br",
+        "img",
+        "input",
+        "meta",
+        "link",
+        "hr",
+        "wbr",
+        "source",
+        "area",
+        "col",
+        "embed",
+        "param",
+        "track",
+    ]
+)
+#: A gloss: English in parentheses right after Chinese, 注意力（attention）.
+_GLOSS = re.compile(r"(?<=[\u4e00-\u9fff）])[（(][A-Za-z][A-Za-z0-9 ,.'’\-–&/:]*[)）]")
+
+
+class _PageProse(HTMLParser):
+    """The text blocks of a page a reader reads, and the attributes a screen reader speaks."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[tuple[str, str]] = []
+        self._open: list[tuple[str, bool]] = []  # (tag, skipped)
+        self._skipped = 0
+        self._buffer: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        classes = set(a.get("class", "").split())
+        cite = tag == "a" and "references.html#" in a.get("href", "")
+        if not self._skipped:
+            for name in ("aria-label", "title", "placeholder", "alt"):
+                if a.get(name) and not cite:
+                    self.blocks.append((f"@{name}", a[name]))
+        if tag in _VOID:
+            return
+        skip = tag in _PAGE_SKIP_TAGS or cite or bool(classes & _PAGE_SKIP_CLASSES)
+        self._open.append((tag, skip))
+        self._skipped += skip
+
+    def handle_endtag(self, tag: str) -> None:
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == tag:
+                self._skipped -= sum(skip for _, skip in self._open[i:])
+                del self._open[i:]
+                break
+        if tag in _PAGE_BLOCKS:
+            text = " ".join("".join(self._buffer).split())
+            if text:
+                self.blocks.append((tag, text))
+            self._buffer = []
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipped:
+            self._buffer.append(data)
+
+
+def page_english(html: str) -> list[tuple[str, str, str]]:
+    """The English a reader meets on a built 中文 page that is not in
+    :data:`PAGE_ENGLISH_ALLOWED`: ``(where, run, the block's text)`` per run, ``where`` a tag or
+    ``@attribute``. Code, maths, cell outputs, citations and glosses in parentheses are skipped;
+    the rest goes through :func:`untranslated_english`.
+
+    >>> page_english('<p>分数是 <code>q @ k</code>，PyTorch 和 Gemma。</p>')
+    []
+    >>> page_english('<p>注意力（attention）让 every token look back。</p>')[0][:2]
+    ('p', 'every token look back')
+    >>> page_english('<a title="Link to this heading" href="#x">#</a>')[0][:2]
+    ('@title', 'Link to this heading')
+    """
+    parser = _PageProse()
+    parser.feed(html)
+    found = []
+    for where, text in parser.blocks:
+        for run in untranslated_english(_GLOSS.sub(" ", text)):
+            if run not in PAGE_ENGLISH_ALLOWED:
+                found.append((where, run, text[:120]))
+    return found
