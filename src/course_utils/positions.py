@@ -1,8 +1,8 @@
 """Positional information (位置信息): sinusoidal encodings, rotary embeddings (RoPE) and ALiBi.
 
 Self-attention on its own does not know word order: permute the tokens and the outputs are
-permuted the same way (permutation equivariance). This module holds the three ways of telling a
-model where each token is that the course teaches (chapter 5):
+permuted the same way (permutation equivariance). This module holds the ways of telling a model
+where each token is that the course teaches (chapter 5), and how they stretch to long contexts:
 
 - :func:`sinusoidal_encoding`: the fixed vectors *added* to the token embeddings in "Attention
   Is All You Need" (Vaswani et al. 2017, section 3.5),
@@ -18,6 +18,13 @@ model where each token is that the course teaches (chapter 5):
   rows of ``W_Q`` and ``W_K`` so that Meta's checkpoints run with rotate-half.
 - :func:`alibi_bias`: ALiBi (Press et al. 2022) adds ``-m_h * distance`` to the scores of head
   ``h`` instead of adding anything to the tokens; :func:`alibi_slopes` gives the paper's ``m_h``.
+- :func:`rope_inverse_frequencies`: RoPE's frequencies for contexts longer than the trained one,
+  as the ``rope_scaling`` entry of a model config sets them: position interpolation ("linear"),
+  dynamic NTK ("dynamic"), YaRN ("yarn") and Llama 3.1's scaling ("llama3"); equal to what
+  ``transformers`` computes when it loads such a model.
+- Relative positions as table indices: :func:`shaw_relative_positions` (Shaw et al. 2018, one
+  learned vector per clipped distance) and :func:`t5_relative_bucket` (T5, Raffel et al. 2020:
+  one learned bias per logarithmic bucket of distances).
 
 Learned absolute embeddings (BERT, GPT-2) are simply a trained ``(max_positions, d_model)`` table
 (``torch.nn.Embedding``); the experiment in :mod:`course_utils.experiments.previous_token` uses one.
@@ -48,14 +55,18 @@ from ._validation import (
 from .masks import diagonal_offset
 
 __all__ = [
+    "ROPE_TYPES",
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
     "interleaved_to_half",
     "rope_frequencies",
+    "rope_inverse_frequencies",
     "rotation_matrix",
+    "shaw_relative_positions",
     "sinusoid_shift_matrix",
     "sinusoidal_encoding",
+    "t5_relative_bucket",
 ]
 
 
@@ -313,6 +324,327 @@ def apply_rope(
 
 
 # --------------------------------------------------------------------------------------------
+# RoPE for long contexts: the scaled frequencies of a model config's ``rope_scaling``
+# --------------------------------------------------------------------------------------------
+
+#: The ``rope_type`` values :func:`rope_inverse_frequencies` understands.
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")
+
+#: The keys each type reads besides ``rope_type``/``type`` and ``rope_theta`` (the same required
+#: and optional keys as ``transformers``' validators): required first, then optional.
+_ROPE_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "default": (frozenset(), frozenset()),
+    "linear": (frozenset({"factor"}), frozenset()),
+    "dynamic": (frozenset({"factor"}), frozenset()),
+    "yarn": (
+        frozenset({"factor", "original_max_position_embeddings"}),
+        frozenset(
+            {"attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"}
+        ),
+    ),
+    "llama3": (
+        frozenset(
+            {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"}
+        ),
+        frozenset(),
+    ),
+}
+
+
+def _scaling_number(params: dict[str, Any], key: str, *, low: float | None = None) -> float:
+    """``params[key]`` as a finite float (``> 0``, or ``>= low``); the message names the key."""
+    value = params[key]
+    name = f"scaling[{key!r}]"
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number; got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value) or (value < low if low is not None else value <= 0):
+        want = f">= {low:g}" if low is not None else "> 0"
+        raise ValueError(f"{name} must be a finite number {want}; got {value!r}")
+    return value
+
+
+def _read_scaling(
+    scaling: Any, base: float, max_position_embeddings: int | None
+) -> tuple[str, dict[str, Any]]:
+    """Check a ``rope_scaling`` dict; return its type and its parameters (``None`` = absent)."""
+    if scaling is None:
+        return "default", {}
+    if not isinstance(scaling, dict):
+        raise TypeError(
+            f"scaling must be None or a dict in the rope_scaling format of model configs, e.g. "
+            f"{{'rope_type': 'linear', 'factor': 4.0}}; got {type(scaling).__name__} {scaling!r}"
+        )
+    params = {k: v for k, v in scaling.items() if v is not None}  # a None value = key absent
+    rope_type = params.pop("rope_type", None)
+    old_type = params.pop("type", None)  # the older spelling of the key
+    if rope_type is not None and old_type is not None and rope_type != old_type:
+        raise ValueError(
+            f"scaling has rope_type {rope_type!r} and type {old_type!r}; they must agree "
+            f"('type' is the older name of 'rope_type')"
+        )
+    rope_type = rope_type if rope_type is not None else old_type
+    if rope_type is None:
+        raise ValueError(
+            f"scaling must name its type with the key 'rope_type' (or the older 'type'), one of "
+            f"{list(ROPE_TYPES)}; got the keys {sorted(scaling)}"
+        )
+    if rope_type not in ROPE_TYPES:
+        raise ValueError(
+            f"scaling['rope_type'] must be one of {list(ROPE_TYPES)}; got {rope_type!r}"
+        )
+    if "rope_theta" in params:  # transformers 5 keeps the base in the same dict
+        theta = _scaling_number(params, "rope_theta")
+        if theta != base:
+            raise ValueError(
+                f"scaling['rope_theta'] = {theta!r} differs from base = {base!r}; pass "
+                f"base={theta!r} (the RoPE base of the model)"
+            )
+        del params["rope_theta"]
+    required, optional = _ROPE_KEYS[rope_type]
+    unknown = sorted(set(params) - required - optional)
+    if unknown:
+        raise ValueError(
+            f"scaling has keys {unknown} that rope_type {rope_type!r} does not read; it reads "
+            f"{sorted(required | optional)} (besides 'rope_type' and 'rope_theta')"
+        )
+    # Like transformers, a missing pretraining length falls back to max_position_embeddings.
+    if "original_max_position_embeddings" in required and max_position_embeddings is not None:
+        params.setdefault("original_max_position_embeddings", max_position_embeddings)
+    needed = sorted(required)
+    missing = [key for key in needed if key not in params]
+    if missing:
+        hint = (
+            " (or pass max_position_embeddings, its fallback)"
+            if "original_max_position_embeddings" in missing
+            else ""
+        )
+        raise ValueError(
+            f"scaling with rope_type {rope_type!r} needs the keys {needed}; missing {missing}{hint}"
+        )
+    if "factor" in params:
+        params["factor"] = _scaling_number(params, "factor", low=1.0)  # < 1 would shrink context
+    if "original_max_position_embeddings" in params:
+        params["original_max_position_embeddings"] = check_int(
+            params["original_max_position_embeddings"],
+            "scaling['original_max_position_embeddings']",
+            low=1,
+        )
+    return rope_type, params
+
+
+def _linear_inverse_frequencies(theta: Tensor, factor: float) -> Tensor:
+    """Position interpolation (Chen et al. 2023, ``chen2023extending``): ``theta_i / s``.
+
+    The paper feeds position ``m * L / L'`` instead of ``m`` (``s = L' / L``, the new context
+    over the trained one), so that every angle stays inside the trained range; since the angle is
+    ``m * theta_i``, that is the same as dividing every frequency by ``s``.
+    """
+    return theta / factor  # (d/2,)
+
+
+def _dynamic_base(
+    base: float, head_dim: int, factor: float, max_position_embeddings: int, seq_len: int
+) -> float:
+    """The base of dynamic NTK scaling for a sequence of ``seq_len`` tokens.
+
+    NTK-aware scaling (bloc97 2023, ``bloc97ntk2023``) keeps the frequencies' shape and raises the
+    base instead: ``base' = base * s^(d / (d - 2))``, which divides the slowest frequency by ``s``
+    and leaves the fastest (``theta_0 = 1``) alone. Dynamic NTK (emozilla 2023,
+    ``emozilla2023dynamic``) picks ``s`` from the current length ``T`` rather than fixing it:
+    ``s_T = s * T / L - (s - 1)`` for ``T > L`` (the trained length ``L``), and ``s_T = 1``
+    (plain RoPE) while ``T <= L``.
+    """
+    seq_len = max(seq_len, max_position_embeddings)  # never shrink below the trained length
+    # the expression and its order of operations are transformers', so floats agree to the bit
+    return base * ((factor * seq_len / max_position_embeddings) - (factor - 1)) ** (
+        head_dim / (head_dim - 2)
+    )
+
+
+def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's attention temperature ``sqrt(1/t) = 0.1 * mscale * ln(s) + 1`` (1 when ``s <= 1``)."""
+    if factor <= 1:
+        return 1.0
+    return 0.1 * mscale * math.log(factor) + 1.0
+
+
+def _yarn_pair_index(turns: float, head_dim: int, base: float, original_max: int) -> float:
+    """The (fractional) pair index ``i`` whose wavelength fits ``turns`` times in ``L`` tokens.
+
+    Pair ``i`` has wavelength ``2 pi base^(2i/d)``; solving ``L / (2 pi base^(2i/d)) = turns``
+    gives ``i = d ln(L / (2 pi turns)) / (2 ln base)``.
+    """
+    return (head_dim * math.log(original_max / (turns * 2 * math.pi))) / (2 * math.log(base))
+
+
+def _yarn_inverse_frequencies(
+    theta: Tensor, head_dim: int, base: float, params: dict[str, Any]
+) -> tuple[Tensor, float]:
+    """YaRN (Peng et al. 2023, ``peng2023yarn``): interpolate slow pairs only, and cool attention.
+
+    With ``r_i = L / lambda_i`` the number of turns pair ``i`` makes in the trained length ``L``
+    (``lambda_i = 2 pi / theta_i``), the paper's "NTK-by-parts" frequencies are
+    ``h(theta_i) = (1 - gamma_i) theta_i / s + gamma_i theta_i``: pairs that turn more than
+    ``beta`` times (``beta_fast``, 32) keep their frequency (``gamma = 1``), pairs that turn less
+    than ``alpha`` times (``beta_slow``, 1) are interpolated like position interpolation
+    (``gamma = 0``), and ``gamma`` ramps linearly in between. As in the authors' code and in
+    ``transformers``, the ramp is linear in the pair index ``i`` (between the pairs making
+    ``beta_fast`` and ``beta_slow`` turns, rounded outwards when ``truncate``), not in ``r``.
+    The softmax temperature ``sqrt(1/t) = 0.1 ln(s) + 1`` multiplies cos and sin (the returned
+    ``attention_factor``); DeepSeek's variant divides two of them
+    (``mscale(s, mscale) / mscale(s, mscale_all_dim)``), and an explicit ``attention_factor``
+    wins over both.
+    """
+    factor = params["factor"]
+    original_max = params["original_max_position_embeddings"]
+    if "attention_factor" in params:
+        attention_factor = _scaling_number(params, "attention_factor")
+    else:
+        mscale = _scaling_number(params, "mscale", low=0.0) if "mscale" in params else 0.0
+        mscale_all = (
+            _scaling_number(params, "mscale_all_dim", low=0.0)
+            if "mscale_all_dim" in params
+            else 0.0
+        )
+        if mscale and mscale_all:  # both given and non-zero, as transformers reads them
+            attention_factor = _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all)
+        else:
+            attention_factor = _yarn_mscale(factor)
+    beta_fast = _scaling_number(params, "beta_fast") if "beta_fast" in params else 32.0
+    beta_slow = _scaling_number(params, "beta_slow") if "beta_slow" in params else 1.0
+    if beta_fast < beta_slow:
+        raise ValueError(
+            f"scaling['beta_fast'] must be >= scaling['beta_slow'] (fast pairs turn more often); "
+            f"got beta_fast = {beta_fast!r} and beta_slow = {beta_slow!r}"
+        )
+    truncate = check_bool(params.get("truncate", True), "scaling['truncate']")
+
+    low = _yarn_pair_index(beta_fast, head_dim, base, original_max)  # last pair kept as is
+    high = _yarn_pair_index(beta_slow, head_dim, base, original_max)  # first pair fully scaled
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    if low == high:
+        high += 0.001  # transformers' guard against a zero-width ramp
+    pair = torch.arange(head_dim // 2, dtype=torch.float64)  # (d/2,)
+    ramp = torch.clamp((pair - low) / (high - low), 0, 1)  # (d/2,): 0 = keep, 1 = interpolate
+    keep = 1 - ramp  # (d/2,): gamma_i, the share of the original frequency
+    inv_freq = (theta / factor) * (1 - keep) + theta * keep  # (d/2,)
+    return inv_freq, float(attention_factor)
+
+
+def _llama3_inverse_frequencies(theta: Tensor, params: dict[str, Any]) -> Tensor:
+    """Llama 3.1's frequency scaling (``llamateam2024llama3``; Meta's ``apply_scaling``).
+
+    With ``lambda_i = 2 pi / theta_i`` and the trained length ``L``: pairs with
+    ``lambda_i < L / high_freq_factor`` (fast, local) keep ``theta_i``; pairs with
+    ``lambda_i > L / low_freq_factor`` (slow) become ``theta_i / s``; in between,
+    ``(1 - g) theta_i / s + g theta_i`` with
+    ``g = (L / lambda_i - low_freq_factor) / (high_freq_factor - low_freq_factor)``, which is
+    continuous at both ends. (The report gives the factors, 8, 1 and 4 with ``L = 8192``; the
+    formula is that of Meta's reference code, which ``transformers`` copies.)
+    """
+    factor = params["factor"]
+    low_freq_factor = _scaling_number(params, "low_freq_factor")
+    high_freq_factor = _scaling_number(params, "high_freq_factor")
+    if high_freq_factor <= low_freq_factor:
+        raise ValueError(
+            f"scaling['high_freq_factor'] must be > scaling['low_freq_factor']; got "
+            f"high_freq_factor = {high_freq_factor!r} and low_freq_factor = {low_freq_factor!r}"
+        )
+    original_max = params["original_max_position_embeddings"]
+    low_freq_wavelen = original_max / low_freq_factor  # longer than this: divide by s
+    high_freq_wavelen = original_max / high_freq_factor  # shorter than this: keep
+    wavelen = 2 * math.pi / theta  # (d/2,)
+    smooth = (original_max / wavelen - low_freq_factor) / (
+        high_freq_factor - low_freq_factor
+    )  # (d/2,): 0 at low_freq_wavelen, 1 at high_freq_wavelen
+    smoothed = (1 - smooth) * theta / factor + smooth * theta  # (d/2,)
+    inv_freq = torch.where(wavelen > low_freq_wavelen, theta / factor, smoothed)  # (d/2,)
+    return torch.where(wavelen < high_freq_wavelen, theta, inv_freq)  # (d/2,)
+
+
+def rope_inverse_frequencies(
+    head_dim: int,
+    base: float = 10000.0,
+    scaling: dict[str, Any] | None = None,
+    *,
+    max_position_embeddings: int | None = None,
+    seq_len: int | None = None,
+) -> tuple[Tensor, float]:
+    """RoPE's frequencies for a long context: ``(inv_freq, attention_factor)``, as models load them.
+
+    A model trained on ``L`` tokens meets angles ``m * theta_i`` it never saw once ``m > L``. The
+    ``rope_scaling`` entry of a model config (``scaling`` here, same format) says how its
+    frequencies were changed to reach a context ``s`` times longer (``s`` = ``factor``):
+
+    - ``None`` or ``"default"``: plain RoPE, ``theta_i = base^(-2i/d)`` (:func:`rope_frequencies`).
+    - ``"linear"``: position interpolation, every ``theta_i / s`` (Chen et al. 2023).
+    - ``"dynamic"``: dynamic NTK, a larger base chosen from the current length ``seq_len``
+      (bloc97 2023; emozilla 2023); needs ``max_position_embeddings`` (the trained ``L``);
+      ``seq_len=None`` means ``L``, i.e. plain RoPE, as ``transformers`` computes at load time.
+    - ``"yarn"``: YaRN (Peng et al. 2023): fast pairs kept, slow pairs interpolated, a ramp in
+      between, and an ``attention_factor`` > 1 that multiplies cos and sin. Reads ``factor``,
+      ``original_max_position_embeddings``, and optionally ``beta_fast`` (32), ``beta_slow`` (1),
+      ``mscale``, ``mscale_all_dim``, ``truncate`` (True) and ``attention_factor``.
+    - ``"llama3"``: Llama 3.1's scaling: fast pairs kept, slow ones divided by ``s``, a smooth
+      blend in between; reads ``factor``, ``low_freq_factor``, ``high_freq_factor`` and
+      ``original_max_position_embeddings``.
+
+    The older key ``"type"`` is accepted for ``"rope_type"``; a ``"rope_theta"`` key must equal
+    ``base``. Where ``original_max_position_embeddings`` is missing, ``max_position_embeddings``
+    stands in (as in ``transformers``). The result equals ``transformers``'
+    ``ROPE_INIT_FUNCTIONS[rope_type]`` computed in float64 (``inv_freq`` is float64 here, shape
+    ``(head_dim // 2,)``; ``attention_factor`` is 1.0 except for YaRN). Pass ``inv_freq`` where
+    RoPE's ``theta`` goes: pair ``i`` turns by ``position * inv_freq[i]``.
+
+    >>> inv_freq, attention = rope_inverse_frequencies(8, 100.0, {"rope_type": "linear",
+    ...                                                           "factor": 4.0})
+    >>> inv_freq
+    tensor([0.2500, 0.0791, 0.0250, 0.0079], dtype=torch.float64)
+    >>> yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4096}
+    >>> inv_freq, attention = rope_inverse_frequencies(128, 10000.0, yarn)
+    >>> round(attention, 4)                    # 0.1 ln 4 + 1
+    1.1386
+    >>> float(inv_freq[0]), bool(inv_freq[-1] == rope_frequencies(128)[-1] / 4)  # kept; / s
+    (1.0, True)
+    """
+    head_dim = _check_even(head_dim, "head_dim")
+    base = _check_base(base)
+    if max_position_embeddings is not None:
+        max_position_embeddings = check_int(
+            max_position_embeddings, "max_position_embeddings", low=1
+        )
+    if seq_len is not None:
+        seq_len = check_int(seq_len, "seq_len", low=1)
+    rope_type, params = _read_scaling(scaling, base, max_position_embeddings)
+    theta = torch.from_numpy(rope_frequencies(head_dim, base=base))  # (d/2,) float64
+
+    if rope_type == "default":
+        return theta, 1.0
+    if rope_type == "linear":
+        return _linear_inverse_frequencies(theta, params["factor"]), 1.0
+    if rope_type == "dynamic":
+        if max_position_embeddings is None:
+            raise ValueError(
+                "rope_type 'dynamic' needs max_position_embeddings (the context length the model "
+                "was trained with, L): the base grows once seq_len exceeds it; got None"
+            )
+        if head_dim < 4:
+            raise ValueError(
+                f"rope_type 'dynamic' needs head_dim >= 4 (its exponent is d / (d - 2)); "
+                f"got head_dim = {head_dim}"
+            )
+        length = max_position_embeddings if seq_len is None else seq_len
+        new_base = _dynamic_base(base, head_dim, params["factor"], max_position_embeddings, length)
+        return torch.from_numpy(rope_frequencies(head_dim, base=new_base)), 1.0  # (d/2,)
+    if rope_type == "yarn":
+        return _yarn_inverse_frequencies(theta, head_dim, base, params)
+    return _llama3_inverse_frequencies(theta, params), 1.0
+
+
+# --------------------------------------------------------------------------------------------
 # ALiBi (Press et al. 2022)
 # --------------------------------------------------------------------------------------------
 
@@ -378,3 +710,115 @@ def alibi_bias(
     distance = (query_pos - key_pos).abs()  # (t_q, t_k)
     bias = -slopes[:, None, None] * distance  # (n_heads, t_q, t_k)
     return (bias + 0.0).to(torch.float32)  # + 0.0 turns -0.0 on the diagonal into 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Relative positions as embedding indices (Shaw et al. 2018; T5, Raffel et al. 2020)
+# --------------------------------------------------------------------------------------------
+
+
+def shaw_relative_positions(t_q: int, t_k: int, max_relative: int) -> Tensor:
+    """The embedding index of each (query, key) pair in Shaw et al. (2018): ``(t_q, t_k)`` int64.
+
+    Shaw et al. (``shaw2018self``, section 3.2) learn one vector per clipped distance,
+    ``a_ij = w_clip(j - i, k)`` with ``clip(x, k) = max(-k, min(k, x))``: ``2k + 1`` vectors cover
+    every distance, and keys more than ``k`` tokens away share the two edge vectors. Shifted by
+    ``k``, the clipped distance is a row of a ``(2k + 1, d)`` table (a ``torch.nn.Embedding``):
+    entry ``[i, j]`` is ``clip(j - i, -k, k) + k``, in ``[0, 2k]``, with query ``i`` at position
+    ``i`` and key ``j`` at position ``j`` (``k`` = ``max_relative``; ``k = 0`` gives one shared
+    vector, i.e. no position information).
+
+    >>> shaw_relative_positions(3, 4, 1)        # 0 = a key before, 1 = itself, 2 = a key after
+    tensor([[1, 2, 2, 2],
+            [0, 1, 2, 2],
+            [0, 0, 1, 2]])
+    """
+    t_q = check_int(t_q, "t_q", low=1)
+    t_k = check_int(t_k, "t_k", low=1)
+    max_relative = check_int(max_relative, "max_relative", low=0)
+    # the int64 distances and their clipped copy: 16 bytes an entry
+    check_alloc((t_q, t_k), 16, f"shaw_relative_positions(t_q={t_q}, t_k={t_k})")
+    query_pos = torch.arange(t_q)[:, None]  # (t_q, 1)
+    key_pos = torch.arange(t_k)[None, :]  # (1, t_k)
+    distance = key_pos - query_pos  # (t_q, t_k): j - i, negative = a key in the past
+    return distance.clamp(-max_relative, max_relative) + max_relative  # (t_q, t_k) in [0, 2k]
+
+
+def _as_int_tensor(x: Any, name: str, expected: str) -> Tensor:
+    """An integer torch tensor (numpy integer arrays and lists of ints are converted)."""
+    if not isinstance(x, Tensor):
+        if not isinstance(x, np.ndarray | list | tuple | int | np.integer) or isinstance(x, bool):
+            raise TypeError(
+                f"{name} must be an integer torch.Tensor {expected}; got {type(x).__name__}"
+            )
+        arr = np.asarray(x)
+        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(
+                f"{name} must hold integers {expected}; got dtype {arr.dtype} "
+                f"with shape {shape_str(arr.shape)}"
+            )
+        x = torch.from_numpy(arr.astype(np.int64))
+    if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(
+            f"{name} must be an integer tensor {expected}; got dtype {x.dtype} with shape "
+            f"{shape_str(tuple(x.shape))}; use .long() if the values are whole numbers"
+        )
+    return x.to(torch.int64)
+
+
+def t5_relative_bucket(
+    relative_position: Any,
+    bidirectional: bool = True,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+) -> Tensor:
+    """T5's bucket (``0 .. num_buckets - 1``) of each relative position ``j - i``, same shape.
+
+    T5 (Raffel et al. 2020, ``raffel2020exploring``, section 2.1) adds to each score a learned
+    scalar per head and *bucket* of the distance ``j - i`` (key ``j``, query ``i``): 32 buckets
+    whose ranges grow logarithmically up to a distance of 128, beyond which all distances share
+    one bucket. The exact rule is that of the Mesh TensorFlow code the paper
+    used, which ``transformers``' ``T5Attention._relative_position_bucket`` copies (the result
+    is int64, on the input's device):
+
+    - ``bidirectional`` (the encoder): ``B = num_buckets // 2`` buckets for keys at or before the
+      query and ``B`` more (shifted by ``B``) for keys after it; ``n = |j - i|``.
+      Otherwise (the causal decoder): ``B = num_buckets`` and ``n = max(i - j, 0)`` (keys in the
+      future all get bucket 0; the causal mask hides them anyway).
+    - ``n < B // 2`` (``max_exact``): bucket ``n``, one per distance.
+    - otherwise ``max_exact + int(ln(n / max_exact) / ln(max_distance / max_exact)
+      * (B - max_exact))``, at most ``B - 1``.
+
+    The logarithm is computed in float32 with the same operations as that code, so a distance on a
+    bucket boundary lands where it did when the model was trained (by construction, not by luck;
+    for the sizes the tests try, float64 would give the same buckets).
+
+    >>> t5_relative_bucket(torch.tensor([-200, -20, -3, 0, 3, 20, 200]))
+    tensor([15, 10,  3,  0, 19, 26, 31])
+    >>> t5_relative_bucket(torch.tensor([-200, -20, -3, 0, 3]), bidirectional=False)
+    tensor([31, 17,  3,  0,  0])
+    """
+    position = _as_int_tensor(relative_position, "relative_position", "(any shape) of j - i")
+    bidirectional = check_bool(bidirectional, "bidirectional")
+    num_buckets = check_int(num_buckets, "num_buckets", low=4 if bidirectional else 2)
+    per_side = num_buckets // 2 if bidirectional else num_buckets  # B
+    max_exact = per_side // 2  # distances below this get a bucket each
+    max_distance = check_int(max_distance, "max_distance")
+    if max_distance <= max_exact:
+        raise ValueError(
+            f"max_distance must be > {max_exact} (num_buckets = {num_buckets} leaves {max_exact} "
+            f"exact buckets, and the logarithmic ones must reach further); got {max_distance}"
+        )
+    if bidirectional:
+        offset = (position > 0).to(torch.int64) * per_side  # (...): keys after the query
+        distance = position.abs()  # (...)
+    else:
+        offset = torch.zeros_like(position)  # (...)
+        distance = (-position).clamp(min=0)  # (...): i - j for keys in the past, 0 otherwise
+    # clamp: the log is used only where distance >= max_exact (and log(0) would be -inf)
+    log_ratio = torch.log(distance.clamp(min=max_exact).float() / max_exact)  # (...) float32
+    log_bucket = max_exact + (
+        log_ratio / math.log(max_distance / max_exact) * (per_side - max_exact)
+    ).to(torch.int64)  # (...): truncated towards zero, as in the original code
+    log_bucket = log_bucket.clamp(max=per_side - 1)  # (...): the last bucket takes the rest
+    return offset + torch.where(distance < max_exact, distance, log_bucket)  # (...) int64
