@@ -481,7 +481,7 @@ LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_fr
             r"^scaling\['rope_theta'\] = 500000.0 differs from base = 10000.0; pass base=500000.0",
         ),
         (
-            {"scaling": {"rope_type": "dynamic", "factor": 2.0}},
+            {"scaling": {"rope_type": "dynamic", "factor": 2.0}, "seq_len": 9000},
             ValueError,
             r"^rope_type 'dynamic' needs max_position_embeddings .* got None",
         ),
@@ -628,3 +628,14 @@ def test_shaw_indices_fit_the_table_and_depend_on_j_minus_i_only(t_q, t_k, k):
 def test_shaw_bad_input_is_named(args, error, match):
     with pytest.raises(error, match=match):
         shaw_relative_positions(*args)
+
+
+def test_dynamic_with_no_length_is_plain_rope_as_transformers_loads_it() -> None:
+    """With no sequence length yet, dynamic NTK's base has not grown: transformers' init gives
+    the plain frequencies, and so do we, with or without the trained length."""
+    plain, _ = rope_inverse_frequencies(64, 10000.0)
+    for kwargs in ({}, {"max_position_embeddings": 8192}):
+        got, factor = rope_inverse_frequencies(
+            64, 10000.0, {"rope_type": "dynamic", "factor": 4.0}, **kwargs
+        )
+        assert factor == 1.0 and torch.equal(got, plain)

@@ -626,6 +626,10 @@ def rope_inverse_frequencies(
     if rope_type == "linear":
         return _linear_inverse_frequencies(theta, params["factor"]), 1.0
     if rope_type == "dynamic":
+        if max_position_embeddings is None and seq_len is None:
+            # No length yet: the base grows only past the trained length, so this is plain RoPE,
+            # what transformers computes when it loads such a model.
+            return theta, 1.0
         if max_position_embeddings is None:
             raise ValueError(
                 "rope_type 'dynamic' needs max_position_embeddings (the context length the model "
