@@ -198,15 +198,32 @@ def _comment_blocks(src: str) -> list[tuple[int, int, int, str, str]]:
     return [(a, b, c, m, t) for a, b, c, m, t, _ in blocks]
 
 
+_STATEMENT = re.compile(r"(?:return|import|from|raise|assert|del|pass|yield)\b")
+_ASSIGN_OR_CALL = re.compile(r"[\w\]]\(|(?<![=<>!])=(?!=)")
+
+
 def needs_translation(comment: str) -> bool:
-    """Whether a comment has English prose (a shape ``(B, T, d)`` or a code name has none).
+    """Whether a comment has English prose: a shape ``(B, T, d)``, a code name or a line of
+    code commented out (``return m, l`` in an exercise's stub) has none.
 
     >>> needs_translation("(T_k, T_k)"), needs_translation("(T_k, T_k): chapter 2's formula")
     (False, True)
+    >>> needs_translation("return weights, output"), needs_translation("weights in MiB")
+    (False, True)
     """
+    import ast
+
     from course_site.zh_lint import untranslated_english
 
-    return bool(untranslated_english(comment))
+    if not untranslated_english(comment):
+        return False
+    try:
+        ast.parse(comment)
+    except SyntaxError:
+        return True
+    # Prose can parse too ("weights in MiB", "inputs and output"): code is a statement or has an
+    # assignment or a call.
+    return not (_STATEMENT.match(comment) or _ASSIGN_OR_CALL.search(comment))
 
 
 def code_comments(nb: dict[str, Any]) -> list[str]:
