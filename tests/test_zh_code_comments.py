@@ -258,3 +258,28 @@ def test_the_composed_chapter_has_chinese_comments_and_zh_outputs() -> None:
     assert not [c for c in comments if zh_edition.needs_translation(c)]
     zh_outputs = [c.get("outputs") for c in zh_copy["cells"] if c["cell_type"] == "code"]
     assert [c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"] == zh_outputs
+
+
+def test_stage_writes_chinese_comments_to_the_book_and_the_kit(tmp_path: Path) -> None:
+    """``stage()`` on a one-chapter copy of the repository (1-2 s): the staged page and the kit
+    copy hold the Chinese comments; a missing entry is a warning, and its comment stays English."""
+    import shutil
+
+    rel = "chapters/01_queries_keys_values.ipynb"
+    for path in (rel, f"locale/zh_CN/notebooks/{rel}", "_config.yml"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / path, tmp_path / path)
+    catalog = copy.deepcopy(CATALOG[key(rel)])
+    dropped = "the chapter's only random number generator"
+    del catalog[dropped]
+    (tmp_path / zh_edition.CODE_COMMENTS).write_text(
+        json.dumps({key(rel): catalog}, ensure_ascii=False), encoding="utf-8"
+    )
+    warnings = zh_edition.stage(tmp_path, quiet=True)
+    assert [w for w in warnings if "code comment" in w] == [
+        f"{rel}: code comment not translated in {zh_edition.CODE_COMMENTS}: {dropped}"
+    ]
+    for staged in (tmp_path / zh_edition.STAGE / rel, tmp_path / zh_edition.KIT / rel):
+        code = "\n".join(zh_edition.code_cells(read(staged)))
+        assert "# 在这里写你的代码" in code and "# 第 3 步：用 softmax 归一化每一行" in code
+        assert f"# {dropped}" in code
