@@ -226,15 +226,17 @@ def needs_translation(comment: str) -> bool:
     return not (_STATEMENT.match(comment) or _ASSIGN_OR_CALL.search(comment))
 
 
-def code_comments(nb: dict[str, Any]) -> list[str]:
+def code_comments(nb: dict[str, Any], *, prose_only: bool = True) -> list[str]:
     """The comments (blocks of comment lines joined) of a notebook's code cells that have English
-    prose, in order, each once: the keys of its entry in :data:`CODE_COMMENTS`."""
+    prose, in order, each once: the keys its entry in :data:`CODE_COMMENTS` must have. With
+    ``prose_only=False``, every comment: the keys it may have (an entry may also give a comment
+    that is already Chinese its full-width punctuation)."""
     found: list[str] = []
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
         for *_, text in _comment_blocks(source(cell)):
-            if needs_translation(text) and text not in found:
+            if (needs_translation(text) or not prose_only) and text not in found:
                 found.append(text)
     return found
 
