@@ -304,12 +304,19 @@ def _zh_kit(folder: Path) -> Path:
     import json
 
     from course_site import i18n
-    from course_site.zh_edition import compose, zh_notebook
+    from course_site.zh_edition import (
+        compose,
+        load_code_comments,
+        translate_code_comments,
+        zh_notebook,
+    )
 
+    comments = load_code_comments(REPO)
     for path in CHAPTERS:
         english = json.loads(path.read_text(encoding="utf-8"))
         nb = compose(english, json.loads(zh_notebook(REPO, path).read_text(encoding="utf-8")))
         rel = path.relative_to(REPO)
+        translate_code_comments(nb, comments.get(rel.with_suffix("").as_posix(), {}))
         catalog = i18n.load_catalog(i18n.messages_dir(REPO) / rel.with_suffix(".po"))
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)

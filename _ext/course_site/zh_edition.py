@@ -145,6 +145,159 @@ def load_figure_alts(repo: Path = REPO) -> dict[str, dict[str, str]]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
+#: The code cells' comments, ``{notebook: {English: 中文}}``: the code is the same in both
+#: editions, its comments are translated when the zh book is staged
+#: (:func:`translate_code_comments`).
+CODE_COMMENTS = "locale/zh_CN/code_comments.json"
+
+#: A comment's marker and the space after it (``# ``, ``#: ``), kept as they are.
+_COMMENT_MARK = re.compile(r"#+:?\s*")
+#: An IPython line (``%timeit``, ``!pip``): not Python, tokenize cannot read it.
+_MAGIC_LINE = re.compile(r"^\s*[%!]")
+
+
+def _comment_blocks(src: str) -> list[tuple[int, int, int, str, str]]:
+    """The comments of one code cell as ``(first row, last row, column, mark, text)``, rows from 0.
+
+    Consecutive lines holding only a comment, at one column, form one block (a sentence often runs
+    over two lines): its text is the lines' texts joined by a space. A comment after code is a
+    block of its own. Found with :mod:`tokenize`, so a ``#`` inside a string is not a comment;
+    IPython's ``%``/``!`` lines are blanked first, and a cell magic (``%%``) or a cell that still
+    does not tokenize has no comments.
+
+    >>> _comment_blocks('x = "#1"  # one\\n# two\\n#   three\\n%time f()  # magic')
+    [(0, 0, 10, '# ', 'one'), (1, 2, 0, '# ', 'two three')]
+    """
+    import io
+    import tokenize
+
+    if src.lstrip().startswith("%%"):
+        return []
+    lines = src.splitlines(keepends=True)
+    python = "".join("\n" if _MAGIC_LINE.match(line) else line for line in lines)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(python).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    blocks: list[list[Any]] = []
+    for tok in tokens:
+        if tok.type != tokenize.COMMENT:
+            continue
+        row, col = tok.start[0] - 1, tok.start[1]
+        mark = _COMMENT_MARK.match(tok.string)
+        prefix = mark.group(0) if mark else "#"
+        text = tok.string[len(prefix) :].rstrip()
+        if not text:
+            continue  # a bare ``#`` line separates two blocks
+        alone = not lines[row][:col].strip()
+        last = blocks[-1] if blocks else None
+        if alone and last and last[5] and last[1] == row - 1 and last[2] == col:
+            last[1], last[4] = row, f"{last[4]} {text}"
+            continue
+        blocks.append([row, row, col, prefix, text, alone])
+    return [(a, b, c, m, t) for a, b, c, m, t, _ in blocks]
+
+
+_STATEMENT = re.compile(r"(?:return|import|from|raise|assert|del|pass|yield)\b")
+_ASSIGN_OR_CALL = re.compile(r"[\w\]]\(|(?<![=<>!])=(?!=)")
+
+
+def needs_translation(comment: str) -> bool:
+    """Whether a comment has English prose: a shape ``(B, T, d)``, a code name or a line of
+    code commented out (``return m, l`` in an exercise's stub) has none.
+
+    >>> needs_translation("(T_k, T_k)"), needs_translation("(T_k, T_k): chapter 2's formula")
+    (False, True)
+    >>> needs_translation("return weights, output"), needs_translation("weights in MiB")
+    (False, True)
+    """
+    import ast
+
+    from course_site.zh_lint import untranslated_english
+
+    if not untranslated_english(comment):
+        return False
+    try:
+        ast.parse(comment)
+    except SyntaxError:
+        return True
+    # Prose can parse too ("weights in MiB", "inputs and output"): code is a statement or has an
+    # assignment or a call.
+    return not (_STATEMENT.match(comment) or _ASSIGN_OR_CALL.search(comment))
+
+
+def code_comments(nb: dict[str, Any], *, prose_only: bool = True) -> list[str]:
+    """The comments (blocks of comment lines joined) of a notebook's code cells that have English
+    prose, in order, each once: the keys its entry in :data:`CODE_COMMENTS` must have. With
+    ``prose_only=False``, every comment: the keys it may have (an entry may also give a comment
+    that is already Chinese its full-width punctuation)."""
+    found: list[str] = []
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        for *_, text in _comment_blocks(source(cell)):
+            if (needs_translation(text) or not prose_only) and text not in found:
+                found.append(text)
+    return found
+
+
+def translate_code_comments(nb: dict[str, Any], catalog: dict[str, str]) -> list[str]:
+    """Replace the comments of the code cells by their translations in place (strings and code
+    untouched); return the comments with English prose that have none.
+
+    A translation may hold line breaks (``\\n``): a block of comment lines becomes as many lines
+    as the translation has, at the block's indentation.
+
+    >>> nb = {"cells": [{"cell_type": "code", "source": [
+    ...     "scores = q @ k.T  # (T,): one score per key\\n",
+    ...     "    # the texts of the page,\\n", "    # rounded\\n",
+    ...     "s = '# not a comment'  # (T,)"]}]}
+    >>> translate_code_comments(nb, {"(T,): one score per key": "(T,)：每个键一个分数",
+    ...                              "the texts of the page, rounded": "页面上的文字，\\n已舍入"})
+    []
+    >>> print(source(nb["cells"][0]))
+    scores = q @ k.T  # (T,)：每个键一个分数
+        # 页面上的文字，
+        # 已舍入
+    s = '# not a comment'  # (T,)
+    >>> translate_code_comments(nb, {}), translate_code_comments(
+    ...     {"cells": [{"cell_type": "code", "source": "x = 1  # no entry"}]}, {})
+    ([], ['no entry'])
+    """
+    missing: list[str] = []
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        src = source(cell)
+        lines = src.splitlines(keepends=True)
+        changed = False
+        blocks = _comment_blocks(src)
+        for *_, text in blocks:
+            if not catalog.get(text) and needs_translation(text) and text not in missing:
+                missing.append(text)
+        for first, last, col, mark, text in reversed(blocks):
+            zh = catalog.get(text)
+            if not zh:
+                continue
+            end = lines[last][len(lines[last].rstrip("\r\n")) :]
+            head = lines[first][:col]
+            indent = head if not head.strip() else " " * col
+            new = [head + mark + zh_line for zh_line in zh.split("\n")[:1]]
+            new += [indent + mark + zh_line for zh_line in zh.split("\n")[1:]]
+            lines[first : last + 1] = [line + "\n" for line in new[:-1]] + [new[-1] + end]
+            changed = True
+        if changed:
+            new_src = "".join(lines)
+            is_list = isinstance(cell.get("source"), list)
+            cell["source"] = new_src.splitlines(keepends=True) if is_list else new_src
+    return missing
+
+
+def load_code_comments(repo: Path = REPO) -> dict[str, dict[str, str]]:
+    path = repo / CODE_COMMENTS
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def _write_if_changed(path: Path, data: bytes) -> None:
     """Write only when the bytes differ: Sphinx rebuilds a page whose source is newer."""
     if path.is_file() and path.read_bytes() == data:
@@ -232,6 +385,11 @@ def stage(repo: Path = REPO, *, quiet: bool = False) -> list[str]:
             for alt in translate_figure_alts(nb, alts):
                 warnings.append(
                     f"{rel}: figure alt text not translated in {FIGURE_ALT}: {alt[:60]}"
+                )
+            comments = load_code_comments(repo).get(rel.with_suffix("").as_posix(), {})
+            for comment in translate_code_comments(nb, comments):
+                warnings.append(
+                    f"{rel}: code comment not translated in {CODE_COMMENTS}: {comment[:60]}"
                 )
             data = (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
             _write_if_changed(dest / rel, data)
