@@ -466,6 +466,9 @@ hidden>Scroll sideways to see the whole figure, or open the image at full size.<
 
 
 BARE_REDIRECT = re.compile(r'^\s*<meta http-equiv="Refresh" content="0; url=([^"<>]+)" />\s*$')
+OUR_REDIRECT = re.compile(
+    r'<meta http-equiv="Refresh" content="0; url=([^"<>]+)">\n<link rel="icon"'
+)
 
 
 def redirect_page(target: str, title: str, language: str = "en") -> str:
@@ -598,7 +601,9 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     index = Path(app.outdir) / "index.html"
     if not index.is_file():
         return
-    match = BARE_REDIRECT.match(index.read_text(encoding="utf-8"))
+    text = index.read_text(encoding="utf-8")
+    # Jupyter Book's bare redirect, or ours from an earlier build (rewritten: its words may change)
+    match = BARE_REDIRECT.match(text) or OUR_REDIRECT.search(text)
     if match:
         title = str(getattr(app.config, "html_title", "") or app.config.project or "Home")
         language = str(app.config.language or "en").replace("_", "-")  # zh_CN -> zh-CN (BCP 47)

@@ -409,6 +409,7 @@ PAGE_ENGLISH_ALLOWED = frozenset(
         ],
         # English glosses after the Chinese term, in parentheses
         "feed-forward network",
+        "latent vector",
         "residual connection",
         "multi-head attention",
         "multi-query attention",
