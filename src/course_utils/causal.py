@@ -271,12 +271,14 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     add up to at least ``p``; set the others to ``-inf``.
 
     The rule is transformers' ``TopPLogitsWarper``, step for step: sort the logits in ascending
-    order (a stable sort, so among equal logits the one with the lower index comes first), take
-    the cumulative sum of their softmax, and remove every token whose cumulative probability is
-    ``<= 1 - p`` (computed in the logits' dtype). So a token exactly at the boundary is removed,
-    among tied tokens straddling the boundary the lower indices go first, and the most probable
-    token is always kept (``p`` tiny keeps exactly one). ``p = 1`` removes only tokens of
-    probability exactly 0. ``logits`` ``(..., vocab)`` keep their shape and dtype.
+    order, take the cumulative sum of their softmax, and remove every token whose cumulative
+    probability is ``<= 1 - p`` (computed in the logits' dtype). So a token exactly at the
+    boundary is removed, and the most probable token is always kept (``p`` tiny keeps exactly
+    one); ``p = 1`` removes only tokens of probability exactly 0. Among tied logits straddling
+    the boundary, which go first is the order ``torch.sort`` gives them: we make transformers'
+    very call (``stable=False``), so the same tokens go. (On CPU that order is the stable one,
+    lower index first, only for rows of at most 16 tokens; longer rows are sorted otherwise.)
+    ``logits`` ``(..., vocab)`` keep their shape and dtype.
 
     >>> logits = torch.tensor([0.1, 0.6, 0.3]).log()      # probabilities 0.1, 0.6, 0.3
     >>> top_p_filter(logits, 0.8).exp()                    # 0.6 + 0.3 >= 0.8: the 0.1 goes
@@ -288,7 +290,7 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     if isinstance(p, bool) or not isinstance(p, int | float) or not 0 < p <= 1:
         raise ValueError(f"p must be a number in (0, 1] (the probability mass to keep); got {p!r}")
     p = float(p)
-    ascending, order = torch.sort(logits, dim=-1, stable=True)  # (..., vocab) each
+    ascending, order = torch.sort(logits, dim=-1)  # (..., vocab) each; ties as transformers
     cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)  # (..., vocab): mass up to each token
     remove_sorted = cumulative <= 1 - p  # (..., vocab): the low tail holding at most 1 - p
     remove_sorted[..., -1] = False  # the most probable token always stays
