@@ -247,6 +247,17 @@ def _check_logits(logits: Any) -> Tensor:
     return logits
 
 
+def _check_probability(p: Any, name: str) -> float:
+    """A probability mass to keep: a number in ``(0, 1]``."""
+    if isinstance(p, bool) or not isinstance(p, int | float):
+        raise TypeError(f"{name} must be a number in (0, 1]; got {type(p).__name__} {p!r}")
+    if not 0 < p <= 1:  # also rejects NaN
+        raise ValueError(
+            f"{name} must be a number in (0, 1] (the probability mass to keep); got {p!r}"
+        )
+    return float(p)
+
+
 def top_k_filter(logits: Tensor, k: int) -> Tensor:
     """Keep the ``k`` largest logits along the last dimension; set the others to ``-inf``.
 
@@ -287,9 +298,7 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     tensor([0.0000, 0.6000, 0.0000])
     """
     logits = _check_logits(logits)
-    if isinstance(p, bool) or not isinstance(p, int | float) or not 0 < p <= 1:
-        raise ValueError(f"p must be a number in (0, 1] (the probability mass to keep); got {p!r}")
-    p = float(p)
+    p = _check_probability(p, "p")
     ascending, order = torch.sort(logits, dim=-1)  # (..., vocab) each; ties as transformers
     cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)  # (..., vocab): mass up to each token
     remove_sorted = cumulative <= 1 - p  # (..., vocab): the low tail holding at most 1 - p
@@ -312,10 +321,8 @@ def _check_sampling_args(
         )
     if top_k is not None:
         top_k = check_int(top_k, "top_k", low=1)
-    if top_p is not None and (
-        isinstance(top_p, bool) or not isinstance(top_p, int | float) or not 0 < top_p <= 1
-    ):
-        raise ValueError(f"top_p must be a number in (0, 1] or None; got {top_p!r}")
+    if top_p is not None:
+        top_p = _check_probability(top_p, "top_p")
     if temperature == 0 and (top_k is not None or top_p is not None):
         raise ValueError(
             f"top_k = {top_k!r} and top_p = {top_p!r} filter a sampling distribution, but "
