@@ -18,10 +18,12 @@ Both bounded caches number positions within the cache, as the paper does (see
 (markdown cells) of chapter 7, ``chapters/07_causal_attention.ipynb``, first ``--tokens`` tokens
 (no BOS token is added: the text's first tokens are the sinks). Perplexity is ``exp`` of the mean
 negative log-likelihood of each next token; "after eviction" counts only the predictions made
-once the cache is full (before that the three runs compute the same thing).
+by tokens ``t >= cache``, each appended to a full cache, so that something was evicted (before
+that the three runs compute the same thing; for the full cache it is the same range of tokens).
 
-Writes ``benchmarks/results/streaming_sinks.json``. The recorded run took 4 min 8 s of wall time
-(model load included) on 2 cores at load average 4.3; shrink ``--tokens`` to go faster.
+Writes ``benchmarks/results/streaming_sinks.json``. The recorded run took 2 min 55 s of wall time
+(model load included) on 2 shared cores at load average 3.3 (an earlier run at 4.3: 4 min 8 s);
+shrink ``--tokens`` to go faster.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def nll_streaming(
 
 
 def summary(name: str, nll: torch.Tensor, cache: int, seconds: float, **extra: int) -> dict:
-    after = nll[cache - 1 :]  # predictions made by token t >= cache: the cache is full
+    after = nll[cache:]  # predictions of tokens t >= cache, appended to a full cache
     blocks = [float(b.mean()) for b in nll.split(BLOCK)]
     return {
         "config": name,
