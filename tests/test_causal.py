@@ -247,8 +247,10 @@ def test_bad_x(x, error, match):
 def test_bad_cache_and_generate_arguments(tiny_run):
     with pytest.raises(TypeError, match="cache must be a KVCache"):
         _attn(8, 2)(torch.randn(1, 2, 8, dtype=D64), cache=[])
-    with pytest.raises(ValueError, match="max_new_tokens"):
+    with pytest.raises(ValueError, match="n_new"):
         generate(tiny_run.model, [1, 2], -1)
+    with pytest.raises(ValueError, match="max_new_tokens"):  # the other name of n_new
+        generate(tiny_run.model, [1, 2], max_new_tokens=-1)
     with pytest.raises(ValueError, match="temperature"):
         generate(tiny_run.model, [1, 2], 3, temperature=-1.0)
     with pytest.raises(ValueError, match="max_len = 64"):
@@ -271,8 +273,8 @@ def test_bad_cache_and_generate_arguments(tiny_run):
         ({"temperature": float("nan")}, ValueError, r"^temperature must be a finite number"),
         ({"temperature": float("inf")}, ValueError, r"^temperature must be a finite number"),
         ({"temperature": "1"}, ValueError, r"^temperature must be a finite number"),
-        ({"max_new_tokens": 2.0}, TypeError, r"^max_new_tokens must be an int"),
-        ({"max_new_tokens": True}, TypeError, r"^max_new_tokens must be an int"),
+        ({"max_new_tokens": 2.0}, TypeError, r"^n_new must be an int"),
+        ({"max_new_tokens": True}, TypeError, r"^n_new must be an int"),
         ({"use_cache": "yes"}, TypeError, r"^use_cache must be True or False"),
         ({"generator": 0}, TypeError, r"^generator must be a torch.Generator"),
     ],

@@ -7,8 +7,6 @@ SwiGLU. Loading the reference is slow, so one session fixture holds it.
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 import torch
 
@@ -34,33 +32,17 @@ SENTENCES = [
 ]
 
 
+# Both models are session fixtures of tests/conftest.py (test_decoding.py and
+# test_streaming_cache.py use them too): loaded once per session.
 @pytest.fixture(scope="session")
-def ours():
-    return smollm2.load_smollm2()
+def ours(smollm2_ours):
+    return smollm2_ours
 
 
 @pytest.fixture(scope="session")
-def reference():
-    """transformers' own model and tokenizer, loaded from the GGUF file by transformers' own code.
-
-    Only for speed, two pure functions of the ``gguf`` package that transformers calls again and
-    again are memoized while it loads: it parses the file three times (config, weights, tokenizer;
-    49k vocabulary strings each time) and builds the same tensor-name map once per tensor (397
-    times). Same objects, same results: a cold load took 32 s without the caches and 14 s with them
-    on the 2-core test machine, with the same logits."""
-    import gguf
-    from transformers import AutoTokenizer, LlamaForCausalLM
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gguf, "GGUFReader", functools.lru_cache(maxsize=None)(gguf.GGUFReader))
-        patch.setattr(
-            gguf, "get_tensor_name_map", functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map)
-        )
-        model = LlamaForCausalLM.from_pretrained(
-            str(GGUF.parent), gguf_file=GGUF.name, torch_dtype=torch.float32
-        ).eval()
-        tok = AutoTokenizer.from_pretrained(str(GGUF.parent), gguf_file=GGUF.name)
-    return model, tok
+def reference(smollm2_reference):
+    """transformers' LlamaForCausalLM and tokenizer from the same GGUF file (see conftest)."""
+    return smollm2_reference
 
 
 def test_config_is_read_from_the_file(ours):

@@ -30,7 +30,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._determinism import deterministic, snap_to_float32
-from ._validation import check_bool, check_int, check_positive_finite, shape_str
+from ._validation import (
+    check_bool,
+    check_float_tensor,
+    check_int,
+    check_positive_finite,
+    shape_str,
+)
 from .kv_cache import KVCache, cached_self_attention
 from .multihead import MultiHeadAttention
 from .transformer import TransformerBlock
@@ -41,6 +47,8 @@ __all__ = [
     "CharTokenizer",
     "TinyCausalLM",
     "generate",
+    "top_k_filter",
+    "top_p_filter",
     "train_tiny_lm",
 ]
 
@@ -223,32 +231,85 @@ class TinyCausalLM(nn.Module):
         return self.head(self.norm(h))  # (B, T, vocab)
 
 
-def generate(
-    model: nn.Module,
-    ids: Tensor | Sequence[int],
-    max_new_tokens: int,
-    *,
-    use_cache: bool = True,
-    temperature: float = 0.0,
-    generator: torch.Generator | None = None,
-) -> Tensor:
-    """Append ``max_new_tokens`` tokens to ``ids`` ``(B, T)`` (or a list of ids), one at a time.
+# -- decoding: top-k and top-p filters, sampling, beam search ----------------------------------
 
-    ``temperature == 0`` is greedy (the most likely token); otherwise the next token is drawn
-    from ``softmax(logits / temperature)`` (chapter 3) with ``generator`` (seed it for
-    repeatable samples). ``use_cache=False`` recomputes the whole sequence at every step;
-    ``use_cache=True`` runs the prompt once, then one token per step with ``model.new_cache()``.
-    Both give the same tokens. ``model(ids, cache=...)`` must return logits ``(B, T, vocab)``.
-    Returns ``(B, T + max_new_tokens)``.
 
-    Checked first: ``ids`` are integers in ``[0, vocab_size)`` (the model's ``vocab_size`` or its
-    ``embed`` table), ``max_new_tokens`` an int >= 0, ``temperature`` a finite number >= 0,
-    ``use_cache`` a bool and ``generator`` a ``torch.Generator`` or ``None``.
+def _check_logits(logits: Any) -> Tensor:
+    """Floating-point logits ``(..., vocab)``, ``vocab >= 1``, no NaN (``-inf``: removed)."""
+    logits = check_float_tensor(logits, "logits", "(..., vocab)", min_ndim=1)
+    if logits.size(-1) == 0:
+        raise ValueError(
+            f"logits must have a last dimension (the vocabulary) of size >= 1; got shape "
+            f"{shape_str(tuple(logits.shape))}"
+        )
+    if torch.isnan(logits).any():
+        raise ValueError(f"logits contain NaN (shape {shape_str(tuple(logits.shape))})")
+    return logits
+
+
+def _check_probability(p: Any, name: str) -> float:
+    """A probability mass to keep: a number in ``(0, 1]``."""
+    if isinstance(p, bool) or not isinstance(p, int | float):
+        raise TypeError(f"{name} must be a number in (0, 1]; got {type(p).__name__} {p!r}")
+    if not 0 < p <= 1:  # also rejects NaN
+        raise ValueError(
+            f"{name} must be a number in (0, 1] (the probability mass to keep); got {p!r}"
+        )
+    return float(p)
+
+
+def top_k_filter(logits: Tensor, k: int) -> Tensor:
+    """Keep the ``k`` largest logits along the last dimension; set the others to ``-inf``.
+
+    The rule is transformers' ``TopKLogitsWarper``: an entry is removed when it is *smaller*
+    than the ``k``-th largest value, so entries tied with the ``k``-th value are all kept (more
+    than ``k`` tokens may survive a tie), and ``k`` larger than the vocabulary keeps everything.
+    ``logits`` ``(..., vocab)`` keep their shape and dtype.
+
+    >>> top_k_filter(torch.tensor([1.0, 3.0, 2.0, 0.5]), 2)
+    tensor([-inf, 3., 2., -inf])
+    >>> top_k_filter(torch.tensor([1.0, 2.0, 2.0, 0.5]), 1)   # a tie at the k-th value: both stay
+    tensor([-inf, 2., 2., -inf])
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
-    ids = _check_ids(ids, _vocab_size(model))  # (B, T)
-    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", low=0)
+    logits = _check_logits(logits)
+    k = min(check_int(k, "k", low=1), logits.size(-1))
+    kth_largest = torch.topk(logits, k, dim=-1).values[..., -1:]  # (..., 1)
+    return logits.masked_fill(logits < kth_largest, float("-inf"))  # (..., vocab)
+
+
+def top_p_filter(logits: Tensor, p: float) -> Tensor:
+    """Nucleus filtering (Holtzman et al. 2020): keep the most probable tokens whose probabilities
+    add up to at least ``p``; set the others to ``-inf``.
+
+    The rule is transformers' ``TopPLogitsWarper``, step for step: sort the logits in ascending
+    order, take the cumulative sum of their softmax, and remove every token whose cumulative
+    probability is ``<= 1 - p`` (computed in the logits' dtype). So a token exactly at the
+    boundary is removed, and the most probable token is always kept (``p`` tiny keeps exactly
+    one); ``p = 1`` removes only tokens of probability exactly 0. Among tied logits straddling
+    the boundary, which go first is the order ``torch.sort`` gives them: we make transformers'
+    very call (``stable=False``), so the same tokens go. (On CPU that order is the stable one,
+    lower index first, only for rows of at most 16 tokens; longer rows are sorted otherwise.)
+    ``logits`` ``(..., vocab)`` keep their shape and dtype.
+
+    >>> logits = torch.tensor([0.1, 0.6, 0.3]).log()      # probabilities 0.1, 0.6, 0.3
+    >>> top_p_filter(logits, 0.8).exp()                    # 0.6 + 0.3 >= 0.8: the 0.1 goes
+    tensor([0.0000, 0.6000, 0.3000])
+    >>> top_p_filter(logits, 0.5).exp()                    # 0.6 alone covers 0.5
+    tensor([0.0000, 0.6000, 0.0000])
+    """
+    logits = _check_logits(logits)
+    p = _check_probability(p, "p")
+    ascending, order = torch.sort(logits, dim=-1)  # (..., vocab) each; ties as transformers
+    cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)  # (..., vocab): mass up to each token
+    remove_sorted = cumulative <= 1 - p  # (..., vocab): the low tail holding at most 1 - p
+    remove_sorted[..., -1] = False  # the most probable token always stays
+    remove = remove_sorted.scatter(-1, order, remove_sorted)  # (..., vocab): back to vocab order
+    return logits.masked_fill(remove, float("-inf"))  # (..., vocab)
+
+
+def _check_sampling_args(
+    temperature: Any, top_k: Any, top_p: Any, num_beams: Any, seed: Any, generator: Any
+) -> tuple[float, int | None, float | None, int, torch.Generator | None]:
     if (
         isinstance(temperature, bool)
         or not isinstance(temperature, int | float)
@@ -258,30 +319,170 @@ def generate(
         raise ValueError(
             f"temperature must be a finite number >= 0 (0 = greedy); got {temperature!r}"
         )
-    use_cache = check_bool(use_cache, "use_cache")
+    if top_k is not None:
+        top_k = check_int(top_k, "top_k", low=1)
+    if top_p is not None:
+        top_p = _check_probability(top_p, "top_p")
+    if temperature == 0 and (top_k is not None or top_p is not None):
+        raise ValueError(
+            f"top_k = {top_k!r} and top_p = {top_p!r} filter a sampling distribution, but "
+            "temperature = 0 is greedy decoding (no sampling): pass temperature > 0"
+        )
+    num_beams = check_int(num_beams, "num_beams", low=1)
+    if num_beams > 1 and temperature != 0:
+        raise ValueError(
+            f"num_beams = {num_beams} is beam search, which is deterministic: temperature must be "
+            f"0; got {temperature!r}"
+        )
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator or None; got {type(generator).__name__}"
         )
+    if seed is not None:
+        seed = check_int(seed, "seed", low=0)
+        if generator is not None:
+            raise ValueError(
+                f"pass seed or generator, not both; got seed = {seed} and a torch.Generator"
+            )
+        generator = torch.Generator().manual_seed(seed)
+    return float(temperature), top_k, top_p, num_beams, generator
+
+
+def generate(
+    model: nn.Module,
+    ids: Tensor | Sequence[int],
+    n_new: int | None = None,
+    *,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    num_beams: int = 1,
+    seed: int | None = None,
+    use_cache: bool = True,
+    generator: torch.Generator | None = None,
+    max_new_tokens: int | None = None,
+) -> Tensor:
+    """Append ``n_new`` tokens to ``ids`` ``(B, T)`` (or a list of ids), one at a time.
+
+    ``max_new_tokens=`` is accepted as another name for ``n_new`` (transformers' name).
+
+    - ``temperature == 0`` (the default) is greedy: the most likely token.
+    - ``temperature > 0`` samples, in transformers' order: divide the logits by ``temperature``
+      (chapter 3), keep the ``top_k`` largest (:func:`top_k_filter`), keep the nucleus of mass
+      ``top_p`` (:func:`top_p_filter`), then draw from their softmax with ``generator`` or with a
+      fresh ``torch.Generator`` seeded with ``seed`` (the same seed, the same tokens).
+    - ``num_beams > 1`` is beam search (greedy only, batch size 1): keep the ``num_beams``
+      sequences of largest summed log-probability, extend each by every token, keep the best
+      ``num_beams`` again; return the best one. There is no end-of-text token here: every beam
+      is ``n_new`` tokens long, so no length penalty is needed (transformers' beam search gives
+      the same tokens whenever no end-of-text token enters its top ``num_beams`` candidates:
+      then all its finished beams have one length, and dividing their scores by
+      ``length ** length_penalty`` keeps their order).
+
+    ``use_cache=False`` recomputes the whole sequence at every step; ``use_cache=True`` runs the
+    prompt once, then one token per step with ``model.new_cache()`` (for beam search the caches
+    are reordered with :meth:`~course_utils.kv_cache.KVCache.reorder` as beams are kept and
+    dropped). Both give the same tokens. ``model(ids, cache=...)`` must return logits
+    ``(B, T, vocab)``. Returns ``(B, T + n_new)``.
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = TinyCausalLM(vocab_size=10, max_len=16).eval()      # untrained, but a model
+    >>> a = generate(model, [1, 2, 3], 8, temperature=1.0, top_k=5, top_p=0.9, seed=0)
+    >>> b = generate(model, [1, 2, 3], 8, temperature=1.0, top_k=5, top_p=0.9, seed=0)
+    >>> a.shape, torch.equal(a, b)                 # (1, 3 + 8), and the same seed, the same draw
+    (torch.Size([1, 11]), True)
+    >>> beams = generate(model, [1, 2, 3], 8, num_beams=3)       # the best of 3 beams
+    >>> beams.shape, torch.equal(beams, generate(model, [1, 2, 3], 8, num_beams=3, use_cache=False))
+    (torch.Size([1, 11]), True)
+
+    Checked first: ``ids`` are integers in ``[0, vocab_size)`` (the model's ``vocab_size`` or its
+    ``embed`` table), ``n_new`` an int >= 0, ``temperature`` a finite number >= 0 (``top_k`` and
+    ``top_p`` need it > 0, ``num_beams > 1`` needs it 0), ``top_k`` an int >= 1, ``top_p`` in
+    ``(0, 1]``, ``use_cache`` a bool, ``generator`` a ``torch.Generator`` or ``None`` and not
+    given together with ``seed``.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    ids = _check_ids(ids, _vocab_size(model))  # (B, T)
+    if n_new is not None and max_new_tokens is not None:
+        raise TypeError(
+            f"pass n_new or its other name max_new_tokens, not both; got n_new = {n_new!r} and "
+            f"max_new_tokens = {max_new_tokens!r}"
+        )
+    if n_new is None and max_new_tokens is None:
+        raise TypeError("generate() needs n_new, the number of tokens to append")
+    name = "n_new" if max_new_tokens is None else "max_new_tokens"
+    n_new = check_int(n_new if max_new_tokens is None else max_new_tokens, name, low=0)
+    temperature, top_k, top_p, num_beams, generator = _check_sampling_args(
+        temperature, top_k, top_p, num_beams, seed, generator
+    )
+    use_cache = check_bool(use_cache, "use_cache")
     if use_cache and not callable(getattr(model, "new_cache", None)):
         raise TypeError(
             f"use_cache=True needs a model with a new_cache() method; {type(model).__name__} has "
             "none (pass use_cache=False)"
         )
+    if num_beams > 1:
+        return _beam_search(model, ids, n_new, num_beams, use_cache)
     cache = model.new_cache() if use_cache else None
     out = ids  # (B, T)
     with torch.no_grad():
         step_input = ids  # (B, T): the prompt first, then one token per step
-        for _ in range(max_new_tokens):
+        for _ in range(n_new):
             logits = model(step_input if use_cache else out, cache=cache)[:, -1]  # (B, vocab)
             if temperature == 0:
                 nxt = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
             else:
-                probs = torch.softmax(logits.double() / temperature, dim=-1)  # (B, vocab)
+                scaled = logits.double() / temperature  # (B, vocab)
+                if top_k is not None:
+                    scaled = top_k_filter(scaled, top_k)  # (B, vocab), -inf outside the top k
+                if top_p is not None:
+                    scaled = top_p_filter(scaled, top_p)  # (B, vocab), -inf outside the nucleus
+                probs = torch.softmax(scaled, dim=-1)  # (B, vocab)
                 nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
             out = torch.cat([out, nxt], dim=1)  # (B, T + step + 1)
             step_input = nxt  # (B, 1)
     return out
+
+
+def _beam_search(
+    model: nn.Module, ids: Tensor, n_new: int, num_beams: int, use_cache: bool
+) -> Tensor:
+    """Beam search for one prompt ``ids`` ``(1, T)``: the best of ``num_beams`` beams ``(1, T +
+    n_new)`` by summed log-probability (float32, as transformers scores its beams)."""
+    if ids.size(0) != 1:
+        raise ValueError(
+            f"beam search (num_beams = {num_beams}) takes one prompt, ids of shape (1, T); got "
+            f"{shape_str(tuple(ids.shape))}: call generate once per prompt"
+        )
+    vocab = _vocab_size(model)
+    if vocab is not None and num_beams > vocab:
+        raise ValueError(f"num_beams must be <= vocab_size = {vocab}; got {num_beams}")
+    cache = model.new_cache() if use_cache else None
+    if cache is not None and not all(callable(getattr(c, "reorder", None)) for c in cache):
+        raise TypeError(
+            "beam search with use_cache=True needs caches with a reorder(indices) method "
+            "(course_utils.kv_cache.KVCache); pass use_cache=False"
+        )
+    beams = ids  # (n_beams, T + step): one beam before the first step
+    scores = torch.zeros(1)  # (n_beams,) summed log-probabilities
+    with torch.no_grad():
+        step_input = ids  # (n_beams, T): the prompt first, then one token per beam
+        for _ in range(n_new):
+            logits = model(step_input if use_cache else beams, cache=cache)[:, -1]  # (n, vocab)
+            log_probs = F.log_softmax(logits.float(), dim=-1)  # (n, vocab)
+            candidates = scores[:, None] + log_probs  # (n, vocab): every beam x every token
+            vocab_size = candidates.size(-1)
+            # the best num_beams of all n * vocab continuations, best first
+            scores, flat = candidates.flatten().topk(num_beams)  # (num_beams,) each
+            parent = flat // vocab_size  # (num_beams,) the beam each one extends
+            token = flat % vocab_size  # (num_beams,)
+            beams = torch.cat([beams[parent], token[:, None]], dim=1)  # (num_beams, T + step + 1)
+            if cache is not None:
+                for c in cache:  # each kept beam continues from its parent's keys and values
+                    c.reorder(parent)
+            step_input = token[:, None]  # (num_beams, 1)
+    return beams[:1]  # (1, T + n_new): topk sorts, so beam 0 is the best
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from ._validation import (
     check_cache_pair,
     check_count,
     check_float_tensor,
+    check_int,
     check_module_dtype,
     shape_str,
 )
@@ -48,6 +49,7 @@ from .positions import apply_rope
 __all__ = [
     "DEEPSEEK_V2",
     "KVCache",
+    "StreamingKVCache",
     "cache_nbytes",
     "cached_self_attention",
     "kv_cache_bytes",
@@ -257,6 +259,56 @@ class KVCache:
                 f"{shape_str(tuple(x.shape))}"
             )
 
+    def reorder(self, indices: Tensor) -> None:
+        """Make sequence ``i`` of the cache a copy of sequence ``indices[i]`` (beam search: each
+        kept beam continues from its parent's keys and values).
+
+        ``indices`` ``(B_new,)`` are integers in ``[0, B)``; ``B_new`` may differ from ``B``
+        (``[0, 0, 0]`` turns one prompt's cache into three beams). An empty cache stays empty.
+
+        >>> cache = KVCache()
+        >>> k = torch.arange(2.0).reshape(2, 1, 1, 1)              # (B=2, 1, T=1, 1)
+        >>> _ = cache.append(k, k)
+        >>> cache.reorder(torch.tensor([1, 1, 0]))
+        >>> cache.keys.flatten().tolist()
+        [1.0, 1.0, 0.0]
+        """
+        if (
+            not isinstance(indices, Tensor)
+            or indices.is_floating_point()
+            or indices.is_complex()
+            or indices.dtype == torch.bool
+            or indices.dim() != 1
+        ):
+            got = (
+                f"dtype {indices.dtype} with shape {shape_str(tuple(indices.shape))}"
+                if isinstance(indices, Tensor)
+                else type(indices).__name__
+            )
+            raise TypeError(f"indices must be a 1-D integer tensor (B_new,); got {got}")
+        if self.keys is None or self.values is None:
+            return
+        B = self.keys.size(0)
+        if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= B):
+            raise ValueError(
+                f"indices must lie in [0, {B}) (the cache holds {B} sequence(s)); got "
+                f"{indices.tolist()}"
+            )
+        indices = indices.to(self.keys.device)
+        self.keys = self.keys.index_select(0, indices)  # (B_new, n_kv_heads, T, d_k)
+        self.values = self.values.index_select(0, indices)  # (B_new, n_kv_heads, T, d_k)
+
+    def _checked_pair(self, k: Tensor, v: Tensor) -> None:
+        """``k``, ``v`` agree with each other and with what the cache holds (see :meth:`append`)."""
+        check_float_tensor(k, "k", "(B, n_kv_heads, T_new, d_k)", ndim=4)
+        check_float_tensor(v, "v", "(B, n_kv_heads, T_new, d_v)", ndim=4)
+        check_cache_pair(k, v, ("k", "v"), 3, "(B, n_kv_heads, T_new)", "one value per key")
+        if self.keys is not None and self.values is not None:
+            for name, new, held in (("k", k, self.keys), ("v", v, self.values)):
+                check_cache_extension(
+                    new, held, name, time_dim=2, what="batch, heads and head width"
+                )
+
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Append ``k``, ``v`` ``(B, n_kv_heads, T_new, d_k)``; return all keys and values.
 
@@ -264,20 +316,97 @@ class KVCache:
         what the cache holds (batch, heads, head widths, dtype, device): a mismatch is an error,
         never a silently mixed cache.
         """
-        k = check_float_tensor(k, "k", "(B, n_kv_heads, T_new, d_k)", ndim=4)
-        v = check_float_tensor(v, "v", "(B, n_kv_heads, T_new, d_v)", ndim=4)
-        check_cache_pair(k, v, ("k", "v"), 3, "(B, n_kv_heads, T_new)", "one value per key")
-        if self.keys is not None and self.values is not None:
-            for name, new, held in (("k", k, self.keys), ("v", v, self.values)):
-                check_cache_extension(
-                    new, held, name, time_dim=2, what="batch, heads and head width"
-                )
+        self._checked_pair(k, v)
         if self.keys is None or self.values is None:
             self.keys, self.values = k, v  # (B, n_kv_heads, T_new, d_k)
         else:
             self.keys = torch.cat([self.keys, k], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
             self.values = torch.cat([self.values, v], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
         return self.keys, self.values
+
+
+class StreamingKVCache(KVCache):
+    """A KV cache of bounded size: the first ``n_sink`` tokens and the last ``window`` tokens
+    (StreamingLLM: Xiao et al. 2023, "Efficient Streaming Language Models with Attention Sinks").
+
+    Softmax attention must put its weight somewhere, and trained models dump much of it on the
+    first few tokens (the *attention sinks*). A plain rolling window (``n_sink = 0``) evicts them
+    and the model degrades; keeping them (the paper uses 4) restores it, with a cache that never
+    holds more than ``n_sink + window`` tokens however long the stream.
+
+    - **What it keeps.** Before it appends ``T_new`` tokens, the cache evicts its oldest non-sink
+      tokens until the new ones fit in ``n_sink + window`` (the StreamingLLM code's
+      ``evict_for_space``). So a token appended alone attends to the sinks and the last ``window``
+      tokens *including itself*: with ``n_sink = 0`` that is the causal sliding window ``i -
+      window < j <= i`` of :mod:`course_utils.sparse`. The tokens of one append attend to what
+      the cache holds and causally to each other. :attr:`positions` lists the stream positions
+      held. An append that cannot fit even after evicting every non-sink token is an error
+      (feed a long prompt in pieces of at most ``window`` tokens).
+    - **Positions (RoPE).** StreamingLLM numbers the tokens by their place *in the cache*, not in
+      the text (§3.2): the cache keeps keys *before* rotation, and every step
+      :func:`cached_self_attention` rotates the held keys by ``0 .. L-1`` and the new queries by
+      the last positions. A query then sees the window at its true distances and the sinks just
+      before the window, and no position ever exceeds ``n_sink + window - 1`` (no position the
+      model never saw in training). Models that add positions to their input embeddings
+      (:class:`~course_utils.causal.TinyCausalLM`) are not made for this; SmolLM2 (RoPE) is.
+
+    Same interface as :class:`KVCache` (``len``, ``nbytes``, :meth:`append`, :meth:`reorder`,
+    :meth:`clear`): pass one per layer where a model takes its caches.
+
+    >>> cache = StreamingKVCache(window=3, n_sink=2)
+    >>> for t in range(8):                                  # one token at a time
+    ...     _ = cache.append(torch.zeros(1, 1, 1, 4), torch.zeros(1, 1, 1, 4))
+    >>> cache.positions, len(cache)                         # sinks 0, 1 and the last 3 tokens
+    ([0, 1, 5, 6, 7], 5)
+    """
+
+    def __init__(self, window: int, n_sink: int = 4) -> None:
+        super().__init__()
+        self.window = check_int(window, "window", low=1)
+        self.n_sink = check_int(n_sink, "n_sink", low=0)
+        self.positions: list[int] = []  # the stream positions held, in cache order
+        self.seen = 0  # tokens appended since the start (or the last clear())
+
+    @property
+    def capacity(self) -> int:
+        """The most tokens the cache ever holds: ``n_sink + window``."""
+        return self.n_sink + self.window
+
+    def __repr__(self) -> str:
+        return (
+            f"StreamingKVCache(window={self.window}, n_sink={self.n_sink}, {len(self)} of "
+            f"{self.capacity} tokens held, {self.seen} seen, {self.nbytes} bytes)"
+        )
+
+    def clear(self) -> None:
+        """Forget every token (start a new stream)."""
+        super().clear()
+        self.positions, self.seen = [], 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Evict the oldest non-sink tokens to make room, append ``k``, ``v`` ``(B, n_kv_heads,
+        T_new, d_k)`` and return what the cache now holds, keys and values ``(B, n_kv_heads, L,
+        d_k)`` with ``L <= n_sink + window`` (the keys as given: unrotated for a RoPE model)."""
+        self._checked_pair(k, v)
+        T_new = k.size(2)
+        sinks = min(len(self), self.n_sink)  # sinks held (fewer while the stream is short)
+        if sinks + T_new > self.capacity:
+            raise ValueError(
+                f"{T_new} new tokens do not fit in this StreamingKVCache (window = "
+                f"{self.window}, n_sink = {self.n_sink}: at most {self.capacity} tokens, "
+                f"{sinks} of them sinks already held); append at most "
+                f"{self.capacity - sinks} tokens at a time"
+            )
+        keep_recent = min(len(self) - sinks, self.capacity - T_new - sinks)  # old non-sinks kept
+        if self.keys is not None and self.values is not None and keep_recent < len(self) - sinks:
+            kept = list(range(sinks)) + list(range(len(self) - keep_recent, len(self)))
+            index = torch.tensor(kept, dtype=torch.long, device=self.keys.device)  # (L_kept,)
+            self.keys = self.keys.index_select(2, index)  # (B, n_kv_heads, L_kept, d_k)
+            self.values = self.values.index_select(2, index)  # (B, n_kv_heads, L_kept, d_k)
+            self.positions = [self.positions[i] for i in kept]
+        self.positions += list(range(self.seen, self.seen + T_new))
+        self.seen += T_new
+        return super().append(k, v)  # (B, n_kv_heads, L_kept + T_new, d_k) each
 
 
 def cache_nbytes(caches: Sequence[KVCache]) -> int:
@@ -312,8 +441,11 @@ def cached_self_attention(
     token and to new tokens ``0..i`` (the causal mask aligned bottom-right). Without a cache this
     is plain causal self-attention. ``rope_base`` (e.g. 100000 for SmolLM2) rotates q and k by
     their absolute positions with :func:`course_utils.positions.apply_rope` *before* caching, so
-    a cached key is never rotated again. Returns ``(B, T_new, d_model)``, or ``(output,
-    weights)`` with weights ``(B, n_heads, T_new, P + T_new)``.
+    a cached key is never rotated again. A :class:`StreamingKVCache` instead keeps keys unrotated
+    and the positions are those in the cache (StreamingLLM): the held keys are rotated by ``0 ..
+    L-1`` and the new queries by ``L-T_new .. L-1`` at every call. Returns ``(B, T_new,
+    d_model)``, or ``(output, weights)`` with weights ``(B, n_heads, T_new, P + T_new)`` (``L``
+    keys for a streaming cache).
     """
     x = _check_x(x, attn.d_model, attn.W_Q.weight.dtype)
     if cache is not None:
@@ -325,14 +457,21 @@ def cached_self_attention(
     q = attn.split_heads(attn.W_Q(x))  # (B, n_heads, T, d_k)
     k = attn.split_heads(attn.W_K(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
     v = attn.split_heads(attn.W_V(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
-    if rope_base is not None:
+    streaming = isinstance(cache, StreamingKVCache)
+    if rope_base is not None and not streaming:
         positions = torch.arange(past, past + T, device=x.device)  # (T,) absolute positions
         q = apply_rope(q, positions, base=rope_base)  # (B, n_heads, T, d_k)
         k = apply_rope(k, positions, base=rope_base)  # (B, n_kv_heads, T, d_k)
     if cache is not None:
-        k, v = cache.append(k, v)  # (B, n_kv_heads, past + T, d_k) each
+        k, v = cache.append(k, v)  # (B, n_kv_heads, L, d_k) each; L = past + T unless streaming
+    if rope_base is not None and streaming:
+        # StreamingLLM numbers tokens by their place in the cache (sinks 0.., then the window),
+        # so the held keys, cached unrotated, are rotated afresh at every step.
+        positions = torch.arange(k.size(2), device=x.device)  # (L,) positions in the cache
+        q = apply_rope(q, positions[-T:], base=rope_base)  # (B, n_heads, T, d_k)
+        k = apply_rope(k, positions, base=rope_base)  # (B, n_kv_heads, L, d_k)
     mask = None
     if T > 1:  # one new token may see every key: no mask needed
-        tri = causal_mask(T, past + T, align="bottom_right")  # (T, past + T)
-        mask = torch.from_numpy(tri).to(x.device)[None, None]  # (1, 1, T, past + T)
+        tri = causal_mask(T, k.size(2), align="bottom_right")  # (T, L)
+        mask = torch.from_numpy(tri).to(x.device)[None, None]  # (1, 1, T, L)
     return attn.attend(q, k, v, mask, return_weights, fast=fast)
