@@ -426,7 +426,7 @@ def test_no_entry_is_unused():
     """(d) an entry is a template ``t`` is given; an entry without fields may also be finished
     text the code passes through ``t_literal`` (a string literal of the package or of a chapter,
     a topic name, a pattern name, a note of model_configs.json, the ``what`` of a saved benchmark
-    a chapter prints)."""
+    a chapter prints and the model names of its rows)."""
     from course_utils.heads.measure import PATTERNS
     from course_utils.model_configs import MODEL_CONFIGS
     from course_utils.topic_focus.dataset import TOPICS
@@ -439,9 +439,12 @@ def test_no_entry_is_unused():
     }
     literals |= set(TOPICS) | set(PATTERNS) | {c.note for c in MODEL_CONFIGS.values() if c.note}
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-    literals |= {
-        json.loads(p.read_text(encoding="utf-8")).get("what", "") for p in results.glob("*.json")
-    }
+    for path in results.glob("*.json"):
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        literals.add(saved.get("what", ""))
+        # the model names of a saved table's rows (chapter 7 prints them through t_literal)
+        rows = saved.get("rows", [])
+        literals |= {r["model"] for r in rows if isinstance(r, dict) and "model" in r}
     literals = {x.replace("{", "{{").replace("}", "}}") for x in literals}
     used = set(_t_keys())
     stale = [
