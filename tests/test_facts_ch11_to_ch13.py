@@ -108,7 +108,14 @@ def test_e7_the_93_percent_needs_six_bit_kv_quantization_mla_alone_gives_82():
         assert text in zh, text
     assert "3.2.3" in _msgstr(CH11, "DeepSeek-V2 reports a KV cache 93.3% smaller")
     # The exercise's worked solution prints both numbers, in both editions.
-    for nb_path in (REPO / f"{CH11}.ipynb", LOCALE.parent / "notebooks" / f"{CH11}.ipynb"):
+    # The 中文 edition prints the same line through t() in Chinese (zh.json).
+    for nb_path, lines in (
+        (REPO / f"{CH11}.ipynb", ("16-bit cache: 82.2% smaller", "6-bit cache: 93.3% smaller")),
+        (
+            LOCALE.parent / "notebooks" / f"{CH11}.ipynb",
+            ("16 位缓存：小 82.2%", "6 位缓存：小 93.3%"),
+        ),
+    ):
         nb = json.loads(nb_path.read_text(encoding="utf-8"))
         printed = "".join(
             "".join(o.get("text", ""))
@@ -117,8 +124,8 @@ def test_e7_the_93_percent_needs_six_bit_kv_quantization_mla_alone_gives_82():
             and "kv_reduction" in "".join(c["source"])
             for o in c["outputs"]
         )
-        assert "16-bit cache: 82.2% smaller" in printed, nb_path
-        assert "6-bit cache: 93.3% smaller" in printed, nb_path
+        for line in lines:
+            assert line in printed, (nb_path, line)
     # The arithmetic, with the chapter's formulas: DeepSeek 67B (95 layers, 8 KV heads × 128, bf16).
     ds67 = kv_cache.kv_cache_bytes(95, 8, 128, 1)
     v2 = kv_cache.DEEPSEEK_V2
@@ -218,7 +225,11 @@ def test_e9_the_uniform_attention_baseline_is_run_and_reported_in_both_editions(
     assert "{glue:text}`uniform_acc:.3f`" in _msgstr(CH13, "By the latter's first test, uniform")
     gain = _msgstr(CH13, "The learned attention adds a few points")
     assert "{glue:text}`gain_points`" in gain and "个百分点" in gain
-    for nb_path in (REPO / f"{CH13}.ipynb", LOCALE.parent / "notebooks" / f"{CH13}.ipynb"):
+    # The 中文 edition names the row in Chinese (t_literal("uniform"), zh.json).
+    for nb_path, row in (
+        (REPO / f"{CH13}.ipynb", "uniform     0.936 ± 0.010"),
+        (LOCALE.parent / "notebooks" / f"{CH13}.ipynb", "均匀        0.936 ± 0.010"),
+    ):
         nb = json.loads(nb_path.read_text(encoding="utf-8"))
         cells = [
             c
@@ -227,7 +238,7 @@ def test_e9_the_uniform_attention_baseline_is_run_and_reported_in_both_editions(
         ]
         assert len(cells) == 1, nb_path
         printed = "".join("".join(o.get("text", "")) for o in cells[0]["outputs"])
-        assert "uniform     0.936 ± 0.010" in printed, nb_path
+        assert row in printed, nb_path
 
 
 # --- E10: √(2/n) holds for normal data; q·k at d_k = 1 is heavier-tailed ---

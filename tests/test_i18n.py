@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from course_site.zh_lint import glossary_terms, glossary_violations, untranslated_english
 from course_utils import i18n
@@ -424,7 +426,7 @@ def test_no_entry_is_unused():
     """(d) an entry is a template ``t`` is given; an entry without fields may also be finished
     text the code passes through ``t_literal`` (a string literal of the package or of a chapter,
     a topic name, a pattern name, a note of model_configs.json, the ``what`` of a saved benchmark
-    a chapter prints)."""
+    a chapter prints and the model names of its rows)."""
     from course_utils.heads.measure import PATTERNS
     from course_utils.model_configs import MODEL_CONFIGS
     from course_utils.topic_focus.dataset import TOPICS
@@ -437,9 +439,12 @@ def test_no_entry_is_unused():
     }
     literals |= set(TOPICS) | set(PATTERNS) | {c.note for c in MODEL_CONFIGS.values() if c.note}
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-    literals |= {
-        json.loads(p.read_text(encoding="utf-8")).get("what", "") for p in results.glob("*.json")
-    }
+    for path in results.glob("*.json"):
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        literals.add(saved.get("what", ""))
+        # the model names of a saved table's rows (chapter 7 prints them through t_literal)
+        rows = saved.get("rows", [])
+        literals |= {r["model"] for r in rows if isinstance(r, dict) and "model" in r}
     literals = {x.replace("{", "{{").replace("}", "}}") for x in literals}
     used = set(_t_keys())
     stale = [
@@ -834,3 +839,90 @@ def test_alt_text_of_a_heatmap_is_chinese(zh):
     want = "注意力权重的热力图，2 个查询（行）× 2 个键（列）。"
     assert text == want + "每个查询最强的键：看 → 看 (0.75); 书 → 看 (0.50)。"
     assert untranslated_english(text) == []
+
+
+# ---- table columns that line up in both languages (text_columns, pad_to_columns) ----------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "sliding window, w = 4",
+        "滑动窗口，w = 4",
+        "块稀疏窗口，b = w = 4",
+        "“边”能看到",
+        "（1 个线程）",
+        "MiniLM 第 0 层：",
+        "e\u0301",  # a combining accent takes no column
+        "ｗｉｄｅ",  # full-width Latin
+    ],
+)
+def test_text_columns_agree_with_wcwidth(text):
+    """Oracle: wcwidth (prompt_toolkit's and IPython's measure of a terminal's columns)."""
+    wcwidth = pytest.importorskip("wcwidth")
+    assert i18n.text_columns(text) == wcwidth.wcswidth(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "align", "want"),
+    [
+        ("window", 10, "<", "window    "),
+        ("窗口", 10, "<", "窗口      "),
+        ("窗口", 6, ">", "  窗口"),
+        ("滑动窗口，w = 4", 38, "<", "滑动窗口，w = 4" + " " * 23),
+        ("too wide for it", 4, "<", "too wide for it"),
+        ("宽", 1, ">", "宽"),
+        ("", 3, ">", "   "),
+    ],
+)
+def test_pad_to_columns_pads_by_columns(text, width, align, want):
+    got = i18n.pad_to_columns(text, width, align)
+    assert got == want
+    assert i18n.text_columns(got) == max(width, i18n.text_columns(text))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda: i18n.pad_to_columns("x", 4, "^"),
+            ValueError,
+            r"align must be '<' or '>'; got '\^'",
+        ),
+        (lambda: i18n.pad_to_columns("x", -1), ValueError, "width must be >= 0; got -1"),
+        (lambda: i18n.pad_to_columns("x", 2.0), TypeError, "width must be an int; got float 2.0"),
+        (lambda: i18n.pad_to_columns(3, 2), TypeError, "text must be a str; got int 3"),
+        (lambda: i18n.text_columns(None), TypeError, "text must be a str; got NoneType None"),
+    ],
+)
+def test_pad_to_columns_rejects_bad_input(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_pad_to_columns_examples_in_its_docstring():
+    import doctest
+
+    for func in (i18n.text_columns, i18n.pad_to_columns):
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        for test in doctest.DocTestFinder().find(func, globs=vars(i18n)):
+            runner.run(test)
+        assert runner.failures == 0 and runner.tries > 0, func.__name__
+
+
+@given(
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=30),
+    st.integers(0, 40),
+)
+def test_pad_to_columns_is_str_format_for_english(text, width):
+    """The English edition prints exactly what ``f"{text:<width}"`` printed before."""
+    assert i18n.pad_to_columns(text, width) == f"{text:<{width}}"
+    assert i18n.pad_to_columns(text, width, ">") == f"{text:>{width}}"
+
+
+@given(st.text(alphabet="窗口滑动，ab 1", max_size=20), st.integers(0, 50))
+def test_padded_text_is_at_least_width_columns_and_starts_with_text(text, width):
+    padded = i18n.pad_to_columns(text, width)
+    assert padded.startswith(text) and set(padded[len(text) :]) <= {" "}
+    assert i18n.text_columns(padded) == max(width, i18n.text_columns(text))

@@ -57,6 +57,7 @@ import os
 import re
 import string
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,9 +68,11 @@ __all__ = [
     "js_catalogue",
     "js_messages",
     "normalise_language",
+    "pad_to_columns",
     "set_language",
     "t",
     "t_literal",
+    "text_columns",
 ]
 
 Language = Literal["en", "zh"]
@@ -234,6 +237,51 @@ def t_literal(text: str, lang: Language | None = None) -> str:
         return text[:start] + t_literal(stripped, lang) + text[start + len(stripped) :]
     value = catalogue(lang, "messages").get(stripped.replace("{", "{{").replace("}", "}}"))
     return text if value is None else value.format()
+
+
+def text_columns(text: str) -> int:
+    """The columns ``text`` takes in a monospace font: a wide character (CJK, full-width punctuation
+    such as ``，``) takes two, a combining mark none, any other character one.
+
+    ``str.format`` pads by characters, so ``f"{name:20s}"`` lines up English in a printed table but
+    not Chinese; :func:`pad_to_columns` pads by these columns instead.
+
+    >>> text_columns("sliding window"), text_columns("滑动窗口"), text_columns("窗口，w = 4")
+    (14, 8, 11)
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str; got {type(text).__name__} {text!r}")
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def pad_to_columns(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` columns of a monospace font (:func:`text_columns`):
+    the column of a printed table whose cells may be Chinese. ``align`` is ``"<"`` (left, spaces
+    after) or ``">"`` (right, spaces before); text already as wide is returned as it is.
+
+    For English it is ``f"{text:<{width}}"`` (``f"{text:>{width}}"``), so a table of the English
+    edition prints the same characters: ``f"{pad_to_columns(t_literal(name), 20)} ..."``.
+
+    >>> pad_to_columns("window", 10) + "|", pad_to_columns("窗口", 10) + "|"
+    ('window    |', '窗口      |')
+    >>> pad_to_columns("窗口", 6, ">")
+    '  窗口'
+    >>> pad_to_columns("窗口", 6, "^")
+    Traceback (most recent call last):
+    ...
+    ValueError: align must be '<' or '>'; got '^'
+    """
+    from .._validation import check_int
+
+    columns = text_columns(text)
+    width = check_int(width, "width", low=0)
+    if align not in ("<", ">"):
+        raise ValueError(f"align must be '<' or '>'; got {align!r}")
+    spaces = " " * max(0, width - columns)
+    return text + spaces if align == "<" else spaces + text
 
 
 def install_matplotlib_hook() -> None:
