@@ -125,6 +125,17 @@ def article_links(path: Path) -> int:
     return len(re.findall(r"<a\s", text[start:end])) if start >= 0 else 0
 
 
+def with_chinese_comments(codes: list[str], page: str) -> list[str]:
+    """The English code of a page with its comments translated as the 中文 edition's staging
+    translates them (``locale/zh_CN/code_comments.json``): the zh code must be exactly this."""
+    from course_site.zh_edition import load_code_comments, source, translate_code_comments
+
+    catalog = load_code_comments(REPO).get(str(Path(page).with_suffix("").as_posix()), {})
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}} for c in codes]}
+    translate_code_comments(nb, catalog)
+    return [source(cell) for cell in nb["cells"]]
+
+
 def numbers(texts: list[str]) -> list[str]:
     return [m.group(0) for t in texts for m in NUMBER.finditer(t)]
 
@@ -161,8 +172,11 @@ def test_zh_page_matches_english(rel: str, built: Path) -> None:
         assert link.get("lang") == lang and link.get("hreflang") == lang, link
         target = (page.parent / link["href"]).resolve()
         assert target == other.resolve(), f"{page}: the switch goes to {target}, not {other}"
-    # One source of truth: the same code, the same printed numbers, the same widgets.
-    assert zh.code == en.code, f"{rel}: the code cells differ between the editions"
+    # One source of truth: the same code (its comments in Chinese), the same printed numbers,
+    # the same widgets.
+    assert zh.code == with_chinese_comments(en.code, rel), (
+        f"{rel}: the code cells differ between the editions"
+    )
     assert numbers(zh.outputs) == numbers(en.outputs), f"{rel}: the printed numbers differ"
     assert widget_kinds(zh_path) == widget_kinds(en_path), f"{rel}: the widgets differ"
     # The same tab stops (the browser audit walks them with Tab on the English page only).
@@ -233,7 +247,9 @@ def test_zh_learner_copy_has_the_translated_prose(stem: str, built: Path) -> Non
     code = [c["source"] for c in zh["cells"] if c["cell_type"] == "code"]
     # The zh copy opens with the cell that sets the language (importing course_utils does not).
     assert code[0] == SET_CHINESE
-    assert code[1:] == [c["source"] for c in en["cells"] if c["cell_type"] == "code"]
+    english = [c["source"] for c in en["cells"] if c["cell_type"] == "code"]
+    english = with_chinese_comments(["".join(c) for c in english], f"chapters/{stem}")
+    assert ["".join(c) for c in code[1:]] == english
     catalog = i18n.load_catalog(i18n.messages_dir(REPO) / "chapters" / f"{stem}.po")
     headings = [re.sub(r"^#+\s*", "", ln) for ln in _text(en).splitlines() if ln.startswith("#")]
     expected = [catalog[i18n.normalise(h)] for h in headings if i18n.normalise(h) in catalog]
