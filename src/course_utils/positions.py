@@ -221,6 +221,32 @@ def _as_x(x: Any) -> Tensor:
     return x
 
 
+def _as_int_tensor(x: Any, name: str, expected: str) -> Tensor:
+    """An int64 torch tensor (numpy integer arrays, ranges and lists of ints are converted);
+    ``expected`` says what the values are, in the errors. One conversion for positions and
+    relative positions alike."""
+    if not isinstance(x, Tensor):
+        if not isinstance(x, np.ndarray | list | tuple | range | int | np.integer) or isinstance(
+            x, bool
+        ):
+            raise TypeError(
+                f"{name} must be an integer torch.Tensor {expected}; got {type(x).__name__}"
+            )
+        arr = np.asarray(x)
+        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(
+                f"{name} must hold integers {expected}; got dtype {arr.dtype} "
+                f"with shape {shape_str(arr.shape)}"
+            )
+        x = torch.from_numpy(arr.astype(np.int64))
+    if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+        raise TypeError(
+            f"{name} must be an integer tensor {expected}; got dtype {x.dtype} with shape "
+            f"{shape_str(tuple(x.shape))}; use .long() if the values are whole numbers"
+        )
+    return x.to(torch.int64)
+
+
 def _as_positions(positions: Any, x: Tensor) -> Tensor:
     """Integer positions aligned with ``x.shape[:-1]``: ``(T,)`` or the full ``x.shape[:-1]``."""
     T = x.shape[-2]
@@ -228,24 +254,12 @@ def _as_positions(positions: Any, x: Tensor) -> Tensor:
     want = f"(T,) = ({T},) or x.shape[:-1] = {shape_str(lead)} (dims of size 1 broadcast)"
     if positions is None:
         return torch.arange(T, device=x.device)  # (T,)
-    if isinstance(positions, np.ndarray | list | tuple | range):
-        arr = np.asarray(positions)
-        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(
-                f"positions must hold integers (token indices); got dtype {arr.dtype} "
-                f"with shape {shape_str(arr.shape)}"
-            )
-        positions = torch.from_numpy(arr.astype(np.int64))
-    if not isinstance(positions, Tensor):
+    if not isinstance(positions, Tensor | np.ndarray | list | tuple | range):
         raise TypeError(
             f"positions must be an integer torch.Tensor of shape {want}; "
             f"got {type(positions).__name__}"
         )
-    if positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
-        raise TypeError(
-            f"positions must be an integer tensor (token indices); got dtype {positions.dtype} "
-            f"with shape {shape_str(tuple(positions.shape))}; use .long() if they are whole numbers"
-        )
+    positions = _as_int_tensor(positions, "positions", "(token indices)")
     shape = tuple(positions.shape)
     ok = shape == (T,) or (
         len(shape) == len(lead)
@@ -746,28 +760,6 @@ def shaw_relative_positions(t_q: int, t_k: int, max_relative: int) -> Tensor:
     key_pos = torch.arange(t_k)[None, :]  # (1, t_k)
     distance = key_pos - query_pos  # (t_q, t_k): j - i, negative = a key in the past
     return distance.clamp(-max_relative, max_relative) + max_relative  # (t_q, t_k) in [0, 2k]
-
-
-def _as_int_tensor(x: Any, name: str, expected: str) -> Tensor:
-    """An integer torch tensor (numpy integer arrays and lists of ints are converted)."""
-    if not isinstance(x, Tensor):
-        if not isinstance(x, np.ndarray | list | tuple | int | np.integer) or isinstance(x, bool):
-            raise TypeError(
-                f"{name} must be an integer torch.Tensor {expected}; got {type(x).__name__}"
-            )
-        arr = np.asarray(x)
-        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-            raise TypeError(
-                f"{name} must hold integers {expected}; got dtype {arr.dtype} "
-                f"with shape {shape_str(arr.shape)}"
-            )
-        x = torch.from_numpy(arr.astype(np.int64))
-    if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
-        raise TypeError(
-            f"{name} must be an integer tensor {expected}; got dtype {x.dtype} with shape "
-            f"{shape_str(tuple(x.shape))}; use .long() if the values are whole numbers"
-        )
-    return x.to(torch.int64)
 
 
 def t5_relative_bucket(
