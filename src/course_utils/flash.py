@@ -252,6 +252,18 @@ def tiled_attention_reference(
     query row the running maximum ``m``, sum ``ℓ`` and unnormalised output
     ``o`` (the online softmax). ``stats=True`` also returns ``m`` and ``ℓ``,
     ``(..., T_q, 1)`` each. :func:`tiled_attention` checks its inputs first.
+
+    Two tiles of keys per query: key 2 comes in the second one and lifts
+    query 1's maximum from 1 to 2, so its old ℓ and o are rescaled by e^-1.
+
+    >>> q = torch.tensor([[0.0], [1.0]])  # (2, 1): T_q = 2, d = 1
+    >>> k = torch.tensor([[0.0], [1.0], [2.0]])  # (3, 1): T_k = 3
+    >>> v = torch.tensor([[1.0], [2.0], [3.0]])  # (3, 1): d_v = 1
+    >>> out, m, ell = tiled_attention_reference(
+    ...     q, k, v, block_q=1, block_k=2, scale=1.0, stats=True)
+    >>> torch.cat([out, m, ell], dim=-1)  # (2, 3): per query o / ℓ, m, ℓ
+    tensor([[2.0000, 0.0000, 3.0000],
+            [2.5752, 2.0000, 1.5032]])
     """
     t_q, t_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
