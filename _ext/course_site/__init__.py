@@ -404,6 +404,12 @@ FIGURE_HINT = {
     "en": "Scroll sideways to see the whole figure, or open the image at full size.",
     "zh": "左右滑动可查看整幅图，或点击图片查看原尺寸大图。",
 }
+#: What a figure's link does, per edition: its title (a tooltip, and the link's accessible
+#: description; its accessible name is the figure's alt text, what the figure shows).
+FIGURE_LINK_TITLE = {
+    "en": "Open the image at full size",
+    "zh": "查看原尺寸大图",
+}
 
 
 def figure_min_width(png: Path) -> int | None:
@@ -438,12 +444,17 @@ def link_figures(body: str, page_dir: Path, language: str | None) -> str:
     that width in a box that scrolls sideways, with a hint saying so. ``page_dir``: the built
     page's folder (where the image's relative address starts). A page mended once is unchanged.
 
+    The link's accessible name is the image's alt text (what the figure shows) and its title says
+    what it does (a screen reader reads it as the link's description; a mouse shows it as a tip).
+
     >>> link_figures('<p><img alt="A" src="_images/none.png" /></p>', Path("."), "en")
-    '<p><span class="cu-figure-scroll"><a class="cu-figure-link" href="_images/none.png"><img \
-class="cu-figure-img" alt="A" src="_images/none.png" /></a></span><span class="cu-figure-hint" \
-hidden>Scroll sideways to see the whole figure, or open the image at full size.</span></p>'
+    '<p><span class="cu-figure-scroll"><a class="cu-figure-link" href="_images/none.png" \
+title="Open the image at full size"><img class="cu-figure-img" alt="A" src="_images/none.png" \
+/></a></span><span class="cu-figure-hint" hidden>Scroll sideways to see the whole figure, or open \
+the image at full size.</span></p>'
     """
     hint = FIGURE_HINT[edition(language)]
+    title = FIGURE_LINK_TITLE[edition(language)]
 
     def mend(m: re.Match[str]) -> str:
         png = page_dir / m["src"]
@@ -455,7 +466,8 @@ hidden>Scroll sideways to see the whole figure, or open the image at full size.<
         else:
             attrs = f'class="cu-figure-img" {attrs}'
         return (
-            f'<span class="cu-figure-scroll"><a class="cu-figure-link" href="{m["src"]}">'
+            f'<span class="cu-figure-scroll"><a class="cu-figure-link" href="{m["src"]}" '
+            f'title="{title}">'
             f"<img{style} {attrs} /></a></span>"
             f'<span class="cu-figure-hint" hidden>{hint}</span>'
         )

@@ -767,14 +767,22 @@ VIEWPORTS: dict[str, tuple[tuple[int, int], str, bool]] = {
     "phone": ((390, 844), "light", True),
     "projector": ((853, 480), "light", False),
 }
+#: The device pixels per CSS pixel of each viewport (1 if not named): a phone's screen is dense
+#: (3), a projector at 150 % zoom draws each CSS pixel with 1.5 device pixels. Text sizes in CSS
+#: px do not depend on it, but rounding, image choice and layout snapping can.
+DEVICE_SCALE: dict[str, float] = {"phone": 3, "projector": 1.5}
 
 
 def open_in_viewport(browser: Any, site_url: str, rel: str, viewport: str) -> tuple[Any, Any]:
     """A new context and page on ``site_url + rel`` in one of :data:`VIEWPORTS` (size, colour
-    mode, touch), off-site requests blocked, once every widget view is drawn. Close the context."""
+    mode, touch; its :data:`DEVICE_SCALE`), off-site requests blocked, once every widget view is
+    drawn. Close the context."""
     (width, height), mode, touch = VIEWPORTS[viewport]
     context = browser.new_context(
-        viewport={"width": width, "height": height}, has_touch=touch, is_mobile=touch
+        viewport={"width": width, "height": height},
+        device_scale_factor=DEVICE_SCALE.get(viewport, 1),
+        has_touch=touch,
+        is_mobile=touch,
     )
     context.add_init_script(mode_init_script(mode))
     block_outside(context, (site_url,), [])
@@ -858,3 +866,167 @@ SWITCH_THEME_JS = """(mode) => {
   document.documentElement.dataset.theme = mode;
   for (const a of document.getAnimations()) a.finish();
 }"""
+
+
+# ---- What a keyboard and a screen reader meet: scrolling drawings, figure links, dark outputs ----
+
+#: Each course widget's drawing stage that scrolls (wider or taller than its box) but is not a named
+#: Tab stop (``tabindex="0"``, ``role="region"``, an ``aria-label``, ``aria-describedby`` naming the
+#: shown hint), and each that does not scroll but is still a Tab stop or a region:
+#: ``[{widget, problem}]``. A keyboard can scroll only what it can focus, and a screen reader says
+#: what it focused only if it has a role and a name.
+SCROLL_REGIONS_JS = """
+() => {
+  const out = [];
+  for (const stage of document.querySelectorAll('.cu-widget .cu-stage')) {
+    if (!stage.getClientRects().length) continue;
+    const widget = Array.from(stage.closest('.cu-widget').classList).find(
+      (c) => c !== 'cu-widget') || '';
+    const scrolls = stage.scrollWidth > stage.clientWidth + 1 ||
+      stage.scrollHeight > stage.clientHeight + 1;
+    const a = (name) => stage.getAttribute(name);
+    if (scrolls) {
+      const hint = a('aria-describedby') && document.getElementById(a('aria-describedby'));
+      const missing = [];
+      if (stage.tabIndex !== 0 || a('tabindex') !== '0') missing.push('tabindex="0"');
+      if (a('role') !== 'region') missing.push('role="region"');
+      if (!(a('aria-label') || '').trim()) missing.push('aria-label');
+      if (!hint || hint.hidden || !hint.textContent.trim()) missing.push('aria-describedby (hint)');
+      if (missing.length) out.push({widget, problem: 'scrolls without ' + missing.join(', ')});
+    } else if (a('tabindex') !== null || a('role') !== null) {
+      out.push({widget, problem: 'does not scroll but is a Tab stop or a region'});
+    }
+  }
+  return out;
+}
+"""
+
+
+def scroll_region_problems(page: Any, where: str) -> list[str]:
+    """:data:`SCROLL_REGIONS_JS`'s findings, one line each, ``where`` leading."""
+    return [
+        f"{where}: {p['widget']} drawing {p['problem']}" for p in page.evaluate(SCROLL_REGIONS_JS)
+    ]
+
+
+def accessible_nodes(page: Any, selector: str) -> list[dict[str, str]]:
+    """Chromium's accessibility tree for each element matching ``selector``: ``[{role, name,
+    description}]``, as a screen reader gets them (computed by the browser, not by us: the DevTools
+    protocol's ``Accessibility.getPartialAXTree``)."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        ids = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
+        out = []
+        for node_id in ids:
+            backend = cdp.send("DOM.describeNode", {"nodeId": node_id})["node"]["backendNodeId"]
+            tree = cdp.send(
+                "Accessibility.getPartialAXTree", {"nodeId": node_id, "fetchRelatives": False}
+            )["nodes"]
+            node = next(n for n in tree if n.get("backendDOMNodeId") == backend)
+            out.append(
+                {
+                    key: str((node.get(key) or {}).get("value", ""))
+                    for key in ("role", "name", "description")
+                }
+            )
+        return out
+    finally:
+        cdp.detach()
+
+
+#: Put the keyboard focus on the Tab stop just before the ``index``-th element matching ``selector``
+#: (document order, visible, tabIndex >= 0), so that one Tab press should land on that element.
+#: Returns false if there is none before it.
+FOCUS_BEFORE_JS = """
+([selector, index]) => {
+  const target = document.querySelectorAll(selector)[index];
+  const stops = Array.from(document.querySelectorAll(
+    'a[href], button, input, select, textarea, summary, [tabindex]')).filter((e) =>
+      e.tabIndex >= 0 && !e.disabled && e.getClientRects().length &&
+      getComputedStyle(e).visibility !== 'hidden');
+  const k = stops.indexOf(target);
+  if (k <= 0) return false;
+  stops[k - 1].focus();
+  return document.activeElement === stops[k - 1];
+}
+"""
+
+#: The focused element's focus ring: ``{width, style, ratio}``, ``ratio`` the WCAG contrast of the
+#: outline's colour with what the element stands on (WCAG 2.4.11 asks 3:1 of a focus indicator).
+FOCUS_RING_JS = """
+() => {
+/*LUMINANCE*/
+/*BACKGROUND*/
+  const el = document.activeElement;
+  const s = getComputedStyle(el);
+  const ring = parse(s.outlineColor) || [0, 0, 0, 0];
+  const under = background(el.parentElement);
+  const [x, y] = [lum(over(ring, ring[3], under)), lum(under)].sort((p, q) => q - p);
+  return {width: parseFloat(s.outlineWidth), style: s.outlineStyle,
+          ratio: Math.round((x + 0.05) / (y + 0.05) * 100) / 100};
+}
+""".replace("/*LUMINANCE*/", _LUMINANCE_JS).replace("/*BACKGROUND*/", _BACKGROUND_JS)
+
+#: Every visible text of the cells' outputs (a checker's feedback, printed text, HTML tables) whose
+#: WCAG contrast with its background (as shown: its own over its ancestors') is under ``minRatio``:
+#: ``{checked, bad: [{text, ratio, fg, bg}]}``; ``checked``: how many texts were read.
+OUTPUT_TEXT_CONTRAST_JS = """
+(minRatio) => {
+/*LUMINANCE*/
+/*BACKGROUND*/
+  const bad = [];
+  let checked = 0;
+  const outputs = document.querySelectorAll(
+    '.cell_output .text_html, .cell_output .output.text_plain, .cell_output .output.stream');
+  for (const box of outputs) {
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      if (!n.nodeValue.trim() || !el || !el.getClientRects().length) continue;
+      const fg = parse(getComputedStyle(el).color);
+      if (!fg) continue;
+      const bg = background(el);
+      const shown = over(fg, fg[3], bg);
+      const [x, y] = [lum(shown), lum(bg)].sort((p, q) => q - p);
+      const ratio = (x + 0.05) / (y + 0.05);
+      checked += 1;
+      if (ratio < minRatio) bad.push({text: n.nodeValue.trim().slice(0, 50),
+        ratio: Math.round(ratio * 100) / 100, fg: shown.map(Math.round), bg: bg.map(Math.round)});
+    }
+  }
+  return {checked, bad};
+}
+""".replace("/*LUMINANCE*/", _LUMINANCE_JS).replace("/*BACKGROUND*/", _BACKGROUND_JS)
+
+#: The fills of chapter 9's sparse-pattern cells as drawn: ``{on, off, new}`` (``[r, g, b]`` or
+#: null), read from the first cell of each kind.
+SPARSE_FILLS_JS = """
+() => {
+/*BACKGROUND*/
+  const fill = (cls) => {
+    const cell = document.querySelector('.cu-sparse svg .' + cls);
+    return cell ? parse(getComputedStyle(cell).fill).slice(0, 3) : null;
+  };
+  return {on: fill('cu-sparse-on'), off: fill('cu-sparse-off'), new: fill('cu-sparse-new')};
+}
+""".replace("/*BACKGROUND*/", _BACKGROUND_JS)
+
+
+def contrast(a: list[float], b: list[float]) -> float:
+    """WCAG's contrast ratio of two sRGB colours ``[r, g, b]`` (0-255).
+
+    >>> round(contrast([0, 0, 0], [255, 255, 255]), 1)
+    21.0
+    >>> round(contrast([0, 114, 178], [41, 49, 61]), 2)  # Okabe-Ito blue on a dark surface
+    2.53
+    """
+
+    def lum(c: list[float]) -> float:
+        lin = [
+            v / 255 / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in c
+        ]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    high, low = sorted((lum(a), lum(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)

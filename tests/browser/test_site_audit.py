@@ -21,7 +21,8 @@ grows), then, on that page:
   fails to render cannot pass by having no size;
 * on a chapter page, at the desktop, the phone and the projector sizes above, no course widget
   draws text under 11 px (``WIDGET_TEXT_SIZES_JS``: an SVG text's font size times the scale its
-  drawing is shown at; a drawing wider than the card scrolls inside it rather than shrink) and no
+  drawing is shown at; a drawing wider than the card scrolls inside it rather than shrink, and a
+  drawing that scrolls is a named region a keyboard can focus: ``SCROLL_REGIONS_JS``) and no
   figure shows its smallest text under 11 px: the smallest text of each figure, in PNG pixels, is
   recorded in its PNG by ``course_utils.plotting`` (font size x dpi / 72), and the browser shows
   the PNG scaled by (shown width / natural width); every figure links to its full-size image, and
@@ -80,6 +81,7 @@ from course_site.browser import (
     is_redirect_page,
     mode_init_script,
     run_axe,
+    scroll_region_problems,
     site_dir,
     site_pages,
     split_edition,
@@ -307,6 +309,7 @@ def test_page_audit(
         if is_chapter:
             next_frames(page)  # the widgets refit their drawings in the frame after a resize
             problems += widget_text_problems(page, "phone", MIN_TEXT_PX)
+            problems += scroll_region_problems(page, "phone")
             problems += _figure_problems(page, site_root, site_url, "phone")
 
         page.set_viewport_size({"width": PROJECTOR_150[0], "height": PROJECTOR_150[1]})
@@ -314,6 +317,7 @@ def test_page_audit(
         if is_chapter:
             next_frames(page)
             problems += widget_text_problems(page, "projector", MIN_TEXT_PX)
+            problems += scroll_region_problems(page, "projector")
             problems += _figure_problems(page, site_root, site_url, "projector")
         sizes = page.evaluate(WIDGET_SIZES_JS)
         n_views = page.evaluate(N_VIEWS_JS)

@@ -373,9 +373,10 @@ const CU = (() => {
    * Keep every drawing of a widget readable: an <svg viewBox> scales with the card, but never below
    * the scale at which its smallest text is MIN_TEXT_PX (its min-width and min-height; a min size
    * wins over the max-width and max-height caps). Where the card is narrower than that, the stage
-   * scrolls sideways inside the card (a Tab stop then, so a keyboard can scroll it) and says so,
-   * instead of shrinking the text out of reach; likewise where a landscape window is shorter than
-   * the card. Refitted when a drawing gets a new viewBox or new
+   * scrolls sideways inside the card and says so, instead of shrinking the text out of reach;
+   * likewise where a landscape window is shorter than the card. A stage that scrolls is a Tab stop
+   * (so a keyboard can scroll it) and a named region ("Drawing: <title>", described by the hint),
+   * so a screen reader says what the stop is. Refitted when a drawing gets a new viewBox or new
    * text, and when the card is laid out (a view drawn before it is on the page has no styles yet).
    */
   function keepReadable(root, stage) {
@@ -407,13 +408,22 @@ const CU = (() => {
       stage.style.maxHeight = landscape && rest + stage.scrollHeight > window.innerHeight ? `${Math.max(120, room)}px` : "";
       const scrolls = stage.scrollWidth > stage.clientWidth + 1 || stage.scrollHeight > stage.clientHeight + 1;
       stage.classList.toggle("cu-scrolls", scrolls);
-      if (scrolls) stage.setAttribute("tabindex", "0");
-      else stage.removeAttribute("tabindex");
       if (scrolls && !hint) {
-        hint = html("p", { class: "cu-scroll-hint" }, null, CU.t("Scroll to see the whole drawing."));
+        hint = html("p", { class: "cu-scroll-hint", id: uid("scroll-hint") }, null, CU.t("Scroll to see the whole drawing."));
         stage.after(hint);
       }
       if (hint) hint.hidden = !scrolls;
+      if (scrolls) {
+        // The title is read at each refit, not once: a widget may set or change it later.
+        const caption = root.querySelector(":scope > .cu-title");
+        const title = caption && !caption.hidden ? caption.textContent.trim() : "";
+        stage.setAttribute("tabindex", "0");
+        stage.setAttribute("role", "region");
+        stage.setAttribute("aria-label", title ? CU.t(`Drawing: ${title}`) : CU.t("Drawing"));
+        stage.setAttribute("aria-describedby", hint.id);
+      } else {
+        for (const name of ["tabindex", "role", "aria-label", "aria-describedby"]) stage.removeAttribute(name);
+      }
     };
     let queued = false;
     const later = () => {
