@@ -150,9 +150,10 @@ test: lint browser-deps
 	$(BROWSER_TESTS) || exit 1; \
 	echo "make test phases: package, notebooks, book and PDF $$((middle - start)) s; browser $$(( $$(date +%s) - middle )) s"
 
+# The unit tests and nbval in one pytest session: one pool of two workers with no idle tail between
+# the two runs (each notebook's cells stay on one worker, in order: conftest.py groups them).
 test-python: $(STAMP)
-	$(MAKE) --no-print-directory test-unit
-	$(MAKE) --no-print-directory test-notebooks
+	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine" --nbval tests chapters appendix --doctest-modules src/course_utils _ext/course_site _ext/course_kit
 
 test-site: $(STAMP) browser-deps book pdf
 

@@ -9,6 +9,19 @@ from pathlib import Path
 
 import pytest
 
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    # One torch thread per xdist worker (make test-python runs 2 workers on 2 cores, beside the book
+    # build): more only fight over the cores, and torch's OpenMP threads spin while they wait
+    # (measured on 2 cores with one other busy process: the torch-heavy tests took 22 % less CPU
+    # time, 70 s instead of 84 s). Outputs do not depend on it: tests/test_cross_machine.py runs the
+    # notebooks and the prose-number tests with 1, 2 and 4 threads. Notebook kernels that the tests
+    # and nbval start inherit the variable (hence here, in the conftest every session loads; before,
+    # nbval's kernels ran 2 threads each beside each other). A count set by the caller is kept.
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Kernels started by nbval (and JupyterLab in the browser tests) inherit this environment.
@@ -25,3 +38,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from course_kit.kernels import use_unix_sockets_in_nbval
 
     use_unix_sockets_in_nbval()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (its hook is plain)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep each notebook's cells on one pytest-xdist worker, in order (they share one kernel), when
+    nbval runs in the same session as the unit tests under ``--dist loadgroup`` (``make
+    test-python``): every cell of a notebook joins the xdist group named after the notebook."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.xdist_group(f"notebook:{item.path.name}"))

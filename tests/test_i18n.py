@@ -860,7 +860,8 @@ def test_alt_text_of_a_heatmap_is_chinese(zh):
 )
 def test_text_columns_agree_with_wcwidth(text):
     """Oracle: wcwidth (prompt_toolkit's and IPython's measure of a terminal's columns)."""
-    wcwidth = pytest.importorskip("wcwidth")
+    import wcwidth
+
     assert i18n.text_columns(text) == wcwidth.wcswidth(text)
 
 

@@ -334,8 +334,9 @@ def test_contains_cjk(text, expected):
 @pytest.mark.slow
 def test_alt_text_recipe_yields_img_alt_in_a_myst_nb_build(tmp_path):
     """The recipe in plotting.py's docstring gives ``<img alt=...>`` and a numbered figure."""
-    nbformat = pytest.importorskip("nbformat")
-    pytest.importorskip("myst_nb")
+    import myst_nb  # noqa: F401 - needed below
+    import nbformat
+
     ex = bank_example()
     _, w = ex.attention()
     ax = plot_attention(w, ex.tokens)

@@ -16,6 +16,12 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from transformers import LlamaConfig
+from transformers.models.bloom.modeling_bloom import build_alibi_tensor
+from transformers.models.llama.modeling_llama import (
+    LlamaRotaryEmbedding,
+    apply_rotary_pos_emb,
+)
 
 from course_utils.multihead import MultiHeadAttention
 from course_utils.positions import (
@@ -26,14 +32,6 @@ from course_utils.positions import (
     rope_frequencies,
     sinusoid_shift_matrix,
     sinusoidal_encoding,
-)
-
-transformers = pytest.importorskip("transformers")
-from transformers import LlamaConfig  # noqa: E402
-from transformers.models.bloom.modeling_bloom import build_alibi_tensor  # noqa: E402
-from transformers.models.llama.modeling_llama import (  # noqa: E402
-    LlamaRotaryEmbedding,
-    apply_rotary_pos_emb,
 )
 
 #: SmolLM2-135M's rope_theta (its config.json on the Hugging Face hub: "rope_theta": 100000).

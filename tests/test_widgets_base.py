@@ -36,7 +36,6 @@ from .system_tools import require
 
 WIDGET_DIR = Path(__file__).resolve().parents[1] / "src" / "course_utils" / "widgets"
 WIDGET_STEMS = sorted(p.stem for p in WIDGET_DIR.glob("[a-z]*.js"))
-torch = pytest.importorskip("torch")
 
 
 # ---- the base ---------------------------------------------------------------------------------

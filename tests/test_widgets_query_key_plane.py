@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 
+import hypothesis
 import numpy as np
 import pytest
+import torch
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from course_utils import scaled_dot_product_attention
 from course_utils.softmax import softmax
 from course_utils.widgets import QueryKeyPlane
 from course_utils.widgets._base import MAX_STATE_BYTES, unpack_array
-
-torch = pytest.importorskip("torch")
 
 
 def _keys(seed: int, t_k: int = 5) -> np.ndarray:
@@ -140,11 +142,6 @@ def test_state_size_under_budget() -> None:
     assert w.data_bytes() < MAX_STATE_BYTES
     # The whole state, code included, is what a notebook stores for one view.
     assert w.state_bytes() < MAX_STATE_BYTES + len(w._esm) + len(w._css) + 2_000
-
-
-hypothesis = pytest.importorskip("hypothesis")
-st = pytest.importorskip("hypothesis.strategies")
-hnp = pytest.importorskip("hypothesis.extra.numpy")
 
 
 @hypothesis.settings(max_examples=40, deadline=None, derandomize=True)

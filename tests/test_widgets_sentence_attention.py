@@ -7,12 +7,10 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from course_utils.widgets import SentenceAttention
 from course_utils.widgets._base import MAX_STATE_BYTES
-
-torch = pytest.importorskip("torch")
-
 
 EN = ["the", "cat", "sat", "on", "the", "mat"]
 ZH = ["猫", "坐", "在", "垫子", "上"]

@@ -53,7 +53,8 @@ def site_url(site_root: Path, xss_html: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    playwright_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api as playwright_api
+
     require("chromium")
     with playwright_api.sync_playwright() as p:
         b = launch(p)

@@ -62,6 +62,24 @@ def smollm2_gguf_path() -> Path:
 # -- reading the GGUF file with the ``gguf`` package ----------------------------------------------
 
 
+@lru_cache(maxsize=1)
+def _plain_array_reader_class() -> type:
+    """``gguf.GGUFReader`` reading a plain ``ndarray`` view of its memory map instead of the
+    ``numpy.memmap`` itself: the same bytes and the same parser, but slicing a ``memmap`` runs
+    ``memmap.__array_finalize__`` in Python for each of the ~250,000 slices the parser takes of the
+    49,152-string vocabulary and its merges. Measured on the 2-core test machine: 20 s -> 7 s per
+    read, with identical metadata and tensors (``tests/test_smollm2.py``)."""
+    from gguf import GGUFReader
+
+    class PlainArrayGGUFReader(GGUFReader):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name == "data" and isinstance(value, np.memmap):
+                value = value.view(np.ndarray)  # still backed by the file's map: no copy
+            super().__setattr__(name, value)
+
+    return PlainArrayGGUFReader
+
+
 def read_gguf(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """``(metadata, tensors)`` of a GGUF file; tensors dequantised to float32 numpy arrays.
 
@@ -69,11 +87,10 @@ def read_gguf(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     shapes are in numpy (row-major) order, i.e. GGUF's dimensions reversed, so a linear layer's
     weight comes out as ``(out_features, in_features)`` like ``nn.Linear.weight``.
     """
-    from gguf import GGUFReader
     from gguf.quants import dequantize
 
     try:
-        reader = GGUFReader(path)
+        reader = _plain_array_reader_class()(path)
     except ValueError as err:  # the reader checks the magic number and the version
         raise ValueError(f"{path} is not a readable GGUF file: {err}") from err
     meta = {name: field.contents() for name, field in reader.fields.items()}
