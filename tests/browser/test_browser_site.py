@@ -588,3 +588,64 @@ def test_topic_focus_labels_do_not_run_together(
         assert not problems, sorted(set(problems))
     finally:
         context.close()
+
+
+#: Where a label of chapter 1's plane lies on a mark: a key's name or "q" (its text box) on a key's
+#: dot (a circle of the dot's radius and outline), on the output diamond (a 12 px square turned 45
+#: degrees, outline included) or on another label.
+PLANE_LABEL_HITS_JS = r"""
+(root) => {
+  const svg = root.querySelector('svg.cu-qk-svg');
+  const labels = Array.from(svg.querySelectorAll('text.cu-qk-label, text.cu-qk-qlabel'))
+    .map((t) => ({name: t.textContent, box: t.getBBox()}));
+  const marks = Array.from(svg.querySelectorAll('circle.cu-qk-keydot')).map((c) => ({
+    name: 'a key dot', cx: +c.getAttribute('cx'), cy: +c.getAttribute('cy'),
+    r: +c.getAttribute('r') + 0.75, circle: true}));
+  const d = svg.querySelector('rect.cu-qk-output');
+  if (d) marks.push({name: 'the output diamond', cx: +d.getAttribute('x') + 6,
+                     cy: +d.getAttribute('y') + 6, r: 6 * Math.SQRT2 + 0.5, circle: false});
+  const out = [];
+  labels.forEach((l, i) => {
+    const b = l.box;
+    for (const m of marks) {  // the point of the text box nearest the mark's centre
+      const dx = Math.abs(Math.max(b.x, Math.min(m.cx, b.x + b.width)) - m.cx);
+      const dy = Math.abs(Math.max(b.y, Math.min(m.cy, b.y + b.height)) - m.cy);
+      if (m.circle ? Math.hypot(dx, dy) < m.r : dx + dy < m.r) out.push(`${l.name} on ${m.name}`);
+    }
+    labels.slice(i + 1).forEach((o) => {
+      const c = o.box;
+      const meet = b.x < c.x + c.width && c.x < b.x + b.width
+        && b.y < c.y + c.height && c.y < b.y + b.height;
+      if (meet) out.push(`${l.name} on ${o.name}`);
+    });
+  });
+  return out;
+}
+"""
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_plane_labels_lie_on_no_mark(site_url: str, browser: Any, edition: str) -> None:
+    """Chapter 1's plane (``QueryKeyPlane``): at every angle of its slider (steps of 10 degrees)
+    and every length, no label ("q", a key's name) lies on a key's dot, the output diamond or
+    another label. (At 190 degrees "q" was under the diamond; a key's name lay on its own dot
+    once the dot grew with its weight.)"""
+    from course_site.browser import open_in_viewport
+
+    rel = f"{edition}chapters/01_queries_keys_values.html"
+    context, page = open_in_viewport(browser, site_url, rel, "desktop")
+    try:
+        plane = page.locator(".cu-qk-plane").first
+        plane.scroll_into_view_if_needed()
+        angle, length = plane.locator("input[type=range]").all()[:2]
+        assert (angle.get_attribute("max"), angle.get_attribute("step") or "1") == ("35", "1")
+        problems = []
+        for li in range(int(length.get_attribute("max")) + 1):
+            length.fill(str(li))
+            for ai in range(36):
+                angle.fill(str(ai))
+                hits = plane.evaluate(PLANE_LABEL_HITS_JS)
+                problems += [f"{10 * ai} degrees, length #{li}: {h}" for h in hits]
+        assert not problems, f"{len(problems)} labels on marks: {problems[:8]}"
+    finally:
+        context.close()
