@@ -523,8 +523,10 @@ def deck_notebook(
         if slide_type in {"slide", "subslide"}:
             flush(index)
         if slide_type != "skip":
+            # Headings only (one, or a section's heading and its first sub-heading when the
+            # prose between and under them went to the notes): what follows joins the slide.
             is_heading = cell["cell_type"] == "markdown" and bool(
-                re.fullmatch(r"\s*#{1,6}\s[^\n]*\s*", source(cell))
+                re.fullmatch(r"(\s*#{1,6}\s[^\n]*\s*)+", source(cell))
             )
             new_slide = slide_type in {"slide", "subslide"}
             heading_alone = is_heading and (new_slide or heading_alone)

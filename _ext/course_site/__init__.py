@@ -364,9 +364,46 @@ def language_switch(pagename: str, language: str | None) -> str:
     )
 
 
+#: What a cell printed, as myst-nb writes it: ``<div class="output stream ...">``, then
+#: ``<div class="highlight"><pre>...</pre>`` (also ``text_plain`` results, ``error`` tracebacks).
+_OUTPUT_PRE = re.compile(
+    r'(<div class="output [^"]*"><div class="highlight)(">)(<pre>(?P<text>.*?)</pre>)', re.S
+)
+#: The columns of the notebooks' code (chapters/ruff.toml): code blocks are sized to hold them.
+CODE_COLUMNS = 79
+
+
+def fit_outputs(body: str) -> str:
+    """Mark what a cell printed wider than the code's :data:`CODE_COLUMNS` with its widest line's
+    columns (a CJK character takes two: :func:`course_utils.i18n.text_columns`), as
+    ``--cu-columns`` on the block. The site's style sheet then shows it in a font just small enough
+    for the text column (never under 11 px), and at the desktop width wraps a line that still does
+    not fit instead of scrolling it sideways (a table of 150 columns, a long error message).
+    A page marked once is unchanged.
+
+    >>> out = '<div class="output stream x"><div class="highlight"><pre><span></span>{}\\n</pre>'
+    >>> fit_outputs(out.format("a" * 94))[:92]
+    '<div class="output stream x"><div class="highlight cu-wide-output" style="--cu-columns: 94">'
+    >>> fit_outputs(out.format("看书 &amp; " * 10)) == out.format("看书 &amp; " * 10)  # 70 columns
+    True
+    """
+    from course_utils.i18n import text_columns
+
+    def mark(m: re.Match[str]) -> str:
+        text = html.unescape(re.sub(r"<[^>]*>", "", m["text"]))
+        columns = max((text_columns(line) for line in text.splitlines()), default=0)
+        if columns <= CODE_COLUMNS:
+            return m.group(0)
+        marked = f'{m.group(1)} cu-wide-output" style="--cu-columns: {columns}{m.group(2)}'
+        return marked + m.group(3)
+
+    return _OUTPUT_PRE.sub(mark, body)
+
+
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
     if isinstance(context.get("body"), str):
         context["body"] = label_toggles(fix_body(context["body"]), app.config.language)
+        context["body"] = fit_outputs(context["body"])
         if doctree is not None:  # a page of the book (not search, genindex)
             context["body"] = language_switch(pagename, app.config.language) + context["body"]
     scripts = context.get("script_files")

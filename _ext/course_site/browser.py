@@ -447,14 +447,15 @@ async () => {
 
 def wide_code_blocks(page: Any, rel: str) -> list[str]:
     """The code blocks of the open page (at 1280 px: the book's desktop column) that scroll
-    sideways: a cell's code (folded cells opened) or package code shown by ``literalinclude``,
-    not what a cell printed. Each named by its first line, its longest line and what fits."""
+    sideways: a cell's code (folded cells opened), package code shown by ``literalinclude``, a
+    code block of the text, and what a cell printed (``course_site.fit_outputs`` and the site's
+    style sheet fit it). Each named by its first line, its longest line and what fits."""
     blocks = page.evaluate(CODE_BLOCKS_JS)
     return [
         f"{rel}: {b['kind']} {b['first'][:60]!r} scrolls sideways (longest line "
         f"{b['longest']} characters, {b['fit']} fit)"
         for b in blocks
-        if b["kind"] != "output" and b["scrolls"]
+        if b["scrolls"]
     ]
 
 

@@ -97,7 +97,15 @@ SLIDE_READ_JS = """
     .map((a) => a.textContent.trim()).join(' ');
   const clone = section.cloneNode(true);
   clone.querySelectorAll('aside.notes').forEach((a) => a.remove());
-  return {body, code, bodyText, codeText, notes: notes.length, text: clone.textContent};
+  const text = clone.textContent;
+  clone.querySelectorAll('h1, h2, h3, h4, h5, h6').forEach((h) => h.remove());
+  const title = section.querySelector('h1, h2, h3, h4, h5, h6');
+  // Anything shown besides a heading: text, or a figure, widget, formula, table or code.
+  const more = clone.textContent.trim() !== '' || !!clone.querySelector(
+    'img, svg, canvas, video, table, pre, mjx-container, .cu-widget, '
+    + 'script[type="application/vnd.jupyter.widget-view+json"]');
+  return {body, code, bodyText, codeText, notes: notes.length, text,
+          heading: title ? title.textContent.trim() : '', headingOnly: !more};
 }
 """
 EVERY_SLIDE_READ_JS = (
@@ -114,7 +122,8 @@ SLIDES_PER_DECK = {"en": (15, 30), "zh": (13, 30)}
 
 
 def readable_problems(page: Any, total: int, edition: str) -> list[str]:
-    """Every slide of the open deck read as a room sees it: text sizes, notes, citation keys."""
+    """Every slide of the open deck read as a room sees it: text sizes, notes, citation keys, and
+    no slide but the first (the title) that shows a heading and nothing else."""
     from course_site.bibstyle import _entries
 
     keys = set(_entries(REPO / "references.bib"))
@@ -130,6 +139,8 @@ def readable_problems(page: Any, total: int, edition: str) -> list[str]:
             problems.append(f"{where}: code {s['code']:.1f} px ({s['codeText']!r})")
         if not s["notes"]:
             problems.append(f"{where}: no speaker notes")
+        if s["headingOnly"] and s["index"] > 0:  # the title slide is a heading
+            problems.append(f"{where}: nothing but its heading {s['heading']!r}")
         shown = [k for k in keys if re.search(rf"\b{re.escape(k)}\b", s["text"])]
         if shown:
             problems.append(f"{where}: citation keys shown {shown}")

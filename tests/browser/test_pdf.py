@@ -178,6 +178,55 @@ def test_paper_shows_the_solutions_and_no_screen_only_parts(pages: list[str], ed
     assert not re.search(rf"^\s*Widget \({re.escape(still)}", text, re.M)
 
 
+#: Words that tell a reader to work a screen with a pointer or keys: on paper there is nothing to
+#: drag, click or hover (the chapters say "move the slider", which a still image can answer, or
+#: mark such words ``{screen}``).
+POINTER_WORDS = {
+    "en": re.compile(r"\b(?:drag|click|hover)\w*|arrow keys|the mouse|downloads \d", re.I),
+    "zh": re.compile(r"拖动|拖到|点击|单击|悬停|鼠标|方向键"),
+}
+
+
+def _page_title(markdown: Path, edition: str) -> str:
+    """The first heading of a Markdown page, in an edition (中文: its catalogue's translation)."""
+    title = next(
+        line[2:].strip()
+        for line in markdown.read_text(encoding="utf-8").splitlines()
+        if line.startswith("# ")
+    )
+    if edition == "zh":
+        from course_site import i18n
+
+        catalog = i18n.load_catalog(i18n.messages_dir(REPO) / f"{markdown.stem}.po")
+        title = catalog.get(i18n.normalise(title), title)
+    return title
+
+
+def test_chapters_on_paper_tell_no_one_to_drag_or_click(pages: list[str], edition: str) -> None:
+    """From chapter 1 to the appendix's end (the pages before the instructor guide), no sentence
+    tells the reader to drag, click or hover, or to use the arrow keys or the mouse: the words of
+    the review's tour ("Drag the slider", "(click to show it)", "hover a word", "drag the context")
+    are screen-only or say "move"/"set". (The welcome page and the instructor's pages describe the
+    website and a class, and may name them.)"""
+    first = next(
+        i
+        for i, page in enumerate(pages[2:], start=2)
+        if starts_with_title(page, _title(CHAPTERS[0], edition))
+    )
+    guide = _page_title(REPO / "instructor_guide.md", edition)
+    last = next(
+        (i for i in range(first, len(pages)) if starts_with_title(pages[i], guide)), len(pages)
+    )
+    assert last - first > 50, f"the chapters run from page {first + 1} to {last}?"
+    told = [
+        f"page {i + 1}: {line.strip()!r}"
+        for i in range(first, last)
+        for line in pages[i].splitlines()
+        if POINTER_WORDS[edition].search(line)
+    ]
+    assert not told, f"{len(told)} pointer instructions printed: {told[:6]}"
+
+
 def screen_only_words(language: str) -> list[str]:
     """The texts of the chapters' ``{screen}`...``` roles, in the edition's language."""
     role = re.compile(r"\{screen\}`([^`]+)`")

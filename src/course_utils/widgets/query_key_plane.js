@@ -2,6 +2,61 @@
 // Python precomputed every frame (frames.query/scores/weights/output, packed (A, L, ...)); this file only
 // looks them up. CU (the shared helpers) is prepended by Python.
 
+// Where a label goes: beside its point, clear of every mark (key dots, the output diamond, the
+// arrowhead) and of the labels already placed, inside the drawing. A fixed offset put "q" under the
+// output diamond (190 degrees) and a key's name on its own dot once the dot grew with its weight.
+// The first of eight places around the point (up-right first, as a label is usually read) that
+// hits nothing wins, tried at the least distance, then one and two label heights further out (a
+// short query's tip is crowded by the diamond, the dots and its own arrowhead); if every place
+// hits something, the one that hits least.
+const LABEL_PLACES = [[1, -1], [1, 0], [1, 1], [0, 1], [-1, 1], [-1, 0], [-1, -1], [0, -1]];
+const LABEL_RINGS = [0, 12, 24]; // px beyond the least distance
+
+function textSize(text) {
+  // The label's box as drawn (user units); before the card has its styles, an estimate at 13 px
+  // (a CJK character a full em, a Latin one about 0.6 em).
+  const b = text.getBBox ? text.getBBox() : null;
+  if (b && b.width > 0) return { w: b.width, h: b.height, ascent: Number(text.getAttribute("y") || 0) - b.y };
+  const w = Array.from(text.textContent).reduce((sum, ch) => sum + (ch.codePointAt(0) > 0x2e80 ? 13 : 8), 0);
+  return { w, h: 16, ascent: 12 };
+}
+
+function boxHitsCircle(box, c) {
+  const nx = Math.max(box.x, Math.min(c.cx, box.x + box.w));
+  const ny = Math.max(box.y, Math.min(c.cy, box.y + box.h));
+  return Math.hypot(nx - c.cx, ny - c.cy) < c.r;
+}
+
+function boxesMeet(a, b) {
+  return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+
+/**
+ * The top-left corner of a w x h label near (cx, cy), at least `clear` from that point, that meets
+ * none of `marks` (circles {cx, cy, r}) or `taken` (boxes {x, y, w, h}) and stays in size x size.
+ */
+function placeLabel({ cx, cy, clear, w, h }, marks, taken, size) {
+  const pad = 2; // the label's halo and a hair of air
+  let best = null;
+  for (const extra of LABEL_RINGS) {
+    const d = clear + extra;
+    for (const [dx, dy] of LABEL_PLACES) {
+      const k = dx && dy ? Math.SQRT1_2 : 1; // a corner place: the box's corner at distance d
+      const x = dx > 0 ? cx + d * k : dx < 0 ? cx - d * k - w : cx - w / 2;
+      const y = dy > 0 ? cy + d * k : dy < 0 ? cy - d * k - h : cy - h / 2;
+      const box = { x: x - pad, y: y - pad, w: w + 2 * pad, h: h + 2 * pad };
+      const hits = marks.filter((m) => boxHitsCircle(box, m)).length +
+        taken.filter((t) => boxesMeet(box, t)).length +
+        (box.x < 0 || box.y < 0 || box.x + box.w > size || box.y + box.h > size ? 1 : 0);
+      if (!best || hits < best.hits) best = { x, y, box, hits };
+      if (!hits) break;
+    }
+    if (!best.hits) break;
+  }
+  taken.push(best.box);
+  return best;
+}
+
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-qk-plane");
   const SIZE = 320;
@@ -47,7 +102,7 @@ function render({ model, el }) {
     const keyNodes = keys.map((k, j) => {
       const g = CU.svg("g", { class: "cu-qk-key" }, svg);
       const dot = CU.svg("circle", { cx: px(k[0]), cy: py(k[1]), r: 7, class: "cu-qk-keydot" }, g);
-      const label = CU.svg("text", { x: px(k[0]) + 10, y: py(k[1]) - 8, class: "cu-qk-label" }, g);
+      const label = CU.svg("text", { x: px(k[0]) + 10, y: py(k[1]) - 8, class: "cu-qk-label" }, g); // placed by placeLabels
       CU.setText(label, labels[j]);
       return { dot, label };
     });
@@ -138,8 +193,6 @@ function render({ model, el }) {
     const o = CU.slice(frames.output, a, l);
     built.queryLine.setAttribute("x2", px(q[0]));
     built.queryLine.setAttribute("y2", py(q[1]));
-    built.queryText.setAttribute("x", px(q[0]) + 6);
-    built.queryText.setAttribute("y", py(q[1]) + 14);
     const wmax = Math.max(...w);
     built.keyNodes.forEach((node, j) => {
       node.dot.setAttribute("fill", CU.colour(w[j]));
@@ -157,6 +210,7 @@ function render({ model, el }) {
       built.outputDot.setAttribute("x", px(o[0]) - 6);
       built.outputDot.setAttribute("y", py(o[1]) - 6);
     }
+    placeLabels(q, o, w);
     const outText = CU.t(`output = Σ weight × value = (${o.map((x) => CU.fmt(x, 2)).join(", ")})`);
     built.out.textContent = outText;
     const labels = model.get("key_labels");
@@ -165,6 +219,33 @@ function render({ model, el }) {
       CU.t(`Query at ${CU.fmt(model.get("angles")[a], 0)} degrees, length ${CU.fmt(model.get("lengths")[l], 2)}; ` +
       `largest weight ${CU.fmt(wmax, 3)} on key ${labels[best]}. `) + outText;
     CU.sync(angleSlider, lengthSlider);
+  }
+
+  // Every label beside its point and clear of every mark: the keys' names (their dots grow with
+  // their weights), then "q" at the arrow's tip (it moves with the query).
+  function placeLabels(q, o, w) {
+    const { px, py, keyNodes, queryText, outputDot } = built;
+    const tip = [px(q[0]), py(q[1])];
+    const back = Math.hypot(tip[0] - HALF, tip[1] - HALF) || 1;
+    const marks = keyNodes.map((node, j) => ({
+      cx: Number(node.dot.getAttribute("cx")), cy: Number(node.dot.getAttribute("cy")),
+      r: 5 + 10 * Math.sqrt(w[j]) + 1, // the dot and its outline
+    }));
+    // The output diamond (a 12 px square turned 45 degrees: its corners 8.5 px out) and the
+    // arrowhead (about 20 px long, 10 px either side, ending at the tip).
+    if (outputDot) marks.push({ cx: px(o[0]), cy: py(o[1]), r: 6 * Math.SQRT2 + 1 });
+    marks.push({
+      cx: tip[0] - ((tip[0] - HALF) / back) * 9, cy: tip[1] - ((tip[1] - HALF) / back) * 9, r: 11,
+    });
+    const taken = [];
+    const put = (text, cx, cy, clear) => {
+      const { w: tw, h, ascent } = textSize(text);
+      const spot = placeLabel({ cx, cy, clear, w: tw, h }, marks, taken, SIZE);
+      text.setAttribute("x", spot.x);
+      text.setAttribute("y", spot.y + ascent);
+    };
+    keyNodes.forEach((node, j) => put(node.label, marks[j].cx, marks[j].cy, marks[j].r + 3.5));
+    put(queryText, tip[0], tip[1], 12);
   }
 
   return CU.live(model, [
