@@ -532,3 +532,14 @@ def test_no_slide_is_a_heading_alone(path: Path) -> None:
         ):
             alone.append(text)
     assert not alone, f"slides with only a heading: {alone}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
+def test_deck_cell_ids_are_unique(path: Path) -> None:
+    """Every cell of a deck notebook has its own id (nbformat "corrects" a repeated id with a
+    warning at each build: two speaker-notes cells once shared the id of the cell they followed)."""
+    from course_kit.slides import deck_notebook
+
+    ids = [c.get("id") for c in deck_notebook(read_notebook(path))["cells"]]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    assert not repeated, f"{path.name}: repeated cell ids {repeated}"

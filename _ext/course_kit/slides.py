@@ -477,7 +477,7 @@ def deck_notebook(
             kind = next((k for k in ("widget", "figure", "output") if k in shown), "text")
             pending.append(NOTES_TEXT[lang][kind])
         if pending:
-            out_cells.append(_notes_cell(list(pending), index))
+            out_cells.append(_notes_cell(list(pending), len(out_cells)))
         pending.clear()
         shown.clear()
 
