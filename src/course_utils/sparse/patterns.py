@@ -50,12 +50,24 @@ __all__ = [
 Align = Literal["top_left", "bottom_right"]
 
 
-def _offsets(t_q: int, t_k: int, align: Align) -> NDArray[np.int64]:
-    """``i_pos - j`` for every (query, key) pair ``(t_q, t_k)``: how far back key ``j`` lies."""
-    shift = diagonal_offset(t_q, t_k, align)
-    query_pos = np.arange(t_q)[:, None] + shift  # (t_q, 1): the query's position among the keys
-    key_pos = np.arange(t_k)[None, :]  # (1, t_k)
-    return query_pos - key_pos  # (t_q, t_k)
+def _distances(t: int, causal: bool, pattern: str) -> NDArray[np.int64]:
+    """How far back key ``j`` lies from query ``i``, for every pair ``(t, t)``: the one quantity the
+    distance-based patterns (dilated, strided) test.
+
+    Causal: ``i - j`` (negative for a future key, which the pattern then rejects with
+    ``>= 0``); two-sided: ``|i - j|``. ``pattern`` (e.g. ``"strided_mask(6)"``) names the caller
+    in the error of a ``t`` too large to allocate.
+
+    >>> _distances(3, True, "example")
+    array([[ 0, -1, -2],
+           [ 1,  0, -1],
+           [ 2,  1,  0]])
+    >>> _distances(3, False, "example")[0]
+    array([0, 1, 2])
+    """
+    check_alloc((t, t), 24, pattern)  # int64 offsets and their temporaries
+    back = np.arange(t)[:, None] - np.arange(t)[None, :]  # (t, t): i - j
+    return back if causal else np.abs(back)  # (t, t)
 
 
 def sliding_window_mask(
@@ -123,9 +135,7 @@ def dilated_window_mask(
     window = check_int(window, "window", low=1)
     dilation = check_int(dilation, "dilation", low=1)
     causal = check_bool(causal, "causal")
-    check_alloc((t, t), 24, f"dilated_window_mask({t})")  # int64 offsets and their temporaries
-    back = _offsets(t, t, "top_left")  # (t, t): i - j
-    dist = back if causal else np.abs(back)  # (t, t)
+    dist = _distances(t, causal, f"dilated_window_mask({t})")  # (t, t)
     return (dist >= 0) & (dist % dilation == 0) & (dist < window * dilation)  # (t, t)
 
 
@@ -155,9 +165,7 @@ def strided_mask(t: int, *, stride: int, causal: bool = True) -> NDArray[np.bool
     t = check_int(t, "t", low=1)
     stride = check_int(stride, "stride", low=1)
     causal = check_bool(causal, "causal")
-    check_alloc((t, t), 24, f"strided_mask({t})")  # int64 offsets and their temporaries
-    back = _offsets(t, t, "top_left")  # (t, t): i - j
-    dist = back if causal else np.abs(back)  # (t, t)
+    dist = _distances(t, causal, f"strided_mask({t})")  # (t, t)
     return (dist >= 0) & ((dist < stride) | (dist % stride == 0))  # (t, t)
 
 
