@@ -250,6 +250,35 @@ def _as_shape(value: Any) -> tuple[int, ...] | None:
     return shape if all(n >= 0 for n in shape) else None
 
 
+def _not_three(title: str, result: Any, things: str) -> Feedback | None:
+    """Feedback when ``result`` is not three ``things`` (``"shapes"``, ``"masks"``), one for each
+    attention of :data:`_THREE`; None when it is, and the checker goes on to compare them.
+
+    >>> _not_three("attention shapes", [(1, 2), (1, 2), (1, 2)], "shapes") is None
+    True
+    >>> print(_not_three("attention shapes", None, "shapes"))
+    ✗ attention shapes: not yet right
+      - expected three shapes; got NoneType
+      hint: return three shapes, in this order: encoder self, decoder self, cross
+    """
+    from ..i18n import t, t_literal
+
+    if isinstance(result, tuple | list) and len(result) == len(_THREE):
+        return None
+    things = t_literal(things)  # the noun in the reader's language
+    return Feedback(
+        False,
+        title,
+        (t("expected three {things}; got {what}", things=things, what=type(result).__name__),),
+        (
+            t(
+                "return three {things}, in this order: encoder self, decoder self, cross",
+                things=things,
+            ),
+        ),
+    )
+
+
 def check_attention_shapes(shapes: Callable[[int, int, int, int], Any]) -> Feedback:
     """Check ``shapes(B, n_heads, t_src, t_tgt)``: the shapes of the attention weights of the
     encoder's self-attention, the decoder's self-attention and the cross-attention, in that order,
@@ -289,13 +318,9 @@ def check_attention_shapes(shapes: Callable[[int, int, int, int], Any]) -> Feedb
 
     def compare(result: Any, B: int, h: int, s: int, q: int) -> Feedback:
         expected = ((B, h, s, s), (B, h, q, q), (B, h, q, s))
-        if not isinstance(result, tuple | list) or len(result) != 3:
-            return Feedback(
-                False,
-                title,
-                (t("expected three shapes; got {what}", what=type(result).__name__),),
-                ("return three shapes, in this order: encoder self, decoder self, cross",),
-            )
+        wrong_type = _not_three(title, result, "shapes")
+        if wrong_type is not None:
+            return wrong_type
         for name, answer, want in zip(_THREE, result, expected, strict=True):
             got = _as_shape(answer)
             if got == want:
@@ -358,13 +383,9 @@ def check_encoder_decoder_masks(masks: Callable[[Any, int, int], Any]) -> Feedba
 
     def compare(result: Any, lengths: list[int], s: int, q: int) -> Feedback:
         B = len(lengths)
-        if not isinstance(result, tuple | list) or len(result) != 3:
-            return Feedback(
-                False,
-                title,
-                (t("expected three masks; got {what}", what=type(result).__name__),),
-                ("return three masks, in this order: encoder self, decoder self, cross",),
-            )
+        wrong_type = _not_three(title, result, "masks")
+        if wrong_type is not None:
+            return wrong_type
         pad = key_padding_mask(lengths, s)  # (B, s)
         keys = np.broadcast_to(pad[:, None, :], (B, s, s))  # (B, s, s): padding keys hidden
         causal_q = np.broadcast_to(causal_mask(q), (B, q, q))  # (B, q, q)
