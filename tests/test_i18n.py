@@ -259,8 +259,13 @@ def test_entry_is_chinese_follows_the_glossary_and_formats(section, key, value):
 
 #: Where ``t`` may be given something other than a literal: (file, function) of the documented
 #: pass-throughs. ``t_literal`` looks finished text up by exact key; ``run_cases`` formats its
-#: ``passed`` argument, which every call site gives as a literal (collected below).
-PASS_THROUGH = {("i18n/__init__.py", "t_literal"), ("exercises/_learner.py", "run_cases")}
+#: ``passed`` argument and ``check_number`` its ``wrong`` template, which every call site gives as
+#: a literal (collected below).
+PASS_THROUGH = {
+    ("i18n/__init__.py", "t_literal"),
+    ("exercises/_learner.py", "run_cases"),
+    ("exercises/_checks.py", "check_number"),
+}
 
 
 def _code_cells() -> list[tuple[str, ast.Module]]:
@@ -290,24 +295,35 @@ def _sources() -> tuple[tuple[str, ast.Module], ...]:
 
 
 def _t_calls() -> list[tuple[str, str, ast.Call]]:
-    """Every call ``t(...)`` (and ``run_cases(...)``'s ``passed``) as (file, enclosing function,
-    the argument node that is the template)."""
+    """Every call ``t(...)`` (and ``run_cases(...)``'s ``passed``, ``check_number(...)``'s
+    ``wrong`` when it is a template) as (file, enclosing function, the argument node that is the
+    template)."""
     out = []
 
-    def visit(where: str, node: ast.AST, func: str, has_t: bool) -> None:
+    def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
+        given = call.args[index] if len(call.args) > index else None
+        return next((k.value for k in call.keywords if k.arg == name), given)
+
+    def visit(where: str, node: ast.AST, func: str, has_t: bool, defs: set[str]) -> None:
         for child in ast.iter_child_nodes(node):
             inner = child.name if isinstance(child, ast.FunctionDef) else func
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
                 if child.func.id == "t" and has_t:
                     out.append((where, func, child.args[0] if child.args else child))
                 elif child.func.id == "run_cases":
-                    passed = child.args[5] if len(child.args) > 5 else None
-                    passed = next((k.value for k in child.keywords if k.arg == "passed"), passed)
-                    out.append((where, func, passed))
-            visit(where, child, inner, has_t)
+                    out.append((where, func, argument(child, 5, "passed")))
+                elif child.func.id == "check_number":
+                    wrong = argument(child, 4, "wrong")
+                    # a lambda or a def of the answer builds its own message with t
+                    if isinstance(wrong, ast.Constant) or (
+                        isinstance(wrong, ast.Name) and wrong.id not in defs
+                    ):
+                        out.append((where, func, wrong))
+            visit(where, child, inner, has_t, defs)
 
     for where, tree in _sources():
-        visit(where, tree, "", where == "i18n/__init__.py" or _imports_t(tree))
+        defs = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+        visit(where, tree, "", where == "i18n/__init__.py" or _imports_t(tree), defs)
     return out
 
 

@@ -214,7 +214,7 @@ def check_number(
     result: Any,
     expected: float,
     mistakes: Sequence[tuple[float, str]],
-    wrong: Callable[[float], str],
+    wrong: str | Callable[[float], str],
     *,
     atol: float = 0.0,
 ) -> Feedback:
@@ -222,14 +222,19 @@ def check_number(
 
     Equal within ``1e-9`` relative (more for float32) or within ``atol`` (e.g. ``5e-4`` accepts a
     fraction rounded to three decimals). ``mistakes`` are ``(value, hint)``: the hint of the first
-    whose value the answer equals, with the same tolerance, is given. ``wrong(value)`` is the
-    message for a wrong answer.
+    whose value the answer equals, with the same tolerance, is given. ``wrong`` is the message for
+    a wrong answer: a template of :func:`~course_utils.i18n.t` with the fields ``{value}`` (the
+    answer) and ``{expected}`` (give it as a literal, so the catalogue finds it), or, for a
+    message that needs more than these two, a function of the answer that returns the text.
 
     >>> print(check_number("share", 0.25, 0.75, [(0.25, "that is the part kept")],
-    ...                    lambda v: f"got {v:g}, expected 0.75"))
+    ...                    "got {value:g}, expected {expected:g}"))
     ✗ share: not yet right
       - got 0.25, expected 0.75
       hint: that is the part kept
+    >>> print(check_number("share", 0.5, 0.75, [], lambda v: f"got {v:g}, {0.75 - v:g} short"))
+    ✗ share: not yet right
+      - got 0.5, 0.25 short
     >>> bool(check_number("share", 0.750, 0.7503, [], str, atol=5e-4))
     True
     """
@@ -252,7 +257,8 @@ def check_number(
     if same(value, expected):
         return Feedback(True, name)
     hints = [hint for candidate, hint in mistakes if same(value, candidate)]
-    return Feedback(False, name, (wrong(value),), tuple(hints[:1]))
+    message = t(wrong, value=value, expected=expected) if isinstance(wrong, str) else wrong(value)
+    return Feedback(False, name, (message,), tuple(hints[:1]))
 
 
 def _not_numeric(name: str, answer: Any) -> Feedback | None:

@@ -106,11 +106,7 @@ def check_loglog_slope(slope: Callable[[float, float, float, float], Any]) -> Fe
             (1.0 / expected, "the ratio is upside down: log(y2/y1) on top, log(x2/x1) below"),
         ]
 
-        def wrong(value: float) -> str:
-            return t(
-                "slope: got {value:.6g}, expected {expected:.6g}", value=value, expected=expected
-            )
-
+        wrong = "slope: got {value:.6g}, expected {expected:.6g}"
         return check_number(title, result, expected, mistakes, wrong, atol=1e-6)
 
     points = [(256, 1e-3, 1024, 1.6e-2), (64, 5.0, 4096, 320.0), (100, 8.0, 400, 16.0)]
@@ -164,13 +160,7 @@ def check_intensity(intensity: Callable[[int, int, int, int], Any]) -> Feedback:
             ),
         ]
 
-        def wrong(value: float) -> str:
-            return t(
-                "intensity: got {value:.6g}, expected {expected:.6g} FLOPs per byte",
-                value=value,
-                expected=expected,
-            )
-
+        wrong = "intensity: got {value:.6g}, expected {expected:.6g} FLOPs per byte"
         return check_number(title, result, expected, mistakes, wrong)
 
     sizes = ((4096, 4096, 1, 2), (4096, 4096, 64, 2), (512, 256, 128, 4), (3, 5, 7, 1))

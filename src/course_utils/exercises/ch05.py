@@ -344,13 +344,8 @@ def check_slow_pairs(count: Callable[[int, float, int], Any]) -> Feedback:
                 "2i + 1",
             ),
         ]
-        return check_number(
-            title,
-            result,
-            expected,
-            mistakes,
-            lambda v: t("got {value:g} pairs, expected {expected}", value=v, expected=expected),
-        )
+        wrong = "got {value:g} pairs, expected {expected}"
+        return check_number(title, result, expected, mistakes, wrong)
 
     sizes = [(64, 10000.0, 4096), (64, 100000.0, 8192), (128, 500000.0, 8192), (64, 10000.0, 100)]
     cases = [

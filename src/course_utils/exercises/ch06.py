@@ -316,14 +316,8 @@ def check_attention_half_length(T_half: Callable[[int, int], Any]) -> Feedback:
             ),
             (f / 2, "set attention's FLOPs equal to the FFN's and solve for T"),
         ]
-        return check_number(
-            title,
-            result,
-            expected,
-            mistakes,
-            lambda v: t("got T = {value:g}, expected {expected}", value=v, expected=expected),
-            atol=0.5,
-        )
+        wrong = "got T = {value:g}, expected {expected}"
+        return check_number(title, result, expected, mistakes, wrong, atol=0.5)
 
     sizes = ((768, 3072), (512, 2048), (4096, 11008), (64, 1000))
     cases = [(t("d_model = {d}, d_ff = {f}", d=d, f=f), (d, f)) for d, f in sizes]

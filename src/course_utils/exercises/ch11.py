@@ -299,13 +299,7 @@ def check_kv_reduction(kv_reduction: Callable[[Any, Any, Any], Any]) -> Feedback
             ),
         ]
 
-        def wrong(value: float) -> str:
-            return t(
-                "kv_reduction returned {value:.4g}, expected {expected:.4g}",
-                value=value,
-                expected=expected,
-            )
-
+        wrong = "kv_reduction returned {value:.4g}, expected {expected:.4g}"
         return check_number(title, result, expected, mistakes, wrong, atol=_REDUCTION_ATOL)
 
     return run_cases(
