@@ -269,6 +269,48 @@ def _not_numeric(name: str, answer: Any) -> Feedback | None:
     return None
 
 
+def _nan_feedback(name: str, got: NDArray, hint: str | None) -> Feedback | None:
+    """Feedback naming the first NaN of ``got`` (``hint``: where a NaN usually comes from in this
+    exercise), or None when ``got`` has none: a NaN is reported before any comparison, since it
+    makes every comparison false.
+
+    >>> print(_nan_feedback("softmax", np.array([0.5, np.nan]), "exp overflowed?"))
+    ✗ softmax: not yet right
+      - softmax contains NaN, first at entry [1]
+      hint: exp overflowed?
+    >>> _nan_feedback("softmax", np.array([0.5, 0.5]), None) is None
+    True
+    """
+    if not (np.issubdtype(got.dtype, np.floating) and np.isnan(got).any()):
+        return None
+    where = format_index(np.argwhere(np.isnan(got))[0])
+    return Feedback(
+        False,
+        name,
+        (t("{name} contains NaN, first at entry {where}", name=name, where=where),),
+        (hint,) if hint else (),
+    )
+
+
+def _shape_feedback(
+    name: str, got: tuple[int, ...], want: tuple[int, ...], hints: Sequence[str] = ()
+) -> Feedback:
+    """Feedback for an answer of shape ``got`` where ``want`` was expected (``hints``: a
+    recognised reason, such as a transpose).
+
+    >>> print(_shape_feedback("weights", (1, 2), (2, 2)))
+    ✗ weights: not yet right
+      - weights has shape (1, 2), expected (2, 2)
+    """
+    message = t(
+        "{name} has shape {got}, expected {want}",
+        name=name,
+        got=shape_str(got),
+        want=shape_str(want),
+    )
+    return Feedback(False, name, (message,), tuple(hints))
+
+
 def check_array(
     name: str,
     answer: Any,
@@ -307,15 +349,9 @@ def check_array(
     size = np.abs(want.astype(np.float64))
     size = size[np.isfinite(size)]
     rtol, atol = answer_tolerance(got.dtype, rtol, atol, float(size.max()) if size.size else 1.0)
-    if np.issubdtype(got.dtype, np.floating) and np.isnan(got).any():
-        where = format_index(np.argwhere(np.isnan(got))[0])
-        hints = (nan_hint,) if nan_hint else ()
-        return Feedback(
-            False,
-            name,
-            (t("{name} contains NaN, first at entry {where}", name=name, where=where),),
-            hints,
-        )
+    nan = _nan_feedback(name, got, nan_hint)
+    if nan is not None:
+        return nan
     got_f = got.astype(np.float64)
     want_f = want.astype(np.float64)
     if got.shape != want.shape:
@@ -327,19 +363,7 @@ def check_array(
             and _matches(got_f, np.swapaxes(want_f, -1, -2), rtol, atol)
         ):
             hints.append(t("{name} is the transpose of the expected result", name=name))
-        return Feedback(
-            False,
-            name,
-            (
-                t(
-                    "{name} has shape {got}, expected {want}",
-                    name=name,
-                    got=shape_str(got.shape),
-                    want=shape_str(want.shape),
-                ),
-            ),
-            tuple(hints),
-        )
+        return _shape_feedback(name, got.shape, want.shape, hints)
     close = np.isclose(got_f, want_f, rtol=rtol, atol=atol) | (got_f == want_f)  # (same shape)
     n = close.size
     if close.all():
@@ -646,14 +670,11 @@ def check_weights(
                 ),
             ),
         )
-    if np.isnan(w).any():
-        where = format_index(np.argwhere(np.isnan(w))[0])
-        return Feedback(
-            False,
-            name,
-            (t("{name} contains NaN, first at entry {where}", name=name, where=where),),
-            ("a row whose scores are all -inf gives 0/0 in a naive softmax; or exp overflowed",),
-        )
+    nan = _nan_feedback(
+        name, w, "a row whose scores are all -inf gives 0/0 in a naive softmax; or exp overflowed"
+    )
+    if nan is not None:
+        return nan
     m = _mask_or_none(mask)
     if q is None and k is None:
         if m is not None:
@@ -857,18 +878,7 @@ def check_causal_mask(
     messages: list[str] = []
     hints: list[str] = []
     if got.shape != expected.shape:
-        return Feedback(
-            False,
-            name,
-            (
-                t(
-                    "{name} has shape {got}, expected {want}",
-                    name=name,
-                    got=shape_str(got.shape),
-                    want=shape_str(expected.shape),
-                ),
-            ),
-        )
+        return _shape_feedback(name, got.shape, expected.shape)
     if got.dtype != np.bool_:
         messages.append(
             t(
