@@ -543,3 +543,25 @@ def test_deck_cell_ids_are_unique(path: Path) -> None:
     ids = [c.get("id") for c in deck_notebook(read_notebook(path))["cells"]]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     assert not repeated, f"{path.name}: repeated cell ids {repeated}"
+
+
+def test_a_compact_chapter_still_gets_min_slides() -> None:
+    """A chapter that says in few lines what fills 15 slides in English (Chinese is shorter) is cut
+    with fewer lines a slide until its deck has ``MIN_SLIDES``; a slide never holds more."""
+    from course_kit.slides import (
+        MIN_SLIDES,
+        SLIDE_LINES,
+        _deck_notebook,
+        count_slides,
+        deck_notebook,
+    )
+
+    items = "\n".join(f"- point {k}: a short line of the list" for k in range(17))
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# A chapter\n\nIts lead."}]
+    cells += [
+        {"cell_type": "markdown", "metadata": {}, "source": f"## Section {i}\n\n{items}"}
+        for i in range(9)
+    ]
+    nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    assert count_slides(_deck_notebook(nb, None, "en", SLIDE_LINES)) < MIN_SLIDES
+    assert count_slides(deck_notebook(nb)) >= MIN_SLIDES

@@ -54,6 +54,8 @@ from course_kit.notebooks import (
 TEMPLATES = Path(__file__).parent / "templates"
 #: Lines (of about 90 characters) that fit on one slide before the deck starts a sub-slide.
 SLIDE_LINES = 24
+#: Fewest slides a chapter's deck should have (a lesson's worth: 15-30 slides).
+MIN_SLIDES = 15
 MATHJAX = "course_vendor/mathjax/tex-mml-chtml.js"
 #: JupyterLab's notebook CSS (nbconvert's lab template), one copy for all decks, under _static/.
 LAB_CSS = "course_kit/jupyterlab.css"
@@ -343,20 +345,20 @@ def split_for_slide(markdown: str, lang: str = "en", lead: bool = True) -> tuple
     return "\n\n".join(slide), notes
 
 
-def _chunks(markdown: str) -> list[str]:
-    """A slide's Markdown cut into pieces that each fit a slide (:data:`SLIDE_LINES`): blocks stay
-    whole, except a long list or table, which is cut between items or rows (a table's header is
+def _chunks(markdown: str, slide_lines: int = SLIDE_LINES) -> list[str]:
+    """A slide's Markdown cut into pieces that each fit a slide of ``slide_lines`` lines: blocks
+    stay whole, except a long list or table, which is cut between items or rows (a table's header is
     repeated). A heading stays with what follows it."""
     pieces: list[str] = []
     for block in _blocks(markdown):
         lines = block.splitlines()
         est = sum(_line_count(x) for x in _closed(block).splitlines())
-        if est <= SLIDE_LINES - 4 or not lines:
+        if est <= slide_lines - 4 or not lines:
             pieces.append(block)
             continue
         if lines[0].lstrip().startswith("|") and len(lines) > 3:  # a table: header, rule, rows
             head, rows = lines[:2], lines[2:]
-            per = max(1, (SLIDE_LINES - 6) // max(1, est // len(lines)))
+            per = max(1, (slide_lines - 6) // max(1, est // len(lines)))
             pieces += ["\n".join(head + rows[k : k + per]) for k in range(0, len(rows), per)]
             continue
         items: list[list[str]] = []
@@ -369,7 +371,7 @@ def _chunks(markdown: str) -> list[str]:
         size = 0
         for item in items:
             n = sum(_line_count(x) for x in _closed("\n".join(item)).splitlines())
-            if group and size + n > SLIDE_LINES - 4:
+            if group and size + n > slide_lines - 4:
                 pieces.append("\n".join(group))
                 group, size = [], 0
             group += item
@@ -389,7 +391,7 @@ def _chunks(markdown: str) -> list[str]:
         only_lead = len(rest) <= 1 and not any(
             re.match(r"^([-*+|>]|\d+[.)]|\$\$|!\[|`{3})", r) for r in rest
         )
-        if starts_with_heading and only_lead and lines_of(head + piece) <= SLIDE_LINES:
+        if starts_with_heading and only_lead and lines_of(head + piece) <= slide_lines:
             merged[-1] += "\n\n" + piece
         else:
             merged.append(piece)
@@ -435,6 +437,27 @@ def _imports_only(code: str) -> bool:
 
 def deck_notebook(
     nb: Notebook, notes: list[lesson_plan.Note] | None = None, language: str = "en"
+) -> Notebook:
+    """A copy of ``nb`` made into slides a room can read (:func:`_deck_notebook`), with at least
+    :data:`MIN_SLIDES` slides where the chapter has the material: a chapter whose text is compact
+    (Chinese says in 14 slides what English says in 16) is cut with a smaller budget of lines per
+    slide, two lines at a time, down to ``SLIDE_LINES - 8``: a slide then holds less, never more,
+    so it only gets easier to read from the back of the room."""
+    for slide_lines in range(SLIDE_LINES, SLIDE_LINES - 9, -2):
+        deck = _deck_notebook(nb, notes, language, slide_lines)
+        if count_slides(deck) >= MIN_SLIDES:
+            break
+    return deck
+
+
+def count_slides(deck: Notebook) -> int:
+    """The slides of a deck notebook: the cells that start a slide or a sub-slide (at least 1)."""
+    kinds = [c.get("metadata", {}).get("slideshow", {}).get("slide_type") for c in deck["cells"]]
+    return max(1, sum(1 for k in kinds if k in {"slide", "subslide"}))
+
+
+def _deck_notebook(
+    nb: Notebook, notes: list[lesson_plan.Note] | None, language: str, slide_lines: int
 ) -> Notebook:
     """A copy of ``nb`` made into slides a room can read: slide types, Markdown nbconvert renders,
     on each slide its heading, one lead sentence, lists, maths, figures, widgets and short code;
@@ -509,9 +532,9 @@ def deck_notebook(
                 # a widget or a figure gets the slide (with its heading): large, readable
                 (_shows(cell) in {"widget", "figure"} and used > 4 and not heading_alone)
                 or after_widget  # and nothing after a widget shares its slide
-                or (level == 3 and used > SLIDE_LINES // 2)
-                or (used and used + size > SLIDE_LINES)
-                or (level >= 3 and used and used + size + upcoming > SLIDE_LINES)
+                or (level == 3 and used > slide_lines // 2)
+                or (used and used + size > slide_lines)
+                or (level >= 3 and used and used + size + upcoming > slide_lines)
             ):
                 slide_type, used = "subslide", size
             else:
@@ -561,7 +584,7 @@ def deck_notebook(
             slide_md, moved = split_for_slide(text, lang, lead=lead and not before_widget)
             lead = lead and not moved
             explicit = meta.get("slideshow", {}).get("slide_type")
-            chunks = [slide_md] if explicit else _chunks(slide_md)
+            chunks = [slide_md] if explicit else _chunks(slide_md, slide_lines)
             # A "Try it" heading stays with its widget.
             nxt = cells[i + 1] if i + 1 < len(cells) else None
             following = _estimate_lines(nxt) if nxt is not None and is_widget(nxt) else 0
@@ -656,18 +679,14 @@ def build_deck(
     body, _ = exporter.from_notebook_node(node, resources=resources)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{notebook.stem}.slides.html").write_text(body, encoding="utf-8")
-    slides = sum(
-        1
-        for c in deck_nb["cells"]
-        if c["metadata"].get("slideshow", {}).get("slide_type") in {"slide", "subslide"}
-    )
+    slides = count_slides(deck_nb)
     n_notes = sum(
         1
         for c in deck_nb["cells"]
         if c["metadata"].get("slideshow", {}).get("slide_type") == "notes"
     )
     widgets = sum(1 for c in deck_nb["cells"] if is_widget(c))
-    return DeckInfo(notebook.stem, title, max(1, slides), n_notes, widgets)
+    return DeckInfo(notebook.stem, title, slides, n_notes, widgets)
 
 
 def lab_css() -> str:

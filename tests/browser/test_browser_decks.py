@@ -116,9 +116,10 @@ EVERY_SLIDE_READ_JS = (
 )
 #: Projected at 1280x720, a slide's body text is at least this big (CSS px), its code this big.
 MIN_BODY_PX, MIN_CODE_PX = 24, 18
-#: A chapter's deck holds this many slides (a 45-90 minute lesson); 中文 text is shorter, so a
-#: short chapter's 中文 deck may hold a few fewer.
-SLIDES_PER_DECK = {"en": (15, 30), "zh": (13, 30)}
+#: A chapter's deck holds this many slides (a 45-90 minute lesson), in both editions: 中文 text is
+#: shorter, and a deck that would fall short is cut with fewer lines a slide
+#: (``course_kit.slides.deck_notebook``, MIN_SLIDES).
+SLIDES_PER_DECK = {"en": (15, 30), "zh": (15, 30)}
 
 
 def readable_problems(page: Any, total: int, edition: str) -> list[str]:
