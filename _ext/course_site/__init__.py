@@ -369,22 +369,39 @@ def language_switch(pagename: str, language: str | None) -> str:
 _OUTPUT_PRE = re.compile(
     r'(<div class="output [^"]*"><div class="highlight)(">)(<pre>(?P<text>.*?)</pre>)', re.S
 )
+#: A code block of the text (```` ```bash ````, ```` ```text ````, ``literalinclude``), as Sphinx
+#: writes it: ``<div class="highlight-bash notranslate"><div class="highlight"><pre>``. Not a
+#: cell's code (``ipython3``, in a ``cell_input``): ruff holds the notebooks' code to the column.
+_TEXT_CODE_PRE = re.compile(
+    r'(?<!<div class="cell_input docutils container">\n)'
+    r'(<div class="highlight-(?!ipython)[\w+-]+ notranslate"><div class="highlight)(">)'
+    r"(<pre>(?P<text>.*?)</pre>)",
+    re.S,
+)
 #: The columns of the notebooks' code (chapters/ruff.toml): code blocks are sized to hold them.
 CODE_COLUMNS = 79
 
 
 def fit_outputs(body: str) -> str:
-    """Mark what a cell printed wider than the code's :data:`CODE_COLUMNS` with its widest line's
-    columns (a CJK character takes two: :func:`course_utils.i18n.text_columns`), as
-    ``--cu-columns`` on the block. The site's style sheet then shows it in a font just small enough
-    for the text column (never under 11 px), and at the desktop width wraps a line that still does
-    not fit instead of scrolling it sideways (a table of 150 columns, a long error message).
-    A page marked once is unchanged.
+    """Mark what a cell printed wider than the code's :data:`CODE_COLUMNS`, and a code block of
+    the text that wide (the instructor guide's nbgitpuller link, 175 characters to copy whole),
+    with its widest line's columns (a CJK character takes two:
+    :func:`course_utils.i18n.text_columns`), as ``--cu-columns`` on the block. The site's style
+    sheet then shows it in a font just small enough for the text column (never under 11 px), and
+    at the desktop width wraps a line that still does not fit instead of scrolling it sideways (a
+    table of 150 columns, a long error message, a long link: wrapped on screen, copied as one
+    line). A cell's code is never marked. A page marked once is unchanged.
 
     >>> out = '<div class="output stream x"><div class="highlight"><pre><span></span>{}\\n</pre>'
     >>> fit_outputs(out.format("a" * 94))[:92]
     '<div class="output stream x"><div class="highlight cu-wide-output" style="--cu-columns: 94">'
     >>> fit_outputs(out.format("看书 &amp; " * 10)) == out.format("看书 &amp; " * 10)  # 70 columns
+    True
+    >>> text = '<div class="highlight-text notranslate"><div class="highlight"><pre>{}</pre>'
+    >>> fit_outputs(text.format("h" * 175))[:91]
+    '<div class="highlight-text notranslate"><div class="highlight cu-wide-output" style="--cu-c'
+    >>> cell = '<div class="cell_input docutils container">\\n' + text.format("x" * 90)
+    >>> fit_outputs(cell) == cell
     True
     """
     from course_utils.i18n import text_columns
@@ -397,7 +414,7 @@ def fit_outputs(body: str) -> str:
         marked = f'{m.group(1)} cu-wide-output" style="--cu-columns: {columns}{m.group(2)}'
         return marked + m.group(3)
 
-    return _OUTPUT_PRE.sub(mark, body)
+    return _TEXT_CODE_PRE.sub(mark, _OUTPUT_PRE.sub(mark, body))
 
 
 def _page_context(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:

@@ -302,13 +302,22 @@ def test_search_finds_chinese_and_english_words(
         context.close()
 
 
+#: The least touch target (CSS px, each side) of the language switch: WCAG 2.2's 2.5.8 minimum.
+MIN_TARGET_PX = 24
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 900), (390, 844)], ids=["desktop", "phone"])
 @pytest.mark.parametrize(("edition", "other"), [("", "zh/"), ("zh/", "")], ids=["en-zh", "zh-en"])
 def test_language_switch_keeps_the_section(
-    edition: str, other: str, site_url: str, browser: Any
+    edition: str, other: str, width: int, height: int, site_url: str, browser: Any
 ) -> None:
     """Reading a section far down a chapter, the reader switches language and lands on the same
-    section of the other edition (the switch adds its #anchor), not at the top of the page."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    section of the other edition (the switch adds its #anchor), not at the top of the page. At the
+    desktop and on a phone the switch is in the article's sticky header bar, so it is on screen
+    there, a touch target of at least 24x24 px, and the page does not scroll sideways."""
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, has_touch=width < 600
+    )
     try:
         page = context.new_page()
         page.goto(f"{site_url}{edition}chapters/02_scaling.html", wait_until="load")
@@ -322,15 +331,28 @@ def test_language_switch_keeps_the_section(
         next_frames(page)
         # A reader's click where the link is (in the sticky header bar): Playwright's own click
         # would first scroll the page to the element, which a reader's click does not.
-        box = page.locator(".cu-lang-switch a").first.bounding_box()
-        assert box and 0 <= box["y"] < 900, f"the language switch is not on screen: {box}"
+        link = page.locator(".cu-lang-switch a").first
+        box = link.bounding_box()
+        assert box and box["y"] >= 0 and box["y"] + box["height"] <= height, (
+            f"at {width} px the language switch is not on screen: {box}"
+        )
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        assert link.evaluate("(a) => !!a.closest('.bd-header-article')"), (
+            f"at {width} px the language switch is not in the article's header bar"
+        )
+        assert min(box["width"], box["height"]) >= MIN_TARGET_PX, (
+            f"at {width} px the language switch is {box['width']:.0f}x{box['height']:.0f} px, "
+            f"under {MIN_TARGET_PX}x{MIN_TARGET_PX}"
+        )
+        sideways = page.evaluate("() => document.documentElement.scrollWidth")
+        assert sideways <= width, f"at {width} px the page is {sideways} px wide"
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_url(f"{site_url}{other}chapters/02_scaling.html#*", timeout=15_000)
         assert page.url.endswith(f"#{target}"), f"landed on {page.url}, expected #{target}"
         top = page.evaluate(
             "(id) => document.getElementById(id).getBoundingClientRect().top", target
         )
-        assert -5 <= top <= 900 / 2, f"section #{target} is at y = {top} px, not in view"
+        assert -5 <= top <= height / 2, f"section #{target} is at y = {top} px, not in view"
     finally:
         context.close()
 
@@ -506,11 +528,11 @@ def test_long_inline_maths_scrolls_on_a_phone(site_url: str, browser: Any, page_
 
 
 #: Pages with code that the page audit does not measure (it checks the chapters' code too): the
-#: appendix, and any other reader's page of either edition with a code block (the welcome page's
-#: install commands). Not the instructor guide: its shell commands and a 175-character nbgitpuller
-#: link are for a teacher to copy into a terminal, not to read in the column.
-#: Top folders and pages left to other rules: the chapters (the audit) and the instructor's pages.
-CODE_CHECKED_ELSEWHERE = {"chapters", "instructor", "instructor_guide.html"}
+#: appendix, and any other page of either edition with a code block (the welcome page's install
+#: commands, the instructor guide's shell commands and its 175-character nbgitpuller link, which
+#: course_site.fit_outputs marks so that it wraps on screen and is still copied as one line).
+#: Top folders left to another rule: the chapters (the audit).
+CODE_CHECKED_ELSEWHERE = {"chapters"}
 CODE_PAGES = [
     rel
     for rel in (site_pages(_SITE) if _SITE.is_dir() else [])
@@ -525,8 +547,9 @@ CODE_PAGES = [
 @pytest.mark.parametrize("rel", CODE_PAGES or ["<no site>"])
 def test_code_fits_the_column_on_desktop(rel: str, site_url: str, browser: Any) -> None:
     """At 1280x800 no code block of these pages scrolls sideways: neither a cell's code
-    (solutions and folded cells opened), package code shown by ``literalinclude``, nor what a
-    cell printed (a line wider than the column wraps). The chapters: test_site_audit.py."""
+    (solutions and folded cells opened), package code shown by ``literalinclude``, a code block of
+    the text (the instructor guide's commands and link), nor what a cell printed (a line wider
+    than the column wraps). The chapters: test_site_audit.py."""
     if rel == "<no site>":
         pytest.fail(f"no appendix pages under {_SITE}")  # (the appendix has code)
     context = browser.new_context(viewport={"width": 1280, "height": 800})
