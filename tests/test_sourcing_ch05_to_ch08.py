@@ -8,10 +8,13 @@ are checked where they are computed (the experiments' own tests, nbval).
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import nbformat
+
+from course_kit.myst import glued_values
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 
@@ -87,3 +90,23 @@ def test_ch8_measures_the_prediction_of_exercise_8_4():
     )
     assert len(masked) == len(unmasked) == 7
     assert min(masked) > 95 and unmasked[-1] < 5  # the encoder mask decides long paddings
+
+
+def test_ch8_the_words_around_its_glued_numbers_hold():
+    """The prose quotes chapter 8's numbers through glue roles (``tests/test_glue.py``); what it
+    says about them in words is checked here, on the values the notebook glued."""
+    nb = nbformat.read(CHAPTERS / "08_cross_attention.ipynb", as_version=4)
+    # text/plain is the repr of an int, a float or a str
+    glued = {name: ast.literal_eval(v) for name, v in glued_values(nb).items()}
+    # "N of the 500 held-out words are reversed exactly (the miss: ...)": one miss, a real one
+    assert glued["reversal_exact_words"] == 500 - 1
+    assert glued["reversal_exact_match"] == glued["reversal_exact_words"] / 500  # the table's
+    assert glued["reversal_miss_output"] != glued["reversal_miss_target"]
+    assert glued["reversal_miss_target"] == glued["reversal_miss_word"][::-1]
+    # "In the second decoder block it is almost always the right one. In the first ... mostly not"
+    assert glued["reversal_alignment_1"] > 0.9 and glued["reversal_alignment_0"] < 0.5
+    # "the first output step puts most of its weight there", more than the average step
+    for word in ("deaf", "cab"):
+        assert glued[f"pad_first_step_{word}"] > max(0.5, glued[f"pad_weight_{word}"])
+    # the encoder's mask matters from two <pad> on: some words with two are wrong, not all
+    assert 0 < glued["unmasked_wrong_two_pads"] < 1
