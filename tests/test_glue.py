@@ -33,7 +33,13 @@ CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
 GLUE_ROLES = {"glue", "glue:text"}
 #: The chapters whose prose quotes computed numbers, all of them glued (the checks below run on
 #: every chapter; this list makes sure they do not pass on a chapter by finding no roles).
-GLUED_CHAPTERS = ("02_scaling", "09_sparse_attention", "12_efficient_attention", "13_topic_words")
+GLUED_CHAPTERS = (
+    "02_scaling",
+    "04_multi_head_attention",
+    "09_sparse_attention",
+    "12_efficient_attention",
+    "13_topic_words",
+)
 
 
 def _notebook(path: Path) -> dict:
