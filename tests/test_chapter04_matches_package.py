@@ -2,17 +2,23 @@
 
 The first code cells of the chapter (up to the experiment) run in one namespace; the tensors built
 by hand are compared with ``MultiHeadAttention`` and with ``torch.nn.MultiheadAttention``.
-A mutation test changes one step and checks that the comparison catches it. Numbers the prose
-states about the measurement and the experiment are checked against the package.
+A mutation test changes one step and checks that the comparison catches it. The numbers the prose
+quotes about the measurement and the experiment are glued from the executed outputs
+(``tests/test_glue.py``); here the glued values are compared with the package's measurement and
+the printed table, and the claims the prose makes about them are checked.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
+import nbformat
 import pytest
 import torch
 
+from course_kit.myst import glued_values
 from course_utils.heads.measure import measure_heads, top_heads
 
 from .notebook_runner import CHAPTERS, run_notebook_cells
@@ -53,20 +59,51 @@ def test_a_wrong_step_is_caught(mutation):
     assert not _matches(run_first_cells(mutation))
 
 
-def test_the_measurement_numbers_stated_in_the_prose():
+@pytest.fixture(scope="module")
+def glued() -> dict[str, float]:
+    """The values the chapter glued (``tests/test_glue.py``: its prose shows exactly these)."""
+    nb = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
+    return {name: float(value) for name, value in glued_values(nb).items()}
+
+
+def test_the_measurement_numbers_the_prose_quotes(glued: dict[str, float]) -> None:
+    """The heads and weights the prose names are the package's measurement, and its claims hold."""
     scores = measure_heads()
-    assert top_heads(scores, "previous", 1)[0][:2] == (0, 2)
-    assert round(top_heads(scores, "previous", 1)[0][2], 2) == 1.00
-    assert top_heads(scores, "next", 1)[0][:2] == (1, 8)
-    assert round(top_heads(scores, "next", 1)[0][2], 2) == 0.65
-    assert top_heads(scores, "punct", 1)[0][:2] == (3, 11)
-    assert top_heads(scores, "sep", 1)[0][:2] == (3, 11)
-    assert top_heads(scores, "coref", 1)[0][:2] == (3, 1)
-    assert round(top_heads(scores, "coref", 1)[0][2], 1) == 0.5
-    assert top_heads(scores, "same", 1)[0][:2] == (0, 8)
+    places = {"previous": 2, "next": 2, "punct": 1, "same": 1, "coref": 1}
+    for pattern, digits in places.items():
+        ((layer, head, weight),) = top_heads(scores, pattern, 1)
+        assert (glued[f"{pattern}_layer"], glued[f"{pattern}_head"]) == (layer, head), pattern
+        assert glued[f"{pattern}_weight"] == round(weight, digits), pattern
+    assert glued["n_sentences"] == scores.n_sentences
+    assert glued["n_coref"] == scores.counts["coref"]
+    assert glued["even_spread"] == round(1 / scores.mean_length, 2)
+    # "puts essentially all of its weight on the previous token"
+    assert glued["previous_weight"] >= 0.99
+    # "[the punctuation head] is also the strongest [SEP] head"
+    sep_layer, sep_head, _ = top_heads(scores, "sep", 1)[0]
+    assert (glued["punct_layer"], glued["punct_head"]) == (sep_layer, sep_head)
+    # "well above the [weight] of an even spread"
+    assert glued["same_weight"] > 2 * glued["even_spread"]
     assert 0.4 <= scores.scores["cls"].mean() <= 0.55  # "about half"
-    assert top_heads(scores, "cls", 1)[0][2] > 0.8
-    assert scores.counts["coref"] == 20
+    assert top_heads(scores, "cls", 1)[0][2] > 0.8  # "over 0.8"
+
+
+def test_the_heads_drawn_are_the_heads_the_prose_names(glued: dict[str, float]) -> None:
+    """The figure cell and the worked example pick heads by hand; they must be the measured ones."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    (drawn,) = [c.source for c in nb.cells if c.cell_type == "code" and "chosen = [" in c.source]
+    for pattern in ("previous", "next", "same", "punct", "coref"):
+        layer, head = int(glued[f"{pattern}_layer"]), int(glued[f"{pattern}_head"])
+        assert f'("{pattern}", {layer}, {head})' in drawn, pattern
+    coref = int(glued["coref_layer"]), int(glued["coref_head"])
+    assert 'row = maps[{}, {}, tokens.index("it")]'.format(*coref) in _source(nb, "row = maps[")
+    previous = int(glued["previous_layer"]), int(glued["previous_head"])
+    assert "layer={},\n    head={},".format(*previous) in _source(nb, "HeadExplorer(")
+
+
+def _source(nb: Any, marker: str) -> str:
+    (source,) = [c.source for c in nb.cells if c.cell_type == "code" and marker in c.source]
+    return source
 
 
 def _printed(nb: Any, marker: str) -> str:
@@ -75,47 +112,32 @@ def _printed(nb: Any, marker: str) -> str:
     return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
 
 
-def test_the_experiment_numbers_stated_in_the_prose():
-    """The prose's numbers are those the chapter's experiment prints.
+def test_the_experiment_numbers_the_prose_quotes(glued: dict[str, float]) -> None:
+    """The glued accuracies, losses and weights are those the experiment's table prints.
 
-    The chapter runs ``run_heads_experiment((1, 2, 4, 8), (0, 1))`` itself, and nbval (``make
-    test``) re-runs the chapter and compares every printed line with the committed output. So the
-    committed output is the package's result, and this test compares the prose with it instead of
-    training the eight models a second time (about 3 minutes).
+    The chapter runs ``run_heads_experiment((1, 2, 4, 8), (0, 1))`` itself, and nbval re-runs the
+    chapter and compares every printed line and glued value with the committed output; so this
+    test reads the committed table instead of training the eight models a second time (about 3
+    minutes). The claims the prose makes about the numbers are checked on the glued values.
     """
-    import re
-
-    import nbformat
-
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")
-    prose = re.sub(r"\s+", " ", prose)
     table = _printed(nb, "run_heads_experiment(")
-    printed = {}  # (n_heads, seed) -> the accuracy as printed
-    last_loss = {}  # (n_heads, seed) -> the test loss at the last step, as printed
+    accuracy, last_loss = {}, {}  # (n_heads, seed) -> as printed
     for line in table.splitlines():
         cols = line.split()
         if len(cols) > 3 and cols[0].isdigit():
-            printed[(int(cols[0]), int(cols[2]))] = cols[-1]
-            last_loss[(int(cols[0]), int(cols[2]))] = cols[-2]
-    assert set(printed) == {(n, s) for n in (1, 2, 4, 8) for s in (0, 1)}, table
-    acc = {key: float(value) for key, value in printed.items()}
+            accuracy[(int(cols[0]), int(cols[2]))] = float(cols[-1])
+            last_loss[(int(cols[0]), int(cols[2]))] = float(cols[-2])
+    assert set(accuracy) == {(n, s) for n in (1, 2, 4, 8) for s in (0, 1)}, table
+    acc = {key: glued[f"accuracy_{key[0]}h_seed{key[1]}"] for key in accuracy}
+    assert acc == accuracy
+    assert [glued["loss_1h_seed0"], glued["loss_2h_seed0"]] == [last_loss[1, 0], last_loss[2, 0]]
     for seed in (0, 1):
         assert abs(acc[(1, seed)] - acc[(2, seed)]) < 0.01  # "did equally well"
+        # "four heads learned more slowly, eight hardly at all"
         assert acc[(4, seed)] < min(acc[(1, seed)], acc[(2, seed)]) and acc[(8, seed)] < 0.3
     assert acc[(1, 1)] > 0.99 and acc[(2, 1)] > 0.99  # seed 1: "both learned the task"
     assert acc[(1, 0)] < 0.95 and acc[(2, 0)] < 0.95  # seed 0: "both were still learning"
-    assert "One head and two heads did equally well" in prose
-    assert f"both learned the task (accuracy {printed[(1, 1)]} and {printed[(2, 1)]})" in prose
-    assert (
-        f"(test loss {last_loss[(1, 0)]} and {last_loss[(2, 0)]}, "
-        f"accuracy {printed[(1, 0)]} and {printed[(2, 0)]})"
-    ) in prose
-    assert (
-        f"Four heads of $d_k = 2$ learned more slowly (accuracy {printed[(4, 0)]} and "
-        f"{printed[(4, 1)]}) and eight heads of $d_k = 1$ hardly at all "
-        f"({printed[(8, 0)]} and {printed[(8, 1)]})"
-    ) in prose
 
     where = {}  # (n_heads, head) -> (left, itself, right) weights as printed
     for m in re.finditer(
@@ -124,5 +146,10 @@ def test_the_experiment_numbers_stated_in_the_prose():
     ):
         where[(int(m[1]), int(m[2]))] = tuple(float(x) for x in m.group(3, 4, 5))
     left, _, right = where[(1, 0)]
-    assert f"(about {left:.1f} left, {right:.1f} right)" in prose
-    assert f"head 0 leans left ({where[(2, 0)][0]:.2f})" in prose
+    assert (glued["one_head_left"], glued["one_head_right"]) == (round(left, 1), round(right, 1))
+    assert glued["one_head_left"] != glued["one_head_right"]  # "splits its weight *unevenly*"
+    assert glued["two_heads_head0_left"] == where[(2, 0)][0]
+    assert glued["two_heads_head0_left"] > 0.5  # "head 0 leans left"
+    # exercise "Head 3-1 puts [it_trophy] of the weight of *it* on *trophy*"
+    printed = dict(re.findall(r"it -> (\S+): ([\d.]+)", _printed(nb, "row = maps[")))
+    assert glued["it_trophy"] == round(float(printed["trophy"]), 1)

@@ -35,6 +35,7 @@ GLUE_ROLES = {"glue", "glue:text"}
 #: every chapter; this list makes sure they do not pass on a chapter by finding no roles).
 GLUED_CHAPTERS = (
     "02_scaling",
+    "04_multi_head_attention",
     "06_transformer_block",
     "08_cross_attention",
     "09_sparse_attention",

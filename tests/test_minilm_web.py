@@ -194,13 +194,21 @@ def test_javascript_in_node(exports: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_chapter4_states_the_download_size_and_the_cap() -> None:
+    """The sizes are glued from the chapter's outputs (``tests/test_glue.py``); the cap is a
+    constant the text states."""
     import nbformat
 
-    nb = nbformat.read(ROOT / "chapters" / "04_multi_head_attention.ipynb", as_version=4)
+    from course_kit.myst import glued_values
+
+    path = ROOT / "chapters" / "04_multi_head_attention.ipynb"
+    nb = nbformat.read(path, as_version=4)
     prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown").replace("\n", " ")
+    glued = glued_values(json.loads(path.read_text(encoding="utf-8")))
     sizes = download_sizes("float16")
-    assert f"{sizes['upfront_bytes'] / 1e6:.1f} MB" in prose
-    assert f"{sizes['chunk_bytes'] / 1e3:.0f} KB" in prose
+    assert float(glued["download_mb"]) == round(sizes["upfront_bytes"] / 1e6, 1)
+    assert int(glued["chunk_kb"]) == round(sizes["chunk_bytes"] / 1e3)
+    assert "{glue:text}`download_mb:.1f` MB" in prose
+    assert "{glue:text}`chunk_kb:d` KB" in prose
     assert f"at most {MAX_BROWSER_TOKENS} tokens" in prose
 
 
