@@ -256,3 +256,24 @@ def test_dark_mode_outputs_figures_and_masked_cells(
         assert not problems, "\n".join(problems)
     finally:
         context.close()
+
+
+@EDITIONS
+def test_sparse_cells_stand_out_from_masked_cells_in_light_mode(
+    site_url: str, browser: Any, edition: str
+) -> None:
+    """Chapter 9's sparse-pattern widget in light mode: its allowed and new cells stand 3:1 or more
+    from its masked cells (graphical objects, WCAG 1.4.11); Okabe-Ito's light orange for a new
+    cell stood 2.05:1 from the light surface."""
+    context, page = open_in_viewport(
+        browser, site_url, f"{edition}chapters/09_sparse_attention.html", "desktop"
+    )
+    try:
+        page.locator(".cu-sparse").first.scroll_into_view_if_needed()
+        next_frames(page)
+        fills = page.evaluate(SPARSE_FILLS_JS)
+        assert fills["on"] and fills["off"] and fills["new"], fills
+        ratios = {kind: round(contrast(fills[kind], fills["off"]), 2) for kind in ("on", "new")}
+        assert min(ratios.values()) >= 3, (ratios, fills)
+    finally:
+        context.close()
