@@ -514,6 +514,7 @@ _PAGE_SKIP_CLASSES = frozenset(
         "cell_output",
         "output",
         "highlight",
+        "pasted-text",  # a value glued from the executed notebook (myst_nb.glue): output, not prose
     ]
 )
 _VOID = frozenset(
@@ -585,6 +586,8 @@ def page_english(html: str) -> list[tuple[str, str, str]]:
     the rest goes through :func:`untranslated_english`.
 
     >>> page_english('<p>分数是 <code>q @ k</code>，PyTorch 和 Gemma。</p>')
+    []
+    >>> page_english('<p>没做对的那个：<span class="pasted-text">eaddggd</span>。</p>')  # glued
     []
     >>> page_english('<p>注意力（attention）让 every token look back。</p>')[0][:2]
     ('p', 'every token look back')
