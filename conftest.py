@@ -45,6 +45,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Keep each notebook's cells on one pytest-xdist worker, in order (they share one kernel), when
     nbval runs in the same session as the unit tests under ``--dist loadgroup`` (``make
     test-python``): every cell of a notebook joins the xdist group named after the notebook."""
+    if not getattr(config.option, "loadgroup", False):  # what pytest-xdist's own hook reads
+        return
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.xdist_group(f"notebook:{item.path.name}"))
