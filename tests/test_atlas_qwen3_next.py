@@ -112,6 +112,17 @@ def test_logits_equal_transformers(pair, dtype, tol):
     assert (got - expected).abs().max().item() <= tol
 
 
+def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
+    """With ``attn_implementation="eager"`` the reference takes its softmax in float32 even in a
+    float64 model; the rebuild reads that choice from the config and follows it."""
+    model = _hf("released-pattern").double()
+    model.set_attn_implementation("eager")
+    ids = torch.randint(0, 128, (1, T), generator=torch.Generator().manual_seed(5))
+    ours = from_hf(model)
+    with torch.no_grad():
+        assert (ours(ids) - model(ids).logits).abs().max().item() <= 1e-9
+
+
 def _decode(forward, ids, cache):
     """Logits of a PROMPT-token prompt, then of one token at a time, concatenated."""
     steps = [forward(ids[:, :PROMPT], cache)]

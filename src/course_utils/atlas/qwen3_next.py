@@ -30,7 +30,7 @@ angles, router probabilities, the DeltaNet core) are kept: see :mod:`course_util
 ...     moe_intermediate_size=16, shared_expert_intermediate_size=16,
 ...     layer_types=["linear_attention", "full_attention"], experts_implementation="eager")
 >>> _ = torch.manual_seed(0)
->>> hf = Qwen3NextForCausalLM(config).double().eval()
+>>> hf = Qwen3NextForCausalLM(config).double().eval().requires_grad_(False)
 >>> ours = build(hf)
 >>> ids = torch.randint(0, 64, (1, 12))
 >>> float((ours(ids) - hf(ids).logits).abs().max()) < 1e-9
@@ -213,6 +213,8 @@ class GatedAttention(nn.Module):
         self.k_proj = _linear(d, h_kv * self.d_head, bias)
         self.v_proj = _linear(d, h_kv * self.d_head, bias)
         self.o_proj = _linear(h * self.d_head, d, bias)
+        # the reference's "eager" attention takes its softmax in float32; SDPA keeps the dtype
+        self.softmax_float32 = getattr(cfg, "_attn_implementation", None) == "eager"
         self.q_norm = nn.Parameter(torch.zeros(self.d_head))  # gains 1 + w, on each head
         self.k_norm = nn.Parameter(torch.zeros(self.d_head))
 
@@ -237,7 +239,7 @@ class GatedAttention(nn.Module):
         scores = q @ k.transpose(-1, -2) * dh**-0.5  # (B, h, T, S)
         q_pos = torch.arange(S - T, S, device=x.device)[:, None]  # (T, 1)
         scores = scores.masked_fill(torch.arange(S, device=x.device) > q_pos, float("-inf"))
-        out = torch.softmax(scores, dim=-1) @ v  # (B, h, T, dh)
+        out = _softmax(scores, self.softmax_float32) @ v  # (B, h, T, dh)
         out = out.transpose(1, 2).reshape(B, T, self.h * dh)  # (B, T, h·dh)
         return self.o_proj(out * torch.sigmoid(gate))  # (B, T, d)
 
@@ -444,6 +446,14 @@ class Qwen3Next(nn.Module):
         if cache is not None:
             cache.length += ids.shape[1]
         return self.lm_head(rms_norm_float32(x, self.norm, self.eps, unit_offset=True))
+
+
+def _softmax(scores: Tensor, float32: bool) -> Tensor:
+    """Softmax over the keys, in float32 when the reference's "eager" attention was chosen
+    (it rounds there even in a float64 model), otherwise in the scores' dtype (SDPA)."""
+    if float32:
+        return torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
+    return torch.softmax(scores, dim=-1)  # (B, h, T, S)
 
 
 def _check_ids(input_ids: object, vocab: int) -> Tensor:
