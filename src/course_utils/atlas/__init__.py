@@ -82,7 +82,8 @@ def from_hf(model: nn.Module) -> nn.Module:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(
-            f"model must be a transformers causal LM (a torch.nn.Module); got {type(model).__name__}"
+            "model must be a transformers causal LM (a torch.nn.Module); got "
+            f"{type(model).__name__}"
         )
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", None)

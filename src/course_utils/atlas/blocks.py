@@ -45,6 +45,7 @@ __all__ = [
     "attention",
     "causal_window_mask",
     "check_input_ids",
+    "checked_inv_freq",
     "copy_weight",
     "mix_experts",
     "rope_cos_sin",
@@ -67,8 +68,8 @@ class RMSNorm(nn.Module):
     with ``unit_offset=True``, ``1 + w`` (Gemma: ``w`` starts at 0), multiplied in float32.
 
     >>> norm = RMSNorm(2, eps=0.0, unit_offset=True)     # Gemma's gain 1 + w, w = 0
-    >>> norm(torch.tensor([[3.0, 4.0]]))                 # rms = sqrt(12.5)
-    tensor([[0.8485, 1.1314]], grad_fn=<ToCopyBackward0>)
+    >>> norm(torch.tensor([[3.0, 4.0]])).detach()        # rms = sqrt(12.5)
+    tensor([[0.8485, 1.1314]])
     """
 
     def __init__(self, d: int, eps: float = 1e-6, *, unit_offset: bool = False) -> None:
@@ -259,11 +260,29 @@ def attention(
         B, h, T_q, _ = scores.shape
         sink = sinks.to(scores.dtype).view(1, h, 1, 1).expand(B, h, T_q, 1)  # (B, h, T_q, 1)
         scores = torch.cat([scores, sink], dim=-1)  # (B, h, T_q, T_k + 1): one more "key"
-    scores = scores - scores.amax(dim=-1, keepdim=True)  # (B, h, T_q, T_k[+1]): stable
+    # F.softmax subtracts each row's maximum before exp (stable; the -inf entries give 0)
     weights = F.softmax(scores, dim=-1, dtype=softmax_dtype).to(v.dtype)  # rows sum to 1
     if sinks is not None:
         weights = weights[..., :-1]  # (B, h, T_q, T_k): the sink's share goes nowhere
     return weights @ v  # (B, h, T_q, d)
+
+
+def checked_inv_freq(ours: Tensor, theirs: Tensor, name: str) -> Tensor:
+    """RoPE's frequencies as the model holds them, once checked equal to ours (``(d/2,)``).
+
+    ``ours`` comes from :func:`course_utils.positions.rope_inverse_frequencies` (float64);
+    ``theirs`` is the model's float32 buffer. They must agree to float32's precision (else the
+    config holds a RoPE kind we misread, and we say so); the model's own float32 numbers are then
+    used, because one unit in the last place of a frequency moves a float64 logit by ~1e-7.
+    """
+    theirs = theirs.detach().double().cpu()
+    if ours.shape != theirs.shape or not torch.allclose(ours, theirs, rtol=1e-6, atol=0.0):
+        raise ValueError(
+            f"{name}: the model's RoPE frequencies {theirs[:4].tolist()}... differ from "
+            f"rope_inverse_frequencies' {ours[:4].tolist()}... (shapes "
+            f"{shape_str(tuple(theirs.shape))}, {shape_str(tuple(ours.shape))})"
+        )
+    return theirs.float()
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,11 +312,11 @@ class AttentionCache(KVCache):
         """Append ``k``, ``v`` ``(B, h_kv, T_new, d)`` at ``positions`` ``(T_new,)``; return every
         held key, value and position (``(B, h_kv, T, d)``, ``(B, h_kv, T, d)``, ``(T,)``)."""
         if self.window is not None and self.keys is not None and self.values is not None:
-            keep = self.window - 1  # what the next query can still see, besides itself
-            if len(self) > keep:
-                self.keys = self.keys[:, :, len(self) - keep :]  # (B, h_kv, w - 1, d)
-                self.values = self.values[:, :, len(self) - keep :]  # (B, h_kv, w - 1, d)
-                self.positions = self.positions[len(self.positions) - keep :]  # (w - 1,)
+            drop = len(self) - (self.window - 1)  # keep what the next query can still see
+            if drop > 0:
+                self.keys = self.keys[:, :, drop:]  # (B, h_kv, w - 1, d)
+                self.values = self.values[:, :, drop:]  # (B, h_kv, w - 1, d)
+                self.positions = self.positions[drop:]  # (w - 1,)
         keys, values = self.append(k, v)  # (B, h_kv, T, d) each
         held = positions if self.positions is None else torch.cat([self.positions, positions])
         self.positions = held  # (T,)
