@@ -33,6 +33,8 @@ from torch import Tensor, nn
 
 from .._validation import check_int, shape_str
 from ..kv_cache import KVCache
+from ..masks import causal_mask
+from ..sparse.patterns import sliding_window_mask
 from ..transformer import SwiGLU
 
 __all__ = [
@@ -203,25 +205,27 @@ def rotate_pairs(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)  # (B, h, T, d)
 
 
-def causal_window_mask(
-    q_positions: Tensor, k_positions: Tensor, window: int | None = None
-) -> Tensor:
-    """``True`` where query ``m`` may see key ``n``: ``n <= m``, and ``n > m - window`` if a window.
+def causal_window_mask(t_q: int, t_k: int, window: int | None = None) -> Tensor:
+    """``True`` where a query may see a key, ``(t_q, t_k)``: the ``t_q`` queries are the last
+    ``t_q`` of ``t_k`` consecutive keys (a cache's keys, then the new tokens').
 
-    A window of ``w`` keeps ``w`` keys: the query's own and the ``w - 1`` before it (as
-    ``transformers``' sliding-window masks and :mod:`course_utils.sparse` count it).
+    Causal (:func:`course_utils.masks.causal_mask`), and with a ``window`` of ``w`` the query's
+    own key and the ``w - 1`` before it (:func:`course_utils.sparse.sliding_window_mask`, as
+    ``transformers``' sliding-window masks count it); both aligned bottom-right.
 
-    >>> causal_window_mask(torch.arange(4), torch.arange(4), window=2).int()
+    >>> causal_window_mask(4, 4, window=2).int()
     tensor([[1, 0, 0, 0],
             [1, 1, 0, 0],
             [0, 1, 1, 0],
             [0, 0, 1, 1]], dtype=torch.int32)
+    >>> causal_window_mask(1, 5, window=3).int()           # decoding: the newest of 5 keys
+    tensor([[0, 0, 1, 1, 1]], dtype=torch.int32)
     """
-    m, n = q_positions[:, None], k_positions[None, :]  # (T_q, 1), (1, T_k)
-    allowed = n <= m  # (T_q, T_k): causal
-    if window is not None:
-        allowed = allowed & (n > m - window)  # (T_q, T_k): and within the window
-    return allowed
+    if window is None:
+        allowed = causal_mask(t_q, t_k, align="bottom_right")  # (t_q, t_k)
+    else:
+        allowed = sliding_window_mask(t_q, t_k, window=window, align="bottom_right")
+    return torch.from_numpy(allowed)  # (t_q, t_k) bool
 
 
 def attention(

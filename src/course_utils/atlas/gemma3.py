@@ -103,10 +103,9 @@ class Gemma3Layer(nn.Module):
         q, k = self.q_norm(q), self.k_norm(k)  # QK-norm: each head's vector has rms ~1 (x gain)
         cos, sin = rope_cos_sin(self.inv_freq, positions, self.attention_factor, x.dtype)
         q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)  # (B, h|hkv, T, dh)
-        k_positions = positions  # (T,)
         if cache is not None:  # the cache's keys first, then these: (B, hkv, T_k, dh)
-            k, v, k_positions = cache.extend(k, v, positions)
-        mask = causal_window_mask(positions, k_positions, self.window)  # (T, T_k)
+            k, v, _ = cache.extend(k, v, positions)
+        mask = causal_window_mask(T, k.size(2), self.window).to(x.device)  # (T, T_k)
         a = attention(q, k, v, scale=self.scale, mask=mask, softmax_dtype=self.softmax_dtype)
         a = a.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)  # (B, T, h·dh)
         x = x + self.post_attention_norm(self.o_proj(a))  # (B, T, d): post-norm, then residual
