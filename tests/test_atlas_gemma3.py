@@ -23,6 +23,7 @@ BASE = {
     "head_dim": 16,
     "sliding_window": 8,
     "query_pre_attn_scalar": 16,
+    "initializer_range": 0.1,  # logits of order 1-10, not 0.1
 }
 
 # name -> (settings over BASE, T): the interleave by default and by layer_types, MHA, biases,
@@ -82,7 +83,6 @@ def test_logits_equal_transformers_and_cached_decoding(case, seed, dtype) -> Non
     model = make_model(settings, seed, dtype)
     ours = from_hf(model)
     assert isinstance(ours, Gemma3Text)
-    assert not any(isinstance(m, type(model.model.layers[0])) for m in ours.modules())
     ids = torch.randint(0, 128, (2, T), generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         want = model(ids).logits  # (B, T, V)
@@ -93,9 +93,25 @@ def test_logits_equal_transformers_and_cached_decoding(case, seed, dtype) -> Non
     assert got.dtype == dtype and got.shape == want.shape
     assert (got - want).abs().max() <= TOLERANCE[dtype]
     # the float32 softmax of transformers' eager Gemma rounds differently over shorter rows
-    decode_tol = 1e-6 if settings.get("attn_implementation") == "eager" else TOLERANCE[dtype]
+    decode_tol = 1e-5 if settings.get("attn_implementation") == "eager" else TOLERANCE[dtype]
     assert (torch.cat(steps, dim=1) - got).abs().max() <= max(decode_tol, TOLERANCE[dtype])
     assert cache.seen == T
+
+
+def test_ours_is_made_of_our_modules_and_never_calls_theirs() -> None:
+    model = make_model({"num_hidden_layers": 2}, 0, torch.float32)
+    ours = from_hf(model)
+    assert all(
+        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
+    )
+
+    def refuse(module, args):
+        raise AssertionError(f"{type(module).__name__} was called")
+
+    for module in model.modules():
+        module.register_forward_pre_hook(refuse)
+    with torch.no_grad():
+        ours(torch.arange(12)[None])  # runs without touching the transformers model
 
 
 def test_the_window_and_the_two_bases_really_bite() -> None:

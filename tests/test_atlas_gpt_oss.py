@@ -27,6 +27,7 @@ BASE = {
     "sliding_window": 8,
     "num_local_experts": 4,
     "num_experts_per_tok": 2,
+    "initializer_range": 0.1,  # logits of order 1-10, not 0.1
 }
 
 # name -> (settings over BASE, T)
@@ -114,6 +115,22 @@ def test_transformers_default_expert_kernel_agrees_too() -> None:
     settings, T = CASES["sliding/full/sliding, YaRN x32"]
     full, decoded = _compare(make_model(settings, 2, torch.float32, "grouped_mm"), T, 2)
     assert full <= 1e-4 and decoded <= 1e-4
+
+
+def test_ours_is_made_of_our_modules_and_never_calls_theirs() -> None:
+    model = make_model({"num_hidden_layers": 2}, 0, torch.float32)
+    ours = from_hf(model)
+    assert all(
+        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
+    )
+
+    def refuse(module, args):
+        raise AssertionError(f"{type(module).__name__} was called")
+
+    for module in model.modules():
+        module.register_forward_pre_hook(refuse)
+    with torch.no_grad():
+        ours(torch.arange(12)[None])  # runs without touching the transformers model
 
 
 def test_sinks_window_and_clamp_really_bite() -> None:
