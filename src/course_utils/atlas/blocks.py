@@ -16,7 +16,7 @@ Elsewhere the arithmetic is the plain formula in the input's dtype.
 >>> held.tolist()
 [0, 1, 2, 3, 4]
 >>> _, _, held = cache.extend(k[:, :, :1], k[:, :, :1], torch.tensor([5]))
->>> held.tolist()                              # position 5 sees 4 and 5 (window 3 = 3, 4, 5)
+>>> held.tolist()                              # query 5's window of 3: keys 3, 4, 5
 [3, 4, 5]
 """
 
@@ -172,7 +172,10 @@ def mix_experts(
 
 
 def rope_cos_sin(
-    inv_freq: Tensor, positions: Tensor, attention_factor: float = 1.0, dtype: torch.dtype = None
+    inv_freq: Tensor,
+    positions: Tensor,
+    attention_factor: float = 1.0,
+    dtype: torch.dtype | None = None,
 ) -> tuple[Tensor, Tensor]:
     """``cos`` and ``sin`` of RoPE's angles ``positions[m] · inv_freq[i]``, each ``(T, d/2)``.
 
