@@ -48,7 +48,7 @@ _MODULES = {
 }
 SUPPORTED_MODEL_TYPES = tuple(_MODULES)
 
-#: ``model_type`` -> ``builder(model) -> nn.Module``; each module registers its builder on import.
+#: ``model_type`` -> ``build(model) -> nn.Module``, the ``build`` of its module once imported.
 _BUILDERS: dict[str, Callable[[nn.Module], nn.Module]] = {}
 
 
@@ -63,7 +63,7 @@ def _builder(model_type: str) -> Callable[[nn.Module], nn.Module]:
             raise NotImplementedError(
                 f"model_type {model_type!r} is not built yet: {name} is missing"
             ) from err
-        _BUILDERS.setdefault(model_type, module.from_hf)
+        _BUILDERS.setdefault(model_type, module.build)
     return _BUILDERS[model_type]
 
 

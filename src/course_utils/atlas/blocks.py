@@ -50,7 +50,9 @@ __all__ = [
     "checked_inv_freq",
     "copy_weight",
     "mix_experts",
+    "rms_norm_float32",
     "rope_cos_sin",
+    "rotate_half",
     "rotate_pairs",
 ]
 
@@ -58,6 +60,22 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # Norms and feed-forward networks
 # --------------------------------------------------------------------------------------------
+
+
+def rms_norm_float32(x: Tensor, weight: Tensor, eps: float, *, unit_offset: bool = False) -> Tensor:
+    """RMSNorm with its statistics in float32, as the checkpoints' code computes it (see
+    :class:`RMSNorm`): ``weight · x / rms(x)``, or with ``unit_offset=True`` ``(1 + weight) · x /
+    rms(x)`` multiplied in float32; the result has ``x``'s dtype.
+
+    >>> x = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
+    >>> rms_norm_float32(x, torch.ones(2, dtype=torch.float64), 0.0)  # rms = sqrt(12.5)
+    tensor([[0.8485, 1.1314]], dtype=torch.float64)
+    """
+    x32 = x.float()  # (..., d): the reference code normalises in float32
+    y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)  # (..., d): rms ~1
+    if unit_offset:
+        return (y * (1.0 + weight.float())).to(x.dtype)  # (..., d): Gemma's 1 + w, in float32
+    return weight * y.to(x.dtype)  # (..., d): the gain in x's dtype
 
 
 class RMSNorm(nn.Module):
@@ -86,11 +104,7 @@ class RMSNorm(nn.Module):
         return f"{self.d}, eps={self.eps}, unit_offset={self.unit_offset}"
 
     def forward(self, x: Tensor) -> Tensor:
-        x32 = x.float()  # (..., d): the reference code normalises in float32
-        y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)  # (..., d): rms ~1
-        if self.unit_offset:
-            return (y * (1.0 + self.weight.float())).to(x.dtype)  # (..., d): Gemma's 1 + w
-        return (self.weight * y).to(x.dtype)  # (..., d)
+        return rms_norm_float32(x, self.weight, self.eps, unit_offset=self.unit_offset)
 
 
 def _gelu_tanh(x: Tensor) -> Tensor:
@@ -177,35 +191,46 @@ def rope_cos_sin(
     attention_factor: float = 1.0,
     dtype: torch.dtype | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """``cos`` and ``sin`` of RoPE's angles ``positions[m] · inv_freq[i]``, each ``(T, d/2)``.
+    """``cos`` and ``sin`` of RoPE's angles ``positions[m] · inv_freq[i]``, each ``(T, d)``.
 
-    The angles are computed in float32 and multiplied by ``attention_factor`` (YaRN's, 1 for plain
-    RoPE) before the cast to ``dtype``, as the checkpoints' code does. ``inv_freq`` is what
-    :func:`course_utils.positions.rope_inverse_frequencies` returns, rounded to float32.
+    Column ``i`` and column ``i + d/2`` hold the same angle (the rotate-half pairing). The angles
+    are computed in float32 and multiplied by ``attention_factor`` (YaRN's, 1 for plain RoPE)
+    before the cast to ``dtype`` (default: ``inv_freq``'s), as the checkpoints' code does.
+    ``inv_freq`` is what :func:`course_utils.positions.rope_inverse_frequencies` returns, rounded
+    to float32.
 
-    >>> cos, sin = rope_cos_sin(torch.tensor([1.0, 0.01]), torch.arange(3))
-    >>> cos.shape, float(sin[1, 0]) == math.sin(1.0)
-    (torch.Size([3, 2]), False)
-    >>> round(float(sin[1, 0]), 6)                         # float32: sin(1 radian)
-    0.841471
+    >>> cos, sin = rope_cos_sin(torch.tensor([1.0, 0.5]), torch.arange(3), 1.0, torch.float64)
+    >>> cos.shape, sin[1]                                  # (T, d); position 1: sin 1, sin 0.5
+    (torch.Size([3, 4]), tensor([0.8415, 0.4794, 0.8415, 0.4794], dtype=torch.float64))
     """
     angles = positions.float()[:, None] * inv_freq.float()[None, :]  # (T, d/2), float32
-    cos = angles.cos() * attention_factor  # (T, d/2)
-    sin = angles.sin() * attention_factor  # (T, d/2)
+    angles = torch.cat((angles, angles), dim=-1)  # (T, d): pair i is (i, i + d/2)
     dtype = dtype or inv_freq.dtype
-    return cos.to(dtype), sin.to(dtype)
+    cos = (angles.cos() * attention_factor).to(dtype)  # (T, d)
+    sin = (angles.sin() * attention_factor).to(dtype)  # (T, d)
+    return cos, sin
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """``(x1, x2) -> (-x2, x1)`` on the two halves of the last axis (RoPE's rotate-half pairing).
+
+    >>> rotate_half(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor([-3., -4.,  1.,  2.])
+    """
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)  # (..., d)
 
 
 def rotate_pairs(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """Turn each pair ``(x_i, x_{i + d/2})`` of ``x`` ``(B, h, T, d)`` by its angle (RoPE's
-    rotate-half pairing, as :func:`course_utils.positions.apply_rope` with ``interleaved=False``).
+    """Turn each pair ``(x_i, x_{i + d/2})`` of ``x`` ``(B, h, T, d)`` by its angle: RoPE with
+    the tables of :func:`rope_cos_sin` (as :func:`course_utils.positions.apply_rope` with
+    ``interleaved=False``).
 
     >>> x = torch.tensor([[[[1.0, 0.0]]]])                 # (B=1, h=1, T=1, d=2)
-    >>> rotate_pairs(x, torch.tensor([[0.0]]), torch.tensor([[1.0]]))   # a quarter turn
+    >>> rotate_pairs(x, torch.tensor([[0.0, 0.0]]), torch.tensor([[1.0, 1.0]]))  # a quarter turn
     tensor([[[[0., 1.]]]])
     """
-    a, b = x.chunk(2, dim=-1)  # (B, h, T, d/2) each: the pairs (i, i + d/2)
-    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)  # (B, h, T, d)
+    return x * cos + rotate_half(x) * sin  # (B, h, T, d): (a cos - b sin, b cos + a sin)
 
 
 def causal_window_mask(t_q: int, t_k: int, window: int | None = None) -> Tensor:

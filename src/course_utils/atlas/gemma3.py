@@ -22,7 +22,7 @@ What Gemma 3 (Gemma Team 2025) changes in a Llama-style decoder:
 ...     query_pre_attn_scalar=8, layer_types=["sliding_attention", "full_attention"])
 >>> _ = torch.manual_seed(0)
 >>> model = transformers.Gemma3ForCausalLM(config).eval()
->>> ours = from_hf(model)
+>>> ours = build(model)
 >>> [layer.window for layer in ours.layers]                # local, then global
 [4, None]
 >>> ids = torch.randint(0, 32, (1, 12))
@@ -51,7 +51,7 @@ from .blocks import (
     rotate_pairs,
 )
 
-__all__ = ["Gemma3Layer", "Gemma3Text", "from_hf"]
+__all__ = ["Gemma3Layer", "Gemma3Text", "build"]
 
 LAYER_KINDS = ("sliding_attention", "full_attention")
 
@@ -115,8 +115,8 @@ class Gemma3Layer(nn.Module):
 class Gemma3Text(DecoderLM):
     """Gemma 3's text decoder built from :mod:`course_utils.atlas.blocks` (see the module doc).
 
-    Made by :func:`from_hf`; ``forward(input_ids, cache=None)`` as in
-    :class:`~course_utils.atlas.blocks.DecoderLM`.
+    Made by :func:`build` (through ``course_utils.atlas.from_hf``); ``forward(input_ids,
+    cache=None)`` as in :class:`~course_utils.atlas.blocks.DecoderLM`.
     """
 
     def __init__(self, config: Any, rope: dict[str, tuple[Tensor, float]]) -> None:
@@ -157,7 +157,7 @@ def _rope(model: nn.Module, kind: str) -> tuple[Tensor, float]:
     return checked_inv_freq(inv_freq, theirs, f"{kind} RoPE"), factor
 
 
-def from_hf(model: nn.Module) -> Gemma3Text:
+def build(model: nn.Module) -> Gemma3Text:
     """Our :class:`Gemma3Text` with the weights of a ``transformers`` ``Gemma3ForCausalLM``."""
     config = model.config
     if getattr(config, "use_bidirectional_attention", False):

@@ -23,7 +23,7 @@ What gpt-oss changes in a Llama-style decoder:
 ...     num_local_experts=4, num_experts_per_tok=2)
 >>> _ = torch.manual_seed(0)
 >>> model = transformers.GptOssForCausalLM(config).eval()
->>> ours = from_hf(model)
+>>> ours = build(model)
 >>> [layer.window for layer in ours.layers]                # sliding, then full
 [4, None]
 >>> ids = torch.randint(0, 32, (1, 12))
@@ -54,7 +54,7 @@ from .blocks import (
     rotate_pairs,
 )
 
-__all__ = ["ClampedSwiGLUExperts", "GptOss", "GptOssLayer", "from_hf"]
+__all__ = ["ClampedSwiGLUExperts", "GptOss", "GptOssLayer", "build"]
 
 
 class ClampedSwiGLUExperts(nn.Module):
@@ -155,8 +155,8 @@ class GptOssLayer(nn.Module):
 class GptOss(DecoderLM):
     """gpt-oss built from :mod:`course_utils.atlas.blocks` (see the module doc).
 
-    Made by :func:`from_hf`; ``forward(input_ids, cache=None)`` as in
-    :class:`~course_utils.atlas.blocks.DecoderLM`.
+    Made by :func:`build` (through ``course_utils.atlas.from_hf``); ``forward(input_ids,
+    cache=None)`` as in :class:`~course_utils.atlas.blocks.DecoderLM`.
     """
 
     def __init__(self, config: Any, inv_freq: Tensor, attention_factor: float) -> None:
@@ -179,7 +179,7 @@ class GptOss(DecoderLM):
         return AttentionCache(window=self.layers[i].window)  # a sliding layer keeps w - 1 keys
 
 
-def from_hf(model: nn.Module) -> GptOss:
+def build(model: nn.Module) -> GptOss:
     """Our :class:`GptOss` with the weights of a ``transformers`` ``GptOssForCausalLM``."""
     config = model.config
     kinds = set(config.layer_types)
