@@ -137,12 +137,24 @@ def test_from_hf_names_the_supported_types() -> None:
         atlas.from_hf("gpt_oss")
 
 
+def test_a_base_model_without_its_head_is_refused() -> None:
+    import transformers
+
+    config = transformers.GptOssConfig(
+        vocab_size=16, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+        num_attention_heads=1, num_key_value_heads=1, head_dim=8, num_local_experts=2,
+        num_experts_per_tok=1,
+    )  # fmt: skip
+    with pytest.raises(TypeError, match=r"causal LM with an lm_head.*got GptOssModel"):
+        atlas.from_hf(transformers.GptOssModel(config))
+
+
 def test_a_missing_builder_module_is_not_implemented(monkeypatch) -> None:
     class Config:
         model_type = "gpt_oss"
 
     model = torch.nn.Linear(2, 2)
-    model.config = Config()
+    model.config, model.lm_head = Config(), torch.nn.Linear(2, 2)
     monkeypatch.setitem(atlas._MODULES, "gpt_oss", "no_such_module")
     monkeypatch.delitem(atlas._BUILDERS, "gpt_oss", raising=False)
     with pytest.raises(NotImplementedError, match="model_type 'gpt_oss' is not built yet"):

@@ -92,5 +92,10 @@ def from_hf(model: nn.Module) -> nn.Module:
             f"model.config.model_type must be one of {list(SUPPORTED_MODEL_TYPES)}; "
             f"got {model_type!r}"
         )
+    if not isinstance(getattr(model, "lm_head", None), nn.Module):
+        raise TypeError(
+            f"model must be a causal LM with an lm_head (a ...ForCausalLM); got "
+            f"{type(model).__name__} without one"
+        )
     with torch.no_grad():
         return _builder(model_type)(model)
