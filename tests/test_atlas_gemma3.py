@@ -179,3 +179,19 @@ def test_a_bidirectional_gemma_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="use_bidirectional_attention must be False"):
         from_hf(model)
+
+
+@pytest.mark.parametrize("chunks", [(11, 1, 9, 3, 13), (1, 20, 16), (8, 8, 8, 8, 5)])
+def test_chunked_prefill_equals_the_full_pass(chunks) -> None:
+    """Pieces longer than the window, shorter, and exactly the window: the same logits."""
+    settings, _ = CASES["5 local + 1 global + 1 local, soft-cap"]
+    model = make_model(settings, 3, torch.float64)
+    ours = from_hf(model)
+    ids = torch.randint(0, 128, (2, sum(chunks)), generator=torch.Generator().manual_seed(3))
+    cache, start, pieces = ours.new_cache(), 0, []
+    with torch.no_grad():
+        for n in chunks:
+            pieces.append(ours(ids[:, start : start + n], cache=cache))
+            start += n
+        full = ours(ids)
+    assert (torch.cat(pieces, dim=1) - full).abs().max() <= 1e-9
