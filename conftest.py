@@ -4,6 +4,7 @@ alike (tests/conftest.py is not loaded when pytest is given only notebooks)."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -38,6 +39,15 @@ def pytest_configure(config: pytest.Config) -> None:
     from course_kit.kernels import use_unix_sockets_in_nbval
 
     use_unix_sockets_in_nbval()
+    if not hasattr(config, "workerinput"):  # the session's first process; xdist workers inherit
+        # The chapters' experiments train once per session: nbval's run of a chapter and the
+        # Run-All of its learner copy (and the tests that quote its numbers) share the result.
+        # A fresh folder each session, so nothing is ever reused from an earlier run or code.
+        from course_utils._shared_results import SHARED_RESULTS_ENV
+
+        shared = Path(tempfile.mkdtemp(prefix="course-utils-shared-results-"))
+        os.environ[SHARED_RESULTS_ENV] = str(shared)
+        config.add_cleanup(lambda: shutil.rmtree(shared, ignore_errors=True))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (its hook is plain)

@@ -112,3 +112,12 @@ def smollm2_reference(gguf_library_reader):
         ).eval()
         tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     return model, tok
+
+
+@pytest.fixture
+def computed_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Switch off the session's shared experiment results (``course_utils._shared_results``) for a
+    test that calls an experiment twice to show that it repeats itself: both calls must train."""
+    from course_utils._shared_results import SHARED_RESULTS_ENV
+
+    monkeypatch.delenv(SHARED_RESULTS_ENV, raising=False)

@@ -41,7 +41,7 @@ def test_model_is_permutation_equivariant():
     assert len(model.traces(x)) == 2
 
 
-def test_runs_are_deterministic():
+def test_runs_are_deterministic(computed_every_time: None) -> None:
     a = train_counting(seeds=(3,), steps=4, eval_every=2, batch=8)[0]
     b = train_counting(seeds=(3,), steps=4, eval_every=2, batch=8)[0]
     assert a.losses == b.losses and a.steps == [0, 2, 4]

@@ -154,7 +154,7 @@ def test_make_batch_targets_are_the_neighbour_pairs():
             assert y[b, i] == 5 * x[b, (i - 1) % 6] + x[b, (i + 1) % 6]
 
 
-def test_experiment_is_deterministic_and_restores_torch_settings():
+def test_experiment_is_deterministic_and_restores_torch_settings(computed_every_time: None) -> None:
     threads = torch.get_num_threads()
     kwargs = {"n_heads_list": (1, 2), "seeds": (0,), "steps": 20, "eval_every": 10}
     a = run_heads_experiment(**kwargs)

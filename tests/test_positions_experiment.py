@@ -71,7 +71,7 @@ def test_short_run_orders_none_below_every_kind_of_position():
     assert params["sinusoidal"] == params["rope"] == params["none"]
 
 
-def test_same_call_gives_the_same_numbers():
+def test_same_call_gives_the_same_numbers(computed_every_time: None) -> None:
     a = run_positions_experiment(("rope",), seeds=(3,), steps=5, eval_every=5)
     b = run_positions_experiment(("rope",), seeds=(3,), steps=5, eval_every=5)
     assert a == b

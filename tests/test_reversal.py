@@ -31,7 +31,7 @@ def test_short_run_reaches_the_expected_loss():
     assert run.steps == [0, 150]
 
 
-def test_runs_are_deterministic():
+def test_runs_are_deterministic(computed_every_time: None) -> None:
     a = train_reversal(seeds=(1,), steps=5, eval_every=5, batch=8)[0]
     b = train_reversal(seeds=(1,), steps=5, eval_every=5, batch=8)[0]
     assert a.losses == b.losses

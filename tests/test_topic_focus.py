@@ -127,7 +127,7 @@ def test_classifier_beats_chance_on_a_short_seeded_run(trained):
     assert trained.topic_share_curve[-1] > trained.topic_share_curve[0] + 0.3
 
 
-def test_training_is_deterministic():
+def test_training_is_deterministic(computed_every_time: None) -> None:
     data = make_split(n_train=100, n_test=40, seed=3)
     a = train_classifier(data, seed=1, steps=5, eval_every=5)
     b = train_classifier(data, seed=1, steps=5, eval_every=5)

@@ -289,9 +289,10 @@ STARTUP_JS = """
 #: axe-core violations as [{id, impact, nodes, targets}] (axe must be injected first); the
 #: argument: a list of rule ids to run, or null for every rule.
 AXE_RUN_JS = """
-async ([rules, include]) => {
+async ([rules, include, skip]) => {
   const options = {resultTypes: ['violations']};
   if (rules) options.runOnly = {type: 'rule', values: rules};
+  if (skip.length) options.rules = Object.fromEntries(skip.map((id) => [id, {enabled: false}]));
   const r = await axe.run(include ? {include: [include]} : document, options);
   return r.violations.map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
     targets: v.nodes.slice(0, 3).map((n) => n.target.join(' '))}));
@@ -487,13 +488,20 @@ WIDGET_SIZES_JS = """
 
 
 def run_axe(
-    page: Any, rules: list[str] | None = None, include: str | None = None
+    page: Any,
+    rules: list[str] | None = None,
+    include: str | None = None,
+    *,
+    skip: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Inject the vendored axe-core (tests only, never served by the site) and run it: every rule
-    or only ``rules``, on the whole page or only the element matching the selector ``include``."""
+    (but those in ``skip``) or only ``rules``, on the whole page or only the element matching the
+    selector ``include``."""
+    if rules is not None and skip:
+        raise ValueError(f"run_axe: give rules or skip, not both; got rules={rules}, skip={skip}")
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.add_script_tag(content=AXE_JS.read_text(encoding="utf-8"))
-    return page.evaluate(AXE_RUN_JS, [rules, include])
+    return page.evaluate(AXE_RUN_JS, [rules, include, skip or []])
 
 
 #: Every figure a notebook cell drew (an image in a cell's output) as the page shows it: its

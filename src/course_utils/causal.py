@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._determinism import deterministic, snap_to_float32
+from ._shared_results import shared_result
 from ._validation import (
     check_bool,
     check_float_tensor,
@@ -494,6 +495,7 @@ class TinyRun:
     losses: list[float]
 
 
+@shared_result  # trained once per test session (see _shared_results)
 def train_tiny_lm(
     text: str = TINY_CORPUS, *, steps: int = 200, context: int = 32, batch: int = 8,
     seed: int = 0, lr: float = 3e-3, **model_kwargs: int,

@@ -1,96 +1,211 @@
-"""Building blocks shared by the atlas models (norms, RoPE tables, SwiGLU, routed experts).
+"""The building blocks the atlas's models share: norms, gated MLPs, RoPE tables, attention with a
+window and sinks, expert mixing, caches and the decoder-only skeleton.
 
-The blocks are written to give the same numbers as ``transformers`` down to float64 round-off,
-so they copy its *float32 islands*: a few steps that the reference code runs in float32 whatever
-the model's dtype (RMSNorm statistics, RoPE angles, router probabilities). Checkpoints are stored
-in bfloat16, where those casts are an *up*-cast for accuracy; in a float64 model the same cast
-rounds to float32, and a rebuild that skipped it would differ by ~1e-7 instead of ~1e-15.
+Every model of :mod:`course_utils.atlas` is a stack of the same few pieces in a different order.
+They live here once; a model module (``gemma3.py``, ``gpt_oss.py``, ...) only says how they are
+wired and how a ``transformers`` checkpoint's weights map onto them.
+
+Where the checkpoints' reference code computes in float32 whatever the weights' dtype (the
+RMSNorms, RoPE's angles), so do these blocks: with float64 weights the model still rounds there,
+and copying that rounding is what lets a float64 rebuild agree with ``transformers`` to 1e-9.
+Elsewhere the arithmetic is the plain formula in the input's dtype.
+
+>>> cache = AttentionCache(window=3)           # a sliding layer keeps its last window - 1 keys
+>>> k = torch.zeros(1, 1, 5, 4)                # (B, n_kv_heads, T, d_head)
+>>> _, _, held = cache.extend(k, k, torch.arange(5))
+>>> held.tolist()
+[0, 1, 2, 3, 4]
+>>> _, _, held = cache.extend(k[:, :, :1], k[:, :, :1], torch.tensor([5]))
+>>> held.tolist()                              # query 5's window of 3: keys 3, 4, 5
+[3, 4, 5]
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
-from ..positions import rope_inverse_frequencies
+from .._validation import check_int, shape_str
+from ..kv_cache import KVCache
+from ..masks import causal_mask
+from ..sparse.patterns import sliding_window_mask
+from ..transformer import SwiGLU
 
 __all__ = [
-    "experts_swiglu",
+    "ACTIVATIONS",
+    "AttentionCache",
+    "DecodeCache",
+    "DecoderLM",
+    "GatedMLP",
+    "RMSNorm",
+    "attention",
+    "causal_window_mask",
+    "check_input_ids",
+    "checked_inv_freq",
+    "copy_weight",
+    "mix_experts",
     "rms_norm_float32",
     "rope_cos_sin",
-    "rope_inverse_frequencies_float32",
     "rotate_half",
-    "swiglu",
+    "rotate_pairs",
 ]
 
 
-def rms_norm_float32(x: Tensor, weight: Tensor, eps: float, *, unit_offset: bool = False) -> Tensor:
-    """RMSNorm with its statistics in float32, as ``transformers``' RMSNorm modules compute it.
+# --------------------------------------------------------------------------------------------
+# Norms and feed-forward networks
+# --------------------------------------------------------------------------------------------
 
-    ``unit_offset=False`` (Llama, DeepSeek): ``weight * (x / rms(x))``, the gain applied in
-    ``x``'s dtype. ``unit_offset=True`` (Qwen3-Next, Gemma): the gain is ``1 + weight`` (a weight
-    of zeros is the identity) and is applied in float32 before casting back.
+
+def rms_norm_float32(x: Tensor, weight: Tensor, eps: float, *, unit_offset: bool = False) -> Tensor:
+    """RMSNorm with its statistics in float32, as the checkpoints' code computes it (see
+    :class:`RMSNorm`): ``weight · x / rms(x)``, or with ``unit_offset=True`` ``(1 + weight) · x /
+    rms(x)`` multiplied in float32; the result has ``x``'s dtype.
 
     >>> x = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
     >>> rms_norm_float32(x, torch.ones(2, dtype=torch.float64), 0.0)  # rms = sqrt(12.5)
     tensor([[0.8485, 1.1314]], dtype=torch.float64)
-    >>> rms_norm_float32(x, torch.zeros(2), 0.0, unit_offset=True).dtype  # back in x's dtype
-    torch.float64
     """
-    x32 = x.to(torch.float32)  # (..., d): the reference's float32 island
-    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)  # (..., d): rms 1
+    x32 = x.float()  # (..., d): the reference code normalises in float32
+    y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)  # (..., d): rms ~1
     if unit_offset:
-        return (x32 * (1.0 + weight.float())).to(x.dtype)  # (..., d)
-    return weight * x32.to(x.dtype)  # (..., d)
+        return (y * (1.0 + weight.float())).to(x.dtype)  # (..., d): Gemma's 1 + w, in float32
+    return weight * y.to(x.dtype)  # (..., d): the gain in x's dtype
 
 
-def rope_inverse_frequencies_float32(
-    rotary_dim: int, rope_parameters: dict[str, Any], max_position_embeddings: int | None = None
-) -> tuple[Tensor, float]:
-    """RoPE's ``inv_freq`` ``(rotary_dim // 2,)`` in float32, bit for bit as a model loads it.
+class RMSNorm(nn.Module):
+    """RMSNorm as the checkpoints compute it: ``x · rsqrt(mean(x²) + eps)`` in float32, then a gain.
 
-    ``rope_parameters`` is the config's dict (``rope_theta``, ``rope_type``, ...). The default
-    RoPE is computed in float32, as the reference computes it (its float64 values,
-    :func:`course_utils.positions.rope_inverse_frequencies`, differ in the last bit of some
-    pairs); other types (YaRN, linear, ...) are :func:`rope_inverse_frequencies` rounded to float32.
+    The maths is :func:`course_utils.norms.rms_norm`; what differs is where it rounds. The
+    reference code of Gemma 3, gpt-oss, Qwen3-Next and DeepSeek casts the input to float32 first,
+    whatever the model's dtype, so this block does too (and a float64 rebuild still agrees with
+    ``transformers`` to 1e-9). The gain is ``w`` (Llama, gpt-oss, DeepSeek: ``w`` starts at 1) or,
+    with ``unit_offset=True``, ``1 + w`` (Gemma: ``w`` starts at 0), multiplied in float32.
 
-    >>> inv, factor = rope_inverse_frequencies_float32(4, {"rope_theta": 100.0})
-    >>> inv, factor
-    (tensor([1.0000, 0.1000]), 1.0)
+    >>> norm = RMSNorm(2, eps=0.0, unit_offset=True)     # Gemma's gain 1 + w, w = 0
+    >>> norm(torch.tensor([[3.0, 4.0]])).detach()        # rms = sqrt(12.5)
+    tensor([[0.8485, 1.1314]])
     """
-    params = dict(rope_parameters)
-    base = float(params.get("rope_theta", 10000.0))
-    rope_type = params.get("rope_type", params.get("type", "default"))
-    if rope_type == "default":
-        exponents = torch.arange(0, rotary_dim, 2, dtype=torch.float32) / rotary_dim  # (d/2,)
-        inv_freq = 1.0 / (base**exponents)  # (d/2,) float32, as transformers computes it
-        reference, _ = rope_inverse_frequencies(rotary_dim, base)  # float64, our formula
-        assert torch.allclose(inv_freq.double(), reference, rtol=1e-6, atol=0.0)
-        return inv_freq, 1.0
-    params.pop("partial_rotary_factor", None)
-    inv_freq, factor = rope_inverse_frequencies(
-        rotary_dim, base, params, max_position_embeddings=max_position_embeddings
-    )
-    return inv_freq.float(), float(factor)
+
+    def __init__(self, d: int, eps: float = 1e-6, *, unit_offset: bool = False) -> None:
+        super().__init__()
+        self.d = check_int(d, "d", low=1)
+        self.eps = float(eps)
+        self.unit_offset = bool(unit_offset)
+        start = torch.zeros(d) if unit_offset else torch.ones(d)
+        self.weight = nn.Parameter(start)  # (d,): the gain is weight, or 1 + weight
+
+    def extra_repr(self) -> str:
+        return f"{self.d}, eps={self.eps}, unit_offset={self.unit_offset}"
+
+    def forward(self, x: Tensor) -> Tensor:
+        return rms_norm_float32(x, self.weight, self.eps, unit_offset=self.unit_offset)
+
+
+def _gelu_tanh(x: Tensor) -> Tensor:
+    """GELU's tanh approximation (Hendrycks and Gimpel 2016), Gemma's ``gelu_pytorch_tanh``."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+#: The activations a config's ``hidden_act`` / ``hidden_activation`` may name.
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "silu": lambda x: x * torch.sigmoid(x),  # SiLU = Swish: x·σ(x)
+    "swish": lambda x: x * torch.sigmoid(x),
+    "gelu_pytorch_tanh": _gelu_tanh,
+    "gelu_tanh": _gelu_tanh,
+    "gelu": lambda x: 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0))),  # exact GELU
+}
+
+
+def activation(name: str) -> Callable[[Tensor], Tensor]:
+    """The activation called ``name`` in a config; an unknown name lists the known ones."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {name!r}")
+    return ACTIVATIONS[name]
+
+
+class GatedMLP(SwiGLU):
+    """:class:`~course_utils.transformer.SwiGLU` with any activation: ``down(act(gate x) * up x)``.
+
+    With ``"silu"`` it *is* SwiGLU (Llama, Qwen, DeepSeek's experts); Gemma uses GELU's tanh
+    approximation (GeGLU, Shazeer 2020).
+
+    >>> _ = torch.manual_seed(0)
+    >>> mlp = GatedMLP(4, 8, "gelu_pytorch_tanh")
+    >>> mlp(torch.randn(1, 3, 4)).shape                  # (B, T, d_model) -> (B, T, d_model)
+    torch.Size([1, 3, 4])
+    """
+
+    def __init__(self, d_model: int, d_ff: int, act: str = "silu") -> None:
+        super().__init__(d_model, d_ff)
+        self.act_name = act
+        self.act = activation(act)
+
+    def extra_repr(self) -> str:
+        return f"act={self.act_name!r}"
+
+    def forward(self, x: Tensor) -> Tensor:
+        gated = self.act(self.gate(x)) * self.up(x)  # (B, T, d_ff): the gate scales each unit
+        return self.down(gated)  # (B, T, d_model)
+
+
+def mix_experts(
+    x: Tensor, indices: Tensor, weights: Tensor, expert: Callable[[int, Tensor], Tensor]
+) -> Tensor:
+    """A mixture of experts' output: token ``t`` gets ``sum_j weights[t, j] · expert(indices[t, j],
+    x[t])``.
+
+    ``x`` is ``(N, d)`` (tokens flattened), ``indices`` and ``weights`` ``(N, k)``: the ``k``
+    experts a router chose for each token and their weights. Each expert runs once, on the tokens
+    routed to it (a token's other experts never see it: that is the saving of a sparse MoE).
+
+    >>> x = torch.ones(3, 2)                               # (N=3, d=2)
+    >>> idx = torch.tensor([[0, 1], [1, 0], [1, 1]])       # (N, k=2)
+    >>> w = torch.full((3, 2), 0.5)
+    >>> mix_experts(x, idx, w, lambda e, xs: xs * (e + 1))  # expert e multiplies by e + 1
+    tensor([[1.5000, 1.5000],
+            [1.5000, 1.5000],
+            [2.0000, 2.0000]])
+    """
+    out = torch.zeros_like(x)  # (N, d)
+    for e in torch.unique(indices).tolist():  # only the experts some token chose
+        token, slot = torch.where(indices == e)  # (n_e,), (n_e,): who chose e, in which slot
+        y = expert(e, x[token])  # (n_e, d)
+        out.index_add_(0, token, y * weights[token, slot, None])  # (N, d)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# RoPE tables and attention
+# --------------------------------------------------------------------------------------------
 
 
 def rope_cos_sin(
-    inv_freq: Tensor, positions: Tensor, attention_factor: float, dtype: torch.dtype
+    inv_freq: Tensor,
+    positions: Tensor,
+    attention_factor: float = 1.0,
+    dtype: torch.dtype | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """``cos`` and ``sin`` tables ``(T, rotary_dim)`` for rotate-half RoPE at ``positions``.
+    """``cos`` and ``sin`` of RoPE's angles ``positions[m] · inv_freq[i]``, each ``(T, d)``.
 
-    The angles ``position * inv_freq`` are float32 (the reference's float32 island), duplicated
-    for the two halves, scaled by ``attention_factor`` (YaRN) and cast to ``dtype``.
+    Column ``i`` and column ``i + d/2`` hold the same angle (the rotate-half pairing). The angles
+    are computed in float32 and multiplied by ``attention_factor`` (YaRN's, 1 for plain RoPE)
+    before the cast to ``dtype`` (default: ``inv_freq``'s), as the checkpoints' code does.
+    ``inv_freq`` is what :func:`course_utils.positions.rope_inverse_frequencies` returns, rounded
+    to float32.
 
     >>> cos, sin = rope_cos_sin(torch.tensor([1.0, 0.5]), torch.arange(3), 1.0, torch.float64)
-    >>> cos.shape, sin[1]                                   # (T, rotary_dim)
+    >>> cos.shape, sin[1]                                  # (T, d); position 1: sin 1, sin 0.5
     (torch.Size([3, 4]), tensor([0.8415, 0.4794, 0.8415, 0.4794], dtype=torch.float64))
     """
-    angles = positions.float()[:, None] * inv_freq.float()[None, :]  # (T, d/2) float32
+    angles = positions.float()[:, None] * inv_freq.float()[None, :]  # (T, d/2), float32
     angles = torch.cat((angles, angles), dim=-1)  # (T, d): pair i is (i, i + d/2)
+    dtype = dtype or inv_freq.dtype
     cos = (angles.cos() * attention_factor).to(dtype)  # (T, d)
     sin = (angles.sin() * attention_factor).to(dtype)  # (T, d)
     return cos, sin
@@ -106,8 +221,292 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)  # (..., d)
 
 
+def rotate_pairs(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Turn each pair ``(x_i, x_{i + d/2})`` of ``x`` ``(B, h, T, d)`` by its angle: RoPE with
+    the tables of :func:`rope_cos_sin` (as :func:`course_utils.positions.apply_rope` with
+    ``interleaved=False``).
+
+    >>> x = torch.tensor([[[[1.0, 0.0]]]])                 # (B=1, h=1, T=1, d=2)
+    >>> rotate_pairs(x, torch.tensor([[0.0, 0.0]]), torch.tensor([[1.0, 1.0]]))  # a quarter turn
+    tensor([[[[0., 1.]]]])
+    """
+    return x * cos + rotate_half(x) * sin  # (B, h, T, d): (a cos - b sin, b cos + a sin)
+
+
+def causal_window_mask(t_q: int, t_k: int, window: int | None = None) -> Tensor:
+    """``True`` where a query may see a key, ``(t_q, t_k)``: the ``t_q`` queries are the last
+    ``t_q`` of ``t_k`` consecutive keys (a cache's keys, then the new tokens').
+
+    Causal (:func:`course_utils.masks.causal_mask`), and with a ``window`` of ``w`` the query's
+    own key and the ``w - 1`` before it (:func:`course_utils.sparse.sliding_window_mask`, as
+    ``transformers``' sliding-window masks count it); both aligned bottom-right.
+
+    >>> causal_window_mask(4, 4, window=2).int()
+    tensor([[1, 0, 0, 0],
+            [1, 1, 0, 0],
+            [0, 1, 1, 0],
+            [0, 0, 1, 1]], dtype=torch.int32)
+    >>> causal_window_mask(1, 5, window=3).int()           # decoding: the newest of 5 keys
+    tensor([[0, 0, 1, 1, 1]], dtype=torch.int32)
+    """
+    if window is None:
+        allowed = causal_mask(t_q, t_k, align="bottom_right")  # (t_q, t_k)
+    else:
+        allowed = sliding_window_mask(t_q, t_k, window=window, align="bottom_right")
+    return torch.from_numpy(allowed)  # (t_q, t_k) bool
+
+
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    scale: float,
+    mask: Tensor,
+    sinks: Tensor | None = None,
+    softmax_dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Masked softmax attention with grouped keys and, optionally, learned sinks.
+
+    ``q`` is ``(B, h, T_q, d)``, ``k`` and ``v`` ``(B, h_kv, T_k, d)`` with ``h`` a multiple of
+    ``h_kv`` (GQA: query head ``j`` reads key head ``j // (h / h_kv)``); ``mask`` ``(T_q, T_k)``
+    is ``True`` where a key may be seen. ``sinks`` ``(h,)`` are gpt-oss's learned per-head logits
+    (Xiao et al. 2023's attention sinks, learned): one extra column in every row's softmax that
+    takes weight and gives back no value, so a head may attend to *nothing* (its weights then sum
+    to less than 1). ``softmax_dtype`` rounds the softmax to that dtype (``transformers``' eager
+    Gemma attention takes it in float32).
+
+    >>> q = k = v = torch.ones(1, 1, 1, 2)                 # (B, h, T, d): one key
+    >>> mask = torch.ones(1, 1, dtype=torch.bool)
+    >>> attention(q, k, v, scale=1.0, mask=mask)           # all weight on the one key
+    tensor([[[[1., 1.]]]])
+    >>> attention(q, k, v, scale=1.0, mask=mask, sinks=torch.tensor([2.0]))  # e² / (e² + e²)
+    tensor([[[[0.5000, 0.5000]]]])
+    """
+    n_rep = q.size(1) // k.size(1)
+    k = k.repeat_interleave(n_rep, dim=1)  # (B, h, T_k, d): each key head serves n_rep queries
+    v = v.repeat_interleave(n_rep, dim=1)  # (B, h, T_k, d)
+    scores = q @ k.transpose(-2, -1) * scale  # (B, h, T_q, T_k)
+    scores = scores.masked_fill(~mask, float("-inf"))  # (B, h, T_q, T_k): unseen keys weigh 0
+    if sinks is not None:
+        B, h, T_q, _ = scores.shape
+        sink = sinks.to(scores.dtype).view(1, h, 1, 1).expand(B, h, T_q, 1)  # (B, h, T_q, 1)
+        scores = torch.cat([scores, sink], dim=-1)  # (B, h, T_q, T_k + 1): one more "key"
+    # F.softmax subtracts each row's maximum before exp (stable; the -inf entries give 0)
+    weights = F.softmax(scores, dim=-1, dtype=softmax_dtype).to(v.dtype)  # rows sum to 1
+    if sinks is not None:
+        weights = weights[..., :-1]  # (B, h, T_q, T_k): the sink's share goes nowhere
+    return weights @ v  # (B, h, T_q, d)
+
+
+def checked_inv_freq(ours: Tensor, theirs: Tensor, name: str) -> Tensor:
+    """RoPE's frequencies as the model holds them, once checked equal to ours (``(d/2,)``).
+
+    ``ours`` comes from :func:`course_utils.positions.rope_inverse_frequencies` (float64);
+    ``theirs`` is the model's float32 buffer. They must agree to float32's precision (else the
+    config holds a RoPE kind we misread, and we say so); the model's own float32 numbers are then
+    used, because one unit in the last place of a frequency moves a float64 logit by ~1e-7.
+    """
+    theirs = theirs.detach().double().cpu()
+    if ours.shape != theirs.shape or not torch.allclose(ours, theirs, rtol=1e-6, atol=0.0):
+        raise ValueError(
+            f"{name}: the model's RoPE frequencies {theirs[:4].tolist()}... differ from "
+            f"rope_inverse_frequencies' {ours[:4].tolist()}... (shapes "
+            f"{shape_str(tuple(theirs.shape))}, {shape_str(tuple(ours.shape))})"
+        )
+    return theirs.float()
+
+
+# --------------------------------------------------------------------------------------------
+# Caches
+# --------------------------------------------------------------------------------------------
+
+
+class AttentionCache(KVCache):
+    """:class:`~course_utils.kv_cache.KVCache` that also holds its keys' positions, and with a
+    ``window`` forgets the keys no future query can see.
+
+    Keys are cached *after* RoPE (their positions are final). Before new tokens are appended, a
+    sliding layer (``window = w``) drops all but its last ``w - 1`` keys: the first new query,
+    at position ``p``, sees keys ``> p - w``, and so does every later one. A full layer keeps all.
+    """
+
+    def __init__(self, window: int | None = None) -> None:
+        super().__init__()
+        self.window = None if window is None else check_int(window, "window", low=1)
+        self.positions: Tensor | None = None  # (T,): the positions of the held keys
+
+    def clear(self) -> None:
+        super().clear()
+        self.positions = None
+
+    def extend(self, k: Tensor, v: Tensor, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Append ``k``, ``v`` ``(B, h_kv, T_new, d)`` at ``positions`` ``(T_new,)``; return every
+        held key, value and position (``(B, h_kv, T, d)``, ``(B, h_kv, T, d)``, ``(T,)``)."""
+        if self.window is not None and self.keys is not None and self.values is not None:
+            drop = len(self) - (self.window - 1)  # keep what the next query can still see
+            if drop > 0:
+                self.keys = self.keys[:, :, drop:]  # (B, h_kv, w - 1, d)
+                self.values = self.values[:, :, drop:]  # (B, h_kv, w - 1, d)
+                self.positions = self.positions[drop:]  # (w - 1,)
+        keys, values = self.append(k, v)  # (B, h_kv, T, d) each
+        held = positions if self.positions is None else torch.cat([self.positions, positions])
+        self.positions = held  # (T,)
+        return keys, values, held
+
+
+@dataclass
+class DecodeCache:
+    """What a model remembers between calls: one entry per layer, and the tokens seen so far.
+
+    ``layers[i]`` is layer ``i``'s own state (an :class:`AttentionCache`, or another model's
+    recurrent state); ``seen`` is the position of the next token. Made by a model's
+    ``new_cache()``; pass it to ``forward(input_ids, cache=cache)`` again and again.
+    """
+
+    layers: list[Any]
+    seen: int = 0
+    batch: int | None = field(default=None)
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs, weights, the decoder-only skeleton
+# --------------------------------------------------------------------------------------------
+
+
+def check_input_ids(input_ids: Any, vocab_size: int) -> Tensor:
+    """``input_ids`` must be an integer tensor ``(B, T)`` with ``T >= 1`` and ids in ``[0, V)``."""
+    if not isinstance(input_ids, Tensor):
+        raise TypeError(
+            f"input_ids must be an integer torch.Tensor of shape (B, T); "
+            f"got {type(input_ids).__name__}"
+        )
+    if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+        raise TypeError(
+            f"input_ids must be an integer torch.Tensor of shape (B, T); got dtype "
+            f"{input_ids.dtype} with shape {shape_str(tuple(input_ids.shape))}"
+        )
+    if input_ids.dim() != 2 or input_ids.size(0) < 1 or input_ids.size(1) < 1:
+        raise ValueError(
+            f"input_ids must have shape (B, T) with B, T >= 1; got shape "
+            f"{shape_str(tuple(input_ids.shape))} (add a batch axis with input_ids[None])"
+        )
+    low, high = int(input_ids.min()), int(input_ids.max())
+    if low < 0 or high >= vocab_size:
+        raise ValueError(
+            f"input_ids must lie in [0, {vocab_size}) (vocab_size); got values from {low} to {high}"
+        )
+    return input_ids
+
+
+def copy_weight(ours: Tensor, theirs: Tensor, name: str) -> None:
+    """Copy a checkpoint tensor into one of ours (same shape, or a clear error naming it)."""
+    if tuple(ours.shape) != tuple(theirs.shape):
+        raise ValueError(
+            f"{name}: the model's tensor has shape {shape_str(tuple(theirs.shape))}, expected "
+            f"{shape_str(tuple(ours.shape))}"
+        )
+    with torch.no_grad():
+        ours.copy_(theirs.detach())
+
+
+class DecoderLM(nn.Module):
+    """The skeleton every atlas model shares: embed, a stack of layers, a final norm, the logits.
+
+    A subclass sets ``vocab_size`` and ``layers`` (each called ``layer(x, positions, state)`` with
+    ``x`` ``(B, T, d_model)``, ``positions`` ``(T,)`` and its entry of the cache or ``None``), and
+    writes :meth:`embed`, :meth:`head` and :meth:`new_layer_state`.
+
+    ``forward(input_ids)`` returns the logits ``(B, T, vocab_size)`` of a whole sequence.
+    ``forward(input_ids, cache=cache)`` with ``cache = model.new_cache()`` continues from what
+    the cache holds: ``input_ids`` ``(B, T_new)`` are the next tokens (a prompt, then one token
+    at a time), the logits are those of these new positions, and the cache is updated in place.
+    """
+
+    vocab_size: int
+    layers: nn.ModuleList
+
+    def embed(self, input_ids: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def head(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def new_layer_state(self, i: int) -> Any:
+        raise NotImplementedError
+
+    def new_cache(self) -> DecodeCache:
+        """An empty cache: one state per layer (see the class docstring for how to use it)."""
+        return DecodeCache([self.new_layer_state(i) for i in range(len(self.layers))])
+
+    def forward(self, input_ids: Tensor, cache: DecodeCache | None = None) -> Tensor:
+        input_ids = check_input_ids(input_ids, self.vocab_size)
+        B, T = input_ids.shape
+        start = 0
+        if cache is not None:
+            if not isinstance(cache, DecodeCache) or len(cache.layers) != len(self.layers):
+                raise TypeError(
+                    f"cache must be a DecodeCache from this model's new_cache() "
+                    f"({len(self.layers)} layers); got {type(cache).__name__}"
+                )
+            if cache.batch is not None and cache.batch != B:
+                raise ValueError(
+                    f"the cache holds {cache.batch} sequence(s) but input_ids has shape "
+                    f"{shape_str((B, T))}; use a new cache for a different batch"
+                )
+            start = cache.seen
+        positions = torch.arange(start, start + T, device=input_ids.device)  # (T,)
+        x = self.embed(input_ids)  # (B, T, d_model)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, positions, None if cache is None else cache.layers[i])  # (B, T, d_model)
+        if cache is not None:
+            cache.seen, cache.batch = start + T, B
+        return self.head(x)  # (B, T, vocab_size)
+
+
+# --------------------------------------------------------------------------------------------
+# Added for qwen3_next and deepseek_v32
+# --------------------------------------------------------------------------------------------
+
+
+def rope_inverse_frequencies_float32(
+    rotary_dim: int, rope_parameters: dict[str, Any], max_position_embeddings: int | None = None
+) -> tuple[Tensor, float]:
+    """RoPE's ``inv_freq`` ``(rotary_dim // 2,)`` in float32, bit for bit as a model loads it,
+    and its ``attention_factor``.
+
+    ``rope_parameters`` is the config's dict (``rope_theta``, ``rope_type``, ...). The default
+    RoPE is computed in float32, as the reference computes it (the float64 values of
+    :func:`course_utils.positions.rope_inverse_frequencies`, which it is checked against, differ
+    in the last float32 bit for some pairs, enough to move float64 logits by ~1e-7); other types
+    (YaRN, linear, ...) are :func:`~course_utils.positions.rope_inverse_frequencies` rounded.
+
+    >>> inv, factor = rope_inverse_frequencies_float32(4, {"rope_theta": 100.0})
+    >>> inv, factor
+    (tensor([1.0000, 0.1000]), 1.0)
+    """
+    from ..positions import rope_inverse_frequencies
+
+    params = dict(rope_parameters)
+    base = float(params.get("rope_theta", 10000.0))
+    rope_type = params.get("rope_type", params.get("type", "default"))
+    if rope_type == "default":
+        exponents = torch.arange(0, rotary_dim, 2, dtype=torch.float32) / rotary_dim  # (d/2,)
+        inv_freq = 1.0 / (base**exponents)  # (d/2,) float32, as the reference computes it
+        reference, _ = rope_inverse_frequencies(rotary_dim, base)  # float64, our formula
+        if not torch.allclose(inv_freq.double(), reference, rtol=1e-6, atol=0.0):
+            raise AssertionError("float32 RoPE frequencies drifted from rope_inverse_frequencies")
+        return inv_freq, 1.0
+    params.pop("partial_rotary_factor", None)
+    inv_freq, factor = rope_inverse_frequencies(
+        rotary_dim, base, params, max_position_embeddings=max_position_embeddings
+    )
+    return inv_freq.float(), float(factor)
+
+
 def swiglu(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
-    """The gated FFN ``W_down (silu(W_gate x) * W_up x)`` with ``nn.Linear``-layout weights.
+    """The gated FFN ``W_down (silu(W_gate x) * W_up x)`` with ``nn.Linear``-layout weights
+    (an expert's slices of a stacked tensor, or a shared expert's matrices).
 
     >>> x, w = torch.ones(1, 2), torch.ones(3, 2)
     >>> swiglu(x, w, w, torch.ones(2, 3))                  # 3 · silu(2) · 2
@@ -116,26 +515,4 @@ def swiglu(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
     return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)  # (..., d)
 
 
-def experts_swiglu(
-    x: Tensor, gate_up: Tensor, down: Tensor, top_index: Tensor, top_weight: Tensor
-) -> Tensor:
-    """Routed SwiGLU experts: each token's ``k`` chosen experts, weighted and summed.
-
-    ``x`` ``(N, d)``; ``gate_up`` ``(E, 2·d_ff, d)`` (gate rows then up rows); ``down``
-    ``(E, d, d_ff)``; ``top_index`` ``(N, k)`` expert ids; ``top_weight`` ``(N, k)``. Expert ``e``
-    runs only on the tokens that chose it (the loop is over experts, as sparse MoE runs).
-
-    >>> x = torch.ones(2, 2)
-    >>> gate_up, down = torch.ones(3, 4, 2), torch.ones(3, 2, 2)
-    >>> y = experts_swiglu(x, gate_up, down, torch.tensor([[0, 2], [1, 2]]),
-    ...                    torch.tensor([[0.5, 0.5], [1.0, 0.0]]))
-    >>> torch.allclose(y, swiglu(x, gate_up[0, :2], gate_up[0, 2:], down[0]))
-    True
-    """
-    out = torch.zeros_like(x)  # (N, d)
-    for e in torch.unique(top_index).tolist():
-        token, slot = torch.where(top_index == e)  # tokens that chose e, and in which slot
-        gate, up = F.linear(x[token], gate_up[e]).chunk(2, dim=-1)  # (n_e, d_ff) each
-        y = F.linear(F.silu(gate) * up, down[e])  # (n_e, d)
-        out.index_add_(0, token, y * top_weight[token, slot, None])  # (N, d)
-    return out
+__all__ += ["rope_inverse_frequencies_float32", "swiglu"]

@@ -50,14 +50,15 @@ from torch import Tensor, nn
 from ..mla import LatentCache
 from ..norms import layer_norm
 from .blocks import (
-    experts_swiglu,
+    check_input_ids,
+    mix_experts,
     rms_norm_float32,
     rope_cos_sin,
     rope_inverse_frequencies_float32,
     rotate_half,
     swiglu,
 )
-from .qwen3_next import _check_ids, _softmax
+from .qwen3_next import _softmax
 
 __all__ = ["DeepseekV32", "DeepseekV32Cache", "build", "indexer_top_k"]
 
@@ -211,11 +212,15 @@ class DeepseekMoE(nn.Module):
             top_w = top_w / (top_w.sum(-1, keepdim=True) + 1e-20)
         return top_i, top_w * self.routed_scale
 
+    def _expert(self, e: int, x: Tensor) -> Tensor:
+        gate, up = self.gate_up[e].chunk(2, dim=0)  # (d_ff, d) each: gate rows, then up rows
+        return swiglu(x, gate, up, self.down[e])  # (n_e, d)
+
     def forward(self, x: Tensor) -> Tensor:
         B, T, d = x.shape
         flat = x.reshape(B * T, d)  # (N, d)
         top_i, top_w = self.route(flat)
-        routed = experts_swiglu(flat, self.gate_up, self.down, top_i, top_w)  # (N, d)
+        routed = mix_experts(flat, top_i, top_w, self._expert)  # (N, d)
         gate, up, down = (m.weight for m in self.shared)
         return routed.view(B, T, d) + swiglu(x, gate, up, down)  # (B, T, d)
 
@@ -268,7 +273,7 @@ class DeepseekV32(nn.Module):
         return DeepseekV32Cache(latents=[LatentCache() for _ in range(n)], index_keys=[None] * n)
 
     def forward(self, input_ids: Tensor, cache: DeepseekV32Cache | None = None) -> Tensor:
-        ids = _check_ids(input_ids, self.vocab)
+        ids = check_input_ids(input_ids, self.vocab).long()
         if cache is not None and not isinstance(cache, DeepseekV32Cache):
             raise TypeError(
                 f"cache must be a DeepseekV32Cache from new_cache() or None; got "

@@ -51,7 +51,8 @@ from torch import Tensor, nn
 
 from ..kv_cache import KVCache
 from .blocks import (
-    experts_swiglu,
+    check_input_ids,
+    mix_experts,
     rms_norm_float32,
     rope_cos_sin,
     rope_inverse_frequencies_float32,
@@ -341,6 +342,10 @@ class SparseMoE(nn.Module):
         self.shared = nn.ModuleList([_linear(d, fs), _linear(d, fs), _linear(fs, d)])
         self.shared_gate = _linear(d, 1)
 
+    def _expert(self, e: int, x: Tensor) -> Tensor:
+        gate, up = self.gate_up[e].chunk(2, dim=0)  # (d_ff, d) each: gate rows, then up rows
+        return swiglu(x, gate, up, self.down[e])  # (n_e, d)
+
     def forward(self, x: Tensor) -> Tensor:
         B, T, d = x.shape
         x = x.reshape(B * T, d)  # (N, d)
@@ -349,7 +354,7 @@ class SparseMoE(nn.Module):
         top_p, top_i = probs.topk(self.top_k, dim=-1)  # (N, k)
         if self.renormalise:
             top_p = top_p / top_p.sum(-1, keepdim=True)  # (N, k): sums to 1
-        routed = experts_swiglu(x, self.gate_up, self.down, top_i, top_p.to(logits.dtype))
+        routed = mix_experts(x, top_i, top_p.to(logits.dtype), self._expert)  # (N, d)
         gate, up, down = (m.weight for m in self.shared)
         shared = torch.sigmoid(self.shared_gate(x)) * swiglu(x, gate, up, down)  # (N, d)
         return (routed + shared).reshape(B, T, d)
@@ -431,7 +436,7 @@ class Qwen3Next(nn.Module):
         return Qwen3NextCache(layers=layers)
 
     def forward(self, input_ids: Tensor, cache: Qwen3NextCache | None = None) -> Tensor:
-        ids = _check_ids(input_ids, self.vocab)
+        ids = check_input_ids(input_ids, self.vocab).long()
         if cache is not None and not isinstance(cache, Qwen3NextCache):
             raise TypeError(
                 f"cache must be a Qwen3NextCache from new_cache() or None; got "
@@ -454,29 +459,6 @@ def _softmax(scores: Tensor, float32: bool) -> Tensor:
     if float32:
         return torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
     return torch.softmax(scores, dim=-1)  # (B, h, T, S)
-
-
-def _check_ids(input_ids: object, vocab: int) -> Tensor:
-    if (
-        not isinstance(input_ids, Tensor)
-        or input_ids.is_floating_point()
-        or input_ids.is_complex()
-        or input_ids.dtype == torch.bool
-        or input_ids.dim() != 2
-        or input_ids.shape[1] < 1
-    ):
-        got = (
-            f"dtype {input_ids.dtype}, shape {tuple(input_ids.shape)}"
-            if isinstance(input_ids, Tensor)
-            else type(input_ids).__name__
-        )
-        raise TypeError(f"input_ids must be an integer tensor (B, T) with T >= 1; got {got}")
-    if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab):
-        raise ValueError(
-            f"input_ids must lie in [0, {vocab}) (the vocabulary); got values from "
-            f"{int(input_ids.min())} to {int(input_ids.max())}"
-        )
-    return input_ids.long()
 
 
 # --------------------------------------------------------------------------------------------

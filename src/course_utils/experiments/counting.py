@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._shared_results import shared_result
 from .._training import ExperimentConfig, batch_loss, held_out_loss, train_adam, with_settings
 from ..transformer import BlockTrace, TransformerBlock, TransformerSize
 
@@ -150,6 +151,7 @@ class CountingRun:
     model: CountingModel
 
 
+@shared_result  # trained once per test session (see _shared_results)
 def train_counting(
     seeds: Sequence[int] = (0, 1, 2),
     *,

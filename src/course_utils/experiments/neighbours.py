@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._shared_results import shared_result
 from .._training import ExperimentConfig, batch_loss, held_out_loss, train_adam, with_settings
 from ..multihead import MultiHeadAttention
 
@@ -116,6 +117,7 @@ def _offset_weights(model: NeighboursModel, x: Tensor) -> Tensor:
     return rolled.mean(dim=(0, 2))  # (n_heads, T)
 
 
+@shared_result  # trained once per test session (see _shared_results)
 def run_heads_experiment(
     n_heads_list: Sequence[int] = (1, 2, 4, 8),
     seeds: Sequence[int] = (0, 1),

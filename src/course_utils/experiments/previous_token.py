@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._shared_results import shared_result
 from .._training import ExperimentConfig, batch_loss, held_out_loss, train_adam, with_settings
 from ..attention import default_scale
 from ..positions import apply_rope, sinusoidal_encoding
@@ -150,6 +151,7 @@ def _accuracy(model: PreviousTokenModel, x: Tensor, y: Tensor) -> float:
     return float((pred[keep] == y[keep]).float().mean())
 
 
+@shared_result  # trained once per test session (see _shared_results)
 def run_positions_experiment(
     kinds: Sequence[str] = KINDS,
     seeds: Sequence[int] = (0, 1),

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._determinism import deterministic as _deterministic
+from .._shared_results import shared_result
 from .._training import ExperimentConfig, train_adam, with_settings
 from ..decoder import DecoderBlock
 from ..i18n import t
@@ -264,6 +265,7 @@ def held_out(n: int = 500, *, min_len: int = 2, max_len: int = 8) -> tuple[Tenso
     return make_batch(n, min_len, max_len, torch.Generator().manual_seed(12345))
 
 
+@shared_result  # trained once per test session (see _shared_results)
 def train_reversal(
     seeds: Sequence[int] = (0, 1, 2),
     *,

@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from torch import Tensor, nn
 
 from .._determinism import deterministic, one_thread
+from .._shared_results import shared_result
 from .._training import ExperimentConfig, train_adam, with_settings
 from ..multihead import attention_weights
 from .dataset import TOPICS, TopicSentence, template_sentences, topic_mask, word_tokens
@@ -262,6 +263,7 @@ def _measure(model: AttentionPoolingClassifier, batch: Batch) -> tuple[float, fl
     return accuracy, share
 
 
+@shared_result  # trained once per test session (see _shared_results)
 def train_classifier(
     data: Split,
     *,

@@ -1,0 +1,202 @@
+"""Gemma 3's text model: five local (sliding-window) layers for every global one.
+
+What Gemma 3 (Gemma Team 2025) changes in a Llama-style decoder:
+
+- **Local/global interleave.** Layers follow ``config.layer_types``: by default five
+  ``sliding_attention`` layers (each query sees its last ``sliding_window`` tokens) then one
+  ``full_attention`` layer. Only the global layers' KV cache grows with the context.
+- **Two RoPE bases.** Local layers rotate with base 10 000, global ones with 1 000 000 (each kind
+  has its own ``rope_parameters``, scaling included).
+- **QK-norm.** Queries and keys are RMS-normalised per head before RoPE (this replaced Gemma 2's
+  attention logit soft-cap, so ``attn_logit_softcapping`` is not used).
+- **Pre- and post-norms.** Each sub-layer's input *and* output is normalised before the
+  residual sum; every RMSNorm gain is ``1 + w``.
+- **Scaled embedding** by ``√d_model``, scores scaled by ``query_pre_attn_scalar^-1/2``, a GeGLU
+  MLP, tied input and output embeddings, and a final logit soft-cap
+  ``cap · tanh(logits / cap)`` when ``final_logit_softcapping`` is set.
+
+>>> import transformers
+>>> config = transformers.Gemma3TextConfig(
+...     vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+...     num_attention_heads=2, num_key_value_heads=1, head_dim=8, sliding_window=4,
+...     query_pre_attn_scalar=8, layer_types=["sliding_attention", "full_attention"])
+>>> _ = torch.manual_seed(0)
+>>> model = transformers.Gemma3ForCausalLM(config).eval()
+>>> ours = build(model)
+>>> [layer.window for layer in ours.layers]                # local, then global
+[4, None]
+>>> ids = torch.randint(0, 32, (1, 12))
+>>> bool((ours(ids) - model(ids).logits).abs().max() < 1e-4)
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ..positions import rope_inverse_frequencies
+from .blocks import (
+    AttentionCache,
+    DecoderLM,
+    GatedMLP,
+    RMSNorm,
+    attention,
+    causal_window_mask,
+    checked_inv_freq,
+    copy_weight,
+    rope_cos_sin,
+    rotate_pairs,
+)
+
+__all__ = ["Gemma3Layer", "Gemma3Text", "build"]
+
+LAYER_KINDS = ("sliding_attention", "full_attention")
+
+
+class Gemma3Layer(nn.Module):
+    """One Gemma 3 decoder layer: attention (QK-norm, RoPE, a window if local), then a GeGLU MLP,
+    each wrapped in a pre-norm and a post-norm.
+
+    ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``positions`` ``(T,)``; ``cache`` an
+    :class:`~course_utils.atlas.blocks.AttentionCache` or ``None``.
+    """
+
+    def __init__(self, config: Any, kind: str, inv_freq: Tensor, attention_factor: float) -> None:
+        super().__init__()
+        d, h, h_kv, d_head = (
+            config.hidden_size,
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            config.head_dim,
+        )
+        bias, eps = bool(config.attention_bias), config.rms_norm_eps
+        self.n_heads, self.n_kv_heads, self.d_head = h, h_kv, d_head
+        self.window = config.sliding_window if kind == "sliding_attention" else None
+        self.scale = config.query_pre_attn_scalar**-0.5  # not d_head^-1/2: a config number
+        self.softmax_dtype: torch.dtype | None = None  # float32 to mirror transformers' eager
+        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
+        self.attention_factor = attention_factor
+        self.q_proj = nn.Linear(d, h * d_head, bias=bias)
+        self.k_proj = nn.Linear(d, h_kv * d_head, bias=bias)
+        self.v_proj = nn.Linear(d, h_kv * d_head, bias=bias)
+        self.o_proj = nn.Linear(h * d_head, d, bias=bias)
+        self.q_norm = RMSNorm(d_head, eps, unit_offset=True)
+        self.k_norm = RMSNorm(d_head, eps, unit_offset=True)
+        self.input_norm = RMSNorm(d, eps, unit_offset=True)
+        self.post_attention_norm = RMSNorm(d, eps, unit_offset=True)
+        self.pre_mlp_norm = RMSNorm(d, eps, unit_offset=True)
+        self.post_mlp_norm = RMSNorm(d, eps, unit_offset=True)
+        self.mlp = GatedMLP(d, config.intermediate_size, config.hidden_activation)
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}, scale={self.scale:.4g}"
+
+    def forward(self, x: Tensor, positions: Tensor, cache: AttentionCache | None) -> Tensor:
+        B, T, _ = x.shape
+        h = self.input_norm(x)  # (B, T, d)
+        q = self.q_proj(h).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, dh)
+        k = self.k_proj(h).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
+        v = self.v_proj(h).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
+        q, k = self.q_norm(q), self.k_norm(k)  # QK-norm: each head's vector has rms ~1 (x gain)
+        cos, sin = rope_cos_sin(self.inv_freq, positions, self.attention_factor, x.dtype)
+        q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)  # (B, h|hkv, T, dh)
+        if cache is not None:  # the cache's keys first, then these: (B, hkv, T_k, dh)
+            k, v, _ = cache.extend(k, v, positions)
+        mask = causal_window_mask(T, k.size(2), self.window).to(x.device)  # (T, T_k)
+        a = attention(q, k, v, scale=self.scale, mask=mask, softmax_dtype=self.softmax_dtype)
+        a = a.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)  # (B, T, h·dh)
+        x = x + self.post_attention_norm(self.o_proj(a))  # (B, T, d): post-norm, then residual
+        return x + self.post_mlp_norm(self.mlp(self.pre_mlp_norm(x)))  # (B, T, d)
+
+
+class Gemma3Text(DecoderLM):
+    """Gemma 3's text decoder built from :mod:`course_utils.atlas.blocks` (see the module doc).
+
+    Made by :func:`build` (through ``course_utils.atlas.from_hf``); ``forward(input_ids,
+    cache=None)`` as in :class:`~course_utils.atlas.blocks.DecoderLM`.
+    """
+
+    def __init__(self, config: Any, rope: dict[str, tuple[Tensor, float]]) -> None:
+        super().__init__()
+        self.vocab_size, d = config.vocab_size, config.hidden_size
+        # √d_model, rounded to float32 as the checkpoint stores it
+        self.embed_scale = float(torch.tensor(d**0.5, dtype=torch.float32))
+        self.final_softcap = config.final_logit_softcapping
+        self.embed_tokens = nn.Embedding(config.vocab_size, d)
+        self.layers = nn.ModuleList(
+            Gemma3Layer(config, kind, *rope[kind]) for kind in config.layer_types
+        )
+        self.norm = RMSNorm(d, config.rms_norm_eps, unit_offset=True)
+        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
+
+    def embed(self, input_ids: Tensor) -> Tensor:
+        return self.embed_tokens(input_ids) * self.embed_scale  # (B, T, d): scaled by √d
+
+    def head(self, x: Tensor) -> Tensor:
+        logits = self.lm_head(self.norm(x))  # (B, T, V)
+        if self.final_softcap is not None:  # a smooth clamp to (-cap, cap)
+            logits = self.final_softcap * torch.tanh(logits / self.final_softcap)  # (B, T, V)
+        return logits
+
+    def new_layer_state(self, i: int) -> AttentionCache:
+        return AttentionCache(window=self.layers[i].window)  # a local layer keeps w - 1 keys
+
+
+def _rope(model: nn.Module, kind: str) -> tuple[Tensor, float]:
+    """The float32 frequencies and attention factor of one layer kind, checked against ours."""
+    config = model.config
+    params = dict(config.rope_parameters[kind])
+    base = params.pop("rope_theta")
+    inv_freq, factor = rope_inverse_frequencies(
+        config.head_dim, base, params, max_position_embeddings=config.max_position_embeddings
+    )
+    theirs = getattr(model.model.rotary_emb, f"{kind}_inv_freq")
+    return checked_inv_freq(inv_freq, theirs, f"{kind} RoPE"), factor
+
+
+def build(model: nn.Module) -> Gemma3Text:
+    """Our :class:`Gemma3Text` with the weights of a ``transformers`` ``Gemma3ForCausalLM``."""
+    config = model.config
+    if getattr(config, "use_bidirectional_attention", False):
+        raise ValueError(
+            "model.config.use_bidirectional_attention must be False (a causal LM); got True"
+        )
+    kinds = sorted(set(config.layer_types))
+    if not set(kinds) <= set(LAYER_KINDS):
+        raise ValueError(f"model.config.layer_types must hold {LAYER_KINDS}; got {kinds}")
+    weight = model.lm_head.weight
+    ours = Gemma3Text(config, {kind: _rope(model, kind) for kind in kinds})
+    ours = ours.to(dtype=weight.dtype, device=weight.device)
+    for layer in ours.layers:  # the frequencies stay float32 whatever the dtype
+        layer.inv_freq = layer.inv_freq.float()
+        if config._attn_implementation == "eager":  # its softmax is float32 whatever the dtype
+            layer.softmax_dtype = torch.float32
+    theirs = model.model
+    copy_weight(ours.embed_tokens.weight, theirs.embed_tokens.weight, "embed_tokens")
+    copy_weight(ours.norm.weight, theirs.norm.weight, "norm")
+    copy_weight(ours.lm_head.weight, model.lm_head.weight, "lm_head")
+    names = {  # ours -> theirs, within a layer
+        "q_proj": "self_attn.q_proj",
+        "k_proj": "self_attn.k_proj",
+        "v_proj": "self_attn.v_proj",
+        "o_proj": "self_attn.o_proj",
+        "q_norm": "self_attn.q_norm",
+        "k_norm": "self_attn.k_norm",
+        "input_norm": "input_layernorm",
+        "post_attention_norm": "post_attention_layernorm",
+        "pre_mlp_norm": "pre_feedforward_layernorm",
+        "post_mlp_norm": "post_feedforward_layernorm",
+        "mlp.gate": "mlp.gate_proj",
+        "mlp.up": "mlp.up_proj",
+        "mlp.down": "mlp.down_proj",
+    }
+    for i, (layer, their_layer) in enumerate(zip(ours.layers, theirs.layers, strict=True)):
+        for mine, name in names.items():
+            src, dst = their_layer.get_submodule(name), layer.get_submodule(mine)
+            for p in ("weight", "bias"):
+                if getattr(dst, p, None) is not None:
+                    copy_weight(getattr(dst, p), getattr(src, p), f"layers.{i}.{name}.{p}")
+    return ours.eval()
