@@ -123,6 +123,24 @@ def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
         assert (ours(ids) - model(ids).logits).abs().max().item() <= 1e-9
 
 
+def test_ours_is_made_of_our_modules_and_never_calls_theirs():
+    model = _hf("released-pattern")
+    ours = from_hf(model)
+    assert all(
+        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
+    )
+
+    def refuse(module, args):
+        raise AssertionError(f"{type(module).__name__} was called")
+
+    for module in model.modules():
+        module.register_forward_pre_hook(refuse)
+    with torch.no_grad():
+        cache = ours.new_cache()
+        ours(torch.arange(12)[None], cache=cache)  # without touching the transformers model
+        ours(torch.arange(1)[None], cache=cache)
+
+
 def _decode(forward, ids, cache):
     """Logits of a PROMPT-token prompt, then of one token at a time, concatenated."""
     steps = [forward(ids[:, :PROMPT], cache)]
