@@ -40,6 +40,7 @@ GLUED_CHAPTERS = (
     "04_multi_head_attention",
     "05_positions",
     "06_transformer_block",
+    "07_causal_attention",
     "08_cross_attention",
     "09_sparse_attention",
     "12_efficient_attention",
