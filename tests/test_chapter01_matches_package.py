@@ -4,12 +4,14 @@ The chapter's code cells are run in one namespace (IPython magics dropped, figur
 backend, widgets created without a kernel), and the variables the chapter builds by hand
 (``scores``, ``scaled``, ``weights``, ``output``, ...) are compared with the package's functions
 applied to the example data. Mutation tests change one step of the chapter's code and check that the
-comparison catches it, so this test can fail. Claims the prose makes about the numbers are checked
-here too.
+comparison catches it, so this test can fail. The numbers the prose quotes are glued from the
+executed outputs (``tests/test_glue.py``); here the glued values, in both editions, are compared
+with the chapter's results, and the claims the prose makes about them are checked.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -17,6 +19,7 @@ import nbformat
 import numpy as np
 import pytest
 
+from course_kit.myst import glued_values
 from course_utils import attention_scores, scaled_dot_product_attention, softmax
 from course_utils.data import bank_example, by_hand_example, query_plane_example
 from course_utils.plotting import describe_attention
@@ -24,6 +27,7 @@ from course_utils.plotting import describe_attention
 from .notebook_runner import CHAPTERS, run_notebook_cells
 
 NOTEBOOK = CHAPTERS / "01_queries_keys_values.ipynb"
+ZH_NOTEBOOK = CHAPTERS.parent / "locale" / "zh_CN" / "notebooks" / "chapters" / NOTEBOOK.name
 
 
 def run_chapter(
@@ -133,17 +137,44 @@ def test_plane_figure_alt_text_matches_the_weights():
         assert re.search(rf"key {label} at \([^)]*\) with weight {w:.2f}\b", alt), (label, alt)
 
 
-def test_prose_claims_about_the_numbers(chapter):
+@pytest.fixture(scope="module", params=["en", "zh"])
+def glued(request: pytest.FixtureRequest) -> dict[str, float]:
+    """The values the chapter glued, in each edition (``tests/test_glue.py``: its prose shows
+    exactly these, and nbval re-computes them)."""
+    path = NOTEBOOK if request.param == "en" else ZH_NOTEBOOK
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return {name: float(value) for name, value in glued_values(nb).items()}
+
+
+def test_the_glued_numbers_are_the_chapters(chapter, glued):
+    """The numbers the prose quotes (glued) are the chapter's own, at the decimals it prints."""
+    tokens = list(by_hand_example().tokens)
+    sat, cat = tokens.index("sat"), tokens.index("cat")
+    s = chapter["scores"]  # (4, 4)
+    w = chapter["weights"]  # (4, 4)
+    assert (glued["score_sat_cat"], glued["score_cat_sat"]) == (s[sat, cat], s[cat, sat])
+    # the column "cat" as the weights cell prints it (3 decimals: 0.770 is printed 0.77)
+    for token in ("the", "cat", "sat", "down"):
+        assert glued[f"weight_{token}_cat"] == round(float(w[tokens.index(token), cat]), 3)
+    assert glued["cat_column_sum"] == round(float(w[:, cat].sum()), 2)
+    bank = bank_example()
+    row = chapter["bank_weights"][bank.tokens.index("看书")]  # (T,)
+    person = bank.tokens.index("小明")
+    assert glued["reading_xiaoming"] == round(float(row[person]), 2)
+    assert glued["reading_others"] == round(float(np.delete(row, person).mean()), 2)
+
+
+def test_prose_claims_about_the_numbers(chapter, glued):
     tokens = by_hand_example().tokens
     w = chapter["weights"]  # (4, 4)
-    s = chapter["scores"]  # (4, 4)
     # "scores[2, 1] ... is 4, but scores[1, 2] ... is 2": the score matrix is not symmetric
-    assert (s[2, 1], s[1, 2]) == (4.0, 2.0)
-    # '"sat" put weight 0.77 on "cat"'
-    assert round(float(w[2, 1]), 2) == 0.77
-    # check-your-understanding 2: column "cat" adds up to about 1.78 (0.77 + 0.162 + 0.77 + 0.077)
-    assert [round(float(x), 3) for x in w[:, 1]] == [0.77, 0.162, 0.77, 0.077]
-    assert round(float(w[:, 1].sum()), 2) == 1.78
+    assert glued["score_sat_cat"] != glued["score_cat_sat"]
+    # "a score of 0 still gets some weight, just much less than the score of 4"
+    assert glued["score_sat_cat"] > 0 and 0 < w[2, 0] < w[2, 1] / 5
+    # check-your-understanding 2: column "cat" adds up to about 1.78, the sum of its four weights
+    column = [glued[f"weight_{t}_cat"] for t in ("the", "cat", "sat", "down")]
+    assert abs(sum(column) - glued["cat_column_sum"]) < 0.005
+    assert 1 < glued["cat_column_sum"] < 2  # more than one query's worth: two queries look for it
     # "the" and "sat" look for the noun; "cat" and "down" for the verb
     assert [tokens[int(j)] for j in w.argmax(axis=1)] == ["cat", "sat", "cat", "sat"]
     # plane: cat best, tiger next, the vehicles almost nothing; a long query is almost one-hot
@@ -164,6 +195,14 @@ def test_prose_claims_about_the_numbers(chapter):
     assert row[t.index("银行")] == pytest.approx(row[t.index("边")])
     # "Rows of small words such as 的 are spread out"
     assert bw[t.index("的")].max() < 0.25
+    # the answer: 看书 puts "about 0.51" on 小明 (the question's "about 0.5"), and the other seven
+    # tokens "share the rest almost evenly, about 0.07 each"
+    assert abs(glued["reading_xiaoming"] - 0.5) < 0.05
+    others = np.delete(bw[t.index("看书")], t.index("小明"))  # (T - 1,)
+    assert others.max() - others.min() < 0.01
+    assert glued["reading_xiaoming"] + len(others) * glued["reading_others"] == pytest.approx(
+        1, abs=0.05
+    )
 
 
 def test_projections_are_needed_claim():

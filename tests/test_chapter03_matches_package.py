@@ -5,11 +5,14 @@ backend, widgets created without a kernel). The step-by-step variables (``step1_
 ``step4_output``), the masked weights and the fully-masked-row results are compared with the
 package applied to data taken fresh from ``course_utils.data``. Mutation tests change one step of
 the chapter's code and check that the comparison catches it, so this test can fail. Numbers the
-prose states are checked too.
+prose states are checked too: the overflow thresholds it quotes are glued from the executed
+outputs (``tests/test_glue.py``) and checked here on the glued values (the PyTorch version it
+quotes, also glued: ``tests/test_content_corrections.py``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -17,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 
+from course_kit.myst import glued_values
 from course_utils.attention import attention_scores, scaled_dot_product_attention
 from course_utils.data import by_hand_example, query_plane_example, reading_example
 from course_utils.geometry import in_convex_polygon
@@ -26,6 +30,7 @@ from course_utils.softmax import softmax
 from .notebook_runner import CHAPTERS, run_notebook_cells
 
 NOTEBOOK = CHAPTERS / "03_softmax_weighted_sum.ipynb"
+ZH_NOTEBOOK = CHAPTERS.parent / "locale" / "zh_CN" / "notebooks" / "chapters" / NOTEBOOK.name
 
 
 def run_chapter(mutate: tuple[str, str] | None = None) -> dict[str, Any]:
@@ -100,6 +105,23 @@ def test_numbers_the_prose_states() -> None:
     plane = query_plane_example()
     _, w = plane.attention(plane.query)  # (4,)
     np.testing.assert_allclose(ns["mix"].weights, w)
-    # Overflow thresholds quoted in the text.
-    assert round(math.log(np.finfo(np.float32).max), 1) == 88.7
-    assert round(math.log(np.finfo(np.float16).max), 1) == 11.1
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_the_overflow_thresholds_the_prose_quotes(edition: str) -> None:
+    """The thresholds are glued from the executed notebook (``tests/test_glue.py``); they are
+    ln of the largest float32 and float16 numbers, and the text's claims about them hold."""
+    path = NOTEBOOK if edition == "en" else ZH_NOTEBOOK
+    glued = {
+        k: float(v)
+        for k, v in glued_values(json.loads(path.read_text("utf-8"))).items()
+        if k.startswith("ln_max_")
+    }
+    assert glued == {
+        "ln_max_float32": round(math.log(np.finfo(np.float32).max), 1),
+        "ln_max_float16": round(math.log(np.finfo(np.float16).max), 1),
+    }
+    # the printed rows: float16 scores 12, 10, 0 ("as modest as 12") overflow at 12 only, and
+    # float32 scores 100, 90, 80 at 100 and 90 (naive: [nan 0. 0.] and [nan nan 0.])
+    assert 10 < glued["ln_max_float16"] < 12
+    assert 80 < glued["ln_max_float32"] < 90

@@ -18,6 +18,7 @@ import pytest
 import torch
 import yaml
 
+from course_kit.myst import glued_values
 from course_utils.data import bank_example
 from course_utils.experiments.neighbours import NeighboursModel
 
@@ -142,14 +143,15 @@ def test_glossary_separates_softmax_normalisation_from_layernorm():
 
 
 def test_chapter_3_summary_states_the_pytorch_version_it_measured():
+    """The version is glued from the executed notebook (``tests/test_glue.py``), so it is the
+    version the fully masked row was measured with, the one the cell prints."""
     md = _markdown(3)
     summary = md[md.index("## Summary") :]
-    claimed = re.search(r"measured with\s+PyTorch (\d+\.\d+)", summary)
-    assert claimed, (
+    assert re.search(r"measured with\s+PyTorch \{glue:text\}`torch_version`", summary), (
         "the summary must say which PyTorch version the fully masked row was measured with"
     )
     printed = re.search(r"PyTorch version\s*: (\d+\.\d+)", _outputs(3))
-    assert printed and printed.group(1) == claimed.group(1)
+    assert printed and glued_values(_nb(3))["torch_version"] == repr(printed.group(1))
 
 
 _T_IN_MATH = re.compile(r"\$[^$\n]*(?<![A-Za-z\\])T(?![_A-Za-z])[^$\n]*\$")
