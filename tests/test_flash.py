@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -27,6 +28,13 @@ from course_utils.flash import (
     tile_schedule,
     tiled_attention,
     tiled_attention_steps,
+)
+from course_utils.flash_fast import (
+    CACHES_ENV,
+    FALLBACK_CACHES,
+    CpuCaches,
+    choose_blocks,
+    cpu_caches,
 )
 from course_utils.softmax import softmax
 
@@ -622,3 +630,98 @@ def test_no_keys_is_a_value_error_not_sdpa_zeros():
 def test_bad_sizes_and_flags_are_named(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# ---- Tiles sized from the machine's caches (issue 39): course_utils.flash_fast ----
+
+XEON = "l1d=48K,l2=2M,l3=1408K"  # a typical recent Xeon core (Sapphire Rapids: 2 MiB of L2)
+EPYC = "l1d=32K,l2=512K,l3=16M"  # the AMD EPYC of the recorded benchmark (Zen 2/3: 512 KiB L2)
+EPYC_1M = "l1d=32K,l2=1M,l3=16M"  # a newer EPYC (Zen 4: 1 MiB of L2), this test machine's kind
+
+
+def _write_sysfs(root, caches):
+    """A fake ``/sys/devices/system/cpu/cpu0/cache``: ``[(level, type, size, shared_cpu_list)]``."""
+    for i, (level, kind, size, shared) in enumerate(caches):
+        index = root / f"index{i}"
+        index.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (index / name).write_text(f"{value}\n")
+        (index / "shared_cpu_list").write_text(f"{shared}\n")
+    return root
+
+
+def test_cpu_caches_reads_sysfs_and_splits_the_l3_among_its_cores(tmp_path, monkeypatch):
+    monkeypatch.delenv(CACHES_ENV, raising=False)
+    root = _write_sysfs(
+        tmp_path,
+        [(1, "Data", "48K", "0,56"), (1, "Instruction", "32K", "0,56"),
+         (2, "Unified", "2048K", "0,56"), (3, "Unified", "107520K", "0-55,112-167")],
+    )  # fmt: skip
+    assert cpu_caches(root) == CpuCaches(48 * 1024, 2048 * 1024, 107520 * 1024 // 112, "sysfs")
+
+
+def test_cpu_caches_falls_back_when_the_machine_says_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv(CACHES_ENV, raising=False)
+    assert cpu_caches(tmp_path / "missing") == FALLBACK_CACHES
+
+
+def test_cpu_caches_environment_overrides_the_machine(tmp_path, monkeypatch):
+    root = _write_sysfs(tmp_path, [(2, "Unified", "1024K", "0")])
+    monkeypatch.setenv(CACHES_ENV, XEON)
+    assert cpu_caches(root) == CpuCaches(48 * 1024, 2 * 1024**2, 1408 * 1024, "given")
+
+
+@pytest.mark.parametrize("text", ["l2=lots", "l4=1M", "l1d=32K", "l2=-1M", "l2=0K"])
+def test_bad_cache_override_is_named(monkeypatch, text):
+    monkeypatch.setenv(CACHES_ENV, text)
+    with pytest.raises(ValueError, match=rf"^{CACHES_ENV} must .*got '{re.escape(text)}'"):
+        cpu_caches()
+
+
+@pytest.mark.parametrize(
+    ("caches", "d", "itemsize", "blocks"),
+    [
+        (EPYC, 64, 4, (256, 256)),  # the sweep's fastest tile on that CPU
+        (EPYC_1M, 64, 4, (512, 256)),  # twice the L2: twice the tile, more query rows
+        (XEON, 64, 4, (512, 512)),
+        ("l2=1.25M", 64, 4, (512, 256)),  # Ice Lake: 512 x 512 would spill
+        (EPYC_1M, 64, 8, (256, 256)),  # float64: half the numbers fit
+        (EPYC_1M, 128, 4, (256, 256)),  # larger heads: a smaller tile
+        ("l2=32K", 64, 4, (64, 64)),  # nothing fits: the smallest tile, not a thinner one
+        ("l2=1G", 64, 4, (1024, 1024)),  # the largest tile
+    ],
+)
+def test_choose_blocks_table(caches, d, itemsize, blocks):
+    assert choose_blocks(d, d, itemsize, CpuCaches.parse(caches)) == blocks
+
+
+@given(
+    l2_kib=st.integers(64, 65536),
+    d=st.sampled_from([16, 32, 64, 80, 128, 256]),
+    itemsize=st.sampled_from([4, 8]),
+)
+def test_choose_blocks_fits_in_the_l2_and_grows_with_it(l2_kib, d, itemsize):
+    small, large = (CpuCaches(32 * 1024, n * 1024, 0) for n in (l2_kib, 2 * l2_kib))
+    bq, bk = choose_blocks(d, d, itemsize, small)
+    working_set = (bq * bk + 2 * (bq + bk) * d) * itemsize  # scores; q, o; k, v of one head
+    assert working_set <= small.l2 or (bq, bk) == (64, 64)
+    assert max(bq, bk) <= 2 * min(bq, bk)
+    bq2, bk2 = choose_blocks(d, d, itemsize, large)
+    assert bq2 * bk2 >= bq * bk  # a larger L2 never gets a smaller tile
+
+
+@pytest.mark.parametrize("caches", [EPYC, EPYC_1M, XEON])
+@pytest.mark.parametrize("causal", [False, True])
+def test_default_tiles_of_any_cpu_equal_sdpa_and_the_explicit_tiles(monkeypatch, caches, causal):
+    """Whatever tile a CPU gets, the result is SDPA's (float64, 1e-10) and exactly that of the
+    same tile passed by hand."""
+    monkeypatch.setenv(CACHES_ENV, caches)
+    q, k, v = _qkv((1, 4), 1100, 1100, 64, 64, torch.float64, seed=5)
+    ours = tiled_attention(q, k, v, causal=causal)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.testing.assert_close(ours, ref, rtol=0, atol=1e-10)
+    bq, bk = choose_blocks(64, 64, 8, CpuCaches.parse(caches))
+    same = tiled_attention(q, k, v, block_q=bq, block_k=bk, causal=causal)
+    assert torch.equal(ours, same)
+    half = tiled_attention(q, k, v, block_q=bq, causal=causal)  # block_k chosen, block_q given
+    assert torch.equal(half, same)

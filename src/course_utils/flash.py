@@ -49,7 +49,7 @@ from ._validation import (
     shape_str,
 )
 from .attention import resolve_scale
-from .flash_fast import tiled_attention_fast
+from .flash_fast import choose_blocks, cpu_caches, tiled_attention_fast
 
 __all__ = [
     "TileStep",
@@ -305,8 +305,8 @@ def tiled_attention(
     k: Any,
     v: Any,
     *,
-    block_q: int = 256,
-    block_k: int = 256,
+    block_q: int | None = None,
+    block_k: int | None = None,
     causal: bool = False,
     scale: float | None = None,
 ) -> torch.Tensor:
@@ -319,14 +319,19 @@ def tiled_attention(
     v : Tensor ``(..., T_k, d_v)``
         Same leading (batch) dimensions (nothing is broadcast), same floating dtype, one device.
         numpy arrays are accepted and converted with ``torch.from_numpy``.
-    block_q, block_k : int
+    block_q, block_k : int, optional
         Rows of queries and of keys per tile. The largest temporary is one tile of scores,
         ``(batch, block_q, block_k)``, so memory grows with ``T · d + block_q · block_k`` per batch
-        entry, never with ``T_q · T_k``. The defaults were chosen by measurement on a 2-core CPU
-        (``benchmarks/bench_flash.py --sweep``; chapter 12 shows the sweep): every tile costs
-        about ten PyTorch calls, so many small tiles lose. On a quiet machine 256 × 256 was the
-        fastest of the sweep at T = 4096 with 2 threads and with 1 (and at T = 1024 and 8192).
-        One tile of one head is 256 KiB in float32: it fits this CPU's 512 KiB L2 per core.
+        entry, never with ``T_q · T_k``. By default both are chosen from the cache sizes the
+        machine reports (:func:`course_utils.flash_fast.choose_blocks`, from
+        :func:`~course_utils.flash_fast.cpu_caches`; ``COURSE_CPU_CACHES`` overrides them): the
+        largest tile whose scores and blocks of ``q``, ``k``, ``v`` and ``o`` for one head fit in
+        one core's L2 cache. Every tile costs about ten PyTorch calls, so many small tiles lose,
+        and a tile that spills out of L2 loses too (``benchmarks/bench_flash.py --sweep``). With
+        512 KiB of L2 per core, ``d = 64`` and float32 that is 256 × 256 (256 KiB of scores per
+        head), the fastest tile of the sweep on the 2-core AMD EPYC the defaults were measured
+        on; with 1 MiB it is 512 × 256 and with 2 MiB (a recent Intel Xeon) 512 × 512. The tile
+        changes the order of the additions, never the result beyond rounding.
     causal : bool
         Query ``i`` sees keys ``j <= i``. For ``T_q != T_k`` this is *top-left* aligned, exactly
         what ``scaled_dot_product_attention(is_causal=True)`` does (query 0 sees key 0), so every
@@ -360,6 +365,11 @@ def tiled_attention(
     True
     """
     q, k, v, scale = _check_qkv(q, k, v, scale)
+    if block_q is None or block_k is None:  # sized from this machine's caches (or the override)
+        work = torch.promote_types(q.dtype, torch.float32)  # the dtype the tiles are computed in
+        chosen = choose_blocks(q.shape[-1], v.shape[-1], work.itemsize, cpu_caches())
+        block_q = chosen[0] if block_q is None else block_q
+        block_k = chosen[1] if block_k is None else block_k
     blocks = {
         "block_q": _check_block(block_q, "block_q"),
         "block_k": _check_block(block_k, "block_k"),
