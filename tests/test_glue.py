@@ -1,4 +1,5 @@
-"""Numbers the prose quotes from a computation are glued (``myst_nb.glue``), not retyped.
+"""Numbers the prose quotes from a computation are glued (``course_utils.prose_numbers.glue``,
+which publishes exactly what ``myst_nb.glue`` does), not retyped.
 
 A chapter glues each computed number it quotes in a code cell (``glue(name, value,
 display=False)``, the value rounded as the text gives it) and its Markdown shows it with
@@ -10,7 +11,10 @@ re-computes, so the prose cannot drift from the code. Checked here, for every ch
 * a translated message keeps the glue roles of its English message, and no glued value is unused;
 * a glued float has no more decimals than the text prints (the outputs must not depend on a
   float's last bits);
-* learner copies and slide decks (plain Jupyter, no kernel) show the glued value, not the role.
+* learner copies and slide decks (plain Jupyter, no kernel) show the glued value, not the role;
+* ``course_utils.prose_numbers.glue`` publishes what ``myst_nb``'s own ``glue`` publishes, for
+  every kind of value the chapters glue, and the chapters use it (not myst_nb's: its import costs
+  a kernel 1-3 s).
 """
 
 from __future__ import annotations
@@ -203,3 +207,59 @@ def test_the_built_pages_show_the_glued_numbers(edition: str) -> None:
         assert "{glue" not in page, f"{path.name}: a glue role is shown raw"
         checked += len(expected)
     assert checked > 0
+
+
+GLUE_CASES = [
+    ("float", 0.992, False),
+    ("int", 196_608, False),
+    ("str", "eaddggd", False),
+    ("shown", 1.5, True),
+    ("numpy_float", __import__("numpy").float64(30.5), False),
+    ("list", [1, 2, 3], False),
+    ("tuple_of_floats", (0.29, 1.0), True),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "display"), GLUE_CASES, ids=[c[0] for c in GLUE_CASES])
+def test_course_glue_publishes_what_myst_nb_glue_does(
+    name: str, value: object, display: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The oracle is myst_nb's own ``glue``: the display call it makes (data, raw, metadata)."""
+    import myst_nb.ext.glue as myst_glue
+
+    import course_utils.prose_numbers as ours
+
+    calls: list[tuple] = []
+
+    def record(data: dict, *, raw: bool, metadata: dict) -> None:
+        calls.append((data, raw, metadata))
+
+    monkeypatch.setattr(myst_glue, "ipy_display", record)
+    monkeypatch.setattr("IPython.display.display", record)
+    myst_glue.glue(name, value, display)
+    ours.glue(name, value, display)
+    assert len(calls) == 2
+    assert calls[1] == calls[0]
+    assert calls[0][2]["scrapbook"]["name"] == name
+
+
+@pytest.mark.parametrize("bad", ["", None, 3])
+def test_course_glue_names_a_bad_name(bad: object) -> None:
+    import course_utils.prose_numbers as ours
+
+    with pytest.raises(TypeError, match="name must be a non-empty str"):
+        ours.glue(bad, 1.0)  # type: ignore[arg-type]
+
+
+def test_chapters_glue_with_the_course_glue() -> None:
+    """Every glued chapter (both editions) imports ``glue`` from ``course_utils.prose_numbers``."""
+    zh = REPO / "locale" / "zh_CN" / "notebooks" / "chapters"
+    for path in [*CHAPTERS, *sorted(zh.glob("*.ipynb"))]:
+        code = "\n".join(
+            "".join(c["source"])
+            for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+            if c["cell_type"] == "code"
+        )
+        if "glue(" in code:
+            assert "from course_utils.prose_numbers import glue" in code, path.name
+            assert "myst_nb" not in code, f"{path.name}: imports myst_nb in a kernel"
