@@ -158,3 +158,40 @@ def test_every_experiment_a_chapter_trains_is_shared() -> None:
     )
     assert not unshared, f"trainers not decorated with shared_result: {unshared}"
     assert called <= set(defined), f"called but not found in the package: {called - set(defined)}"
+
+
+def test_a_tensor_argument_gives_the_same_key_in_every_process(tmp_path: Path) -> None:
+    """torch pickles a tensor differently in each process; the key must not (else nbval's kernel
+    and the learner copy's would never share a result that takes a tensor, e.g. a data split)."""
+    script = textwrap.dedent(
+        """
+        import torch
+        from course_utils._shared_results import _key
+        def f(x): return x
+        print(_key(f, (torch.arange(6.0).reshape(2, 3), [torch.tensor([1, 2])]), {"k": 1}))
+        """
+    )
+    env_src = str(Path(_shared_results.__file__).parents[1])
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": env_src}
+    keys = {
+        subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    assert len(keys) == 1 and "None" not in keys, keys
+
+
+def test_tensors_that_differ_give_different_keys() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return x
+
+    base = _shared_results._key(f, (torch.zeros(3),), {})
+    assert base == _shared_results._key(f, (torch.zeros(3),), {})
+    for other in (
+        torch.ones(3),
+        torch.zeros(4),
+        torch.zeros(3, dtype=torch.float64),
+        torch.zeros(1, 3),
+    ):
+        assert _shared_results._key(f, (other,), {}) != base, other

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
 import pickle
 from collections.abc import Callable
@@ -47,6 +48,17 @@ SHARED_RESULTS_ENV = "COURSE_SHARED_RESULTS"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class _KeyPickler(pickle.Pickler):
+    """Pickles a tensor as its dtype, shape and bytes: torch's own pickling of a tensor differs
+    from one process to the next, so two kernels would never find the same key."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            data = obj.detach().cpu().contiguous()
+            return tuple, ((str(data.dtype), tuple(data.shape), data.numpy().tobytes()),)
+        return NotImplemented
+
+
 def _key(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     """A file name for one call, or None when an argument cannot be pickled (then: compute)."""
     setting = (
@@ -55,10 +67,12 @@ def _key(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) 
         torch.backends.cpu.get_cpu_capability(),
         os.environ.get("ATEN_CPU_CAPABILITY", ""),
     )
+    buffer = io.BytesIO()
     try:
-        blob = pickle.dumps((args, sorted(kwargs.items()), setting), protocol=4)
+        _KeyPickler(buffer, protocol=4).dump((args, sorted(kwargs.items()), setting))
     except (pickle.PicklingError, TypeError, AttributeError):
         return None
+    blob = buffer.getvalue()
     return f"{fn.__module__}.{fn.__qualname__}-{hashlib.sha256(blob).hexdigest()[:24]}"
 
 
