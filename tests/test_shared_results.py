@@ -195,3 +195,21 @@ def test_tensors_that_differ_give_different_keys() -> None:
         torch.zeros(1, 3),
     ):
         assert _shared_results._key(f, (other,), {}) != base, other
+
+
+def test_a_cache_kept_on_a_dataclass_argument_does_not_change_its_key() -> None:
+    """Chapter 13's vocabulary keeps an index in its ``__dict__`` after its first use: the first
+    call's key (before) and a later one's (after) must be the same, or a kernel that loaded the
+    first result (so never built the index) would miss the second."""
+    from course_utils.topic_focus.classifier import Vocabulary
+
+    def f(v: Vocabulary) -> int:
+        return len(v)
+
+    vocab = Vocabulary.build([["the", "rain"], ["the", "soup"]])
+    before = _shared_results._key(f, (vocab,), {})
+    vocab.ids(["rain"])  # builds and keeps the index
+    assert "_cache" in vocab.__dict__
+    assert _shared_results._key(f, (vocab,), {}) == before
+    other = Vocabulary.build([["the", "snow"]])
+    assert _shared_results._key(f, (other,), {}) != before

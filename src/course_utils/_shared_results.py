@@ -29,6 +29,7 @@ another setting.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -49,13 +50,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _KeyPickler(pickle.Pickler):
-    """Pickles a tensor as its dtype, shape and bytes: torch's own pickling of a tensor differs
-    from one process to the next, so two kernels would never find the same key."""
+    """Pickles what an argument is, not how one process holds it: a tensor as its dtype, shape
+    and bytes (torch's own pickling of a tensor differs from one process to the next, so two
+    kernels would never find the same key), a dataclass as its type and fields (a cache that an
+    earlier call kept on it, such as a vocabulary's index, is not part of it)."""
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
             data = obj.detach().cpu().contiguous()
             return tuple, ((str(data.dtype), tuple(data.shape), data.numpy().tobytes()),)
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+            fields = tuple((f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj))
+            return tuple, ((kind, fields),)
         return NotImplemented
 
 
