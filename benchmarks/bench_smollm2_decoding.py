@@ -126,7 +126,7 @@ def main() -> None:
         **machine(),
         "load_average_before": load_before,
         "load_average_after": load_after,
-        "read_bandwidth_bytes_per_s": [{"best": b[0], "median": b[1]} for b in bandwidths],
+        "read_bandwidth_bytes_per_s": bandwidths,
         "weight_bytes": weight_bytes,
         "rows": rows,
         "ours_over_transformers": ratios,

@@ -4,6 +4,9 @@ it holds for MHA, GQA, MQA and MLA.
 :class:`KVCache` keeps one layer's keys and values; :func:`cached_self_attention` runs causal
 self-attention for new tokens only, appending their keys and values (chapter 7; the decoder's
 blocks, :class:`course_utils.transformer.TransformerBlock`, and SmolLM2 use it).
+:class:`PreallocatedKVCache` is the same cache writing each token into a slot set aside (no copy
+of the cache per step; SmolLM2's ``new_cache()``), and the speed path of decoding lives in
+:mod:`course_utils.kv_cache_fast`.
 
 During generation every layer keeps, for every past token, what later queries need. Multi-head
 attention (MHA) keeps a key and a value per head; grouped-query attention (GQA) keeps them per

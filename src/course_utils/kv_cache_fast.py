@@ -97,6 +97,12 @@ def decoding_layout(module: nn.Module) -> nn.Module:
     the same speed either way. An embedding table stored so is gathered row by row all the same;
     it matters where the table is also the output layer (tied embeddings, as SmolLM2's).
 
+    Opt-in, because the product then sums in another order: float32 results move by a few
+    units in the last place per layer. On SmolLM2 (30 layers, float32 logits) the largest gap
+    between cached decoding and the full pass grew from 9.2e-5 to 1.3e-4 with it, past the
+    1e-4 that ``tests/test_smollm2.py`` allows, so :func:`~course_utils.pretrained.load_smollm2`
+    keeps PyTorch's layout; ``benchmarks/bench_decode_floor.py`` measures both.
+
     >>> lin = nn.Linear(3, 2)
     >>> w = lin.weight.detach().clone()
     >>> decoding_layout(lin) is lin, torch.equal(lin.weight, w), lin.weight.stride()

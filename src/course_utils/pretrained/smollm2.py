@@ -39,7 +39,6 @@ from torch import Tensor, nn
 from .._validation import shape_str
 from ..causal import CausalSelfAttention
 from ..kv_cache import KVCache, PreallocatedKVCache, cached_self_attention_checked, check_cache
-from ..kv_cache_fast import decoding_layout
 from ..norms import RMSNorm
 from ..transformer import SwiGLU
 
@@ -285,9 +284,6 @@ class _Tokenizer:
 def load_smollm2() -> SmolLM2:
     """SmolLM2-135M-Instruct in float32, ``eval()`` mode, from the installed GGUF file (offline).
 
-    The weights are stored column by column (:func:`course_utils.kv_cache_fast.decoding_layout`:
-    the same values, read faster by a decoding step).
-
     Cached: a second call returns the same module.
     """
     meta, w = read_gguf(smollm2_gguf_path())
@@ -309,6 +305,4 @@ def load_smollm2() -> SmolLM2:
             q + "mlp.down.weight": t(w[p + "ffn_down.weight"]),
         }
     model.load_state_dict(state, strict=True)
-    # the same values, stored column by column: what a product by one token reads fastest
-    decoding_layout(model)
     return model.eval().requires_grad_(False)
