@@ -14,7 +14,9 @@ Times are the best by the wall clock and by the thread's CPU time (``_floor.timi
 Tokens per second count the new tokens over the whole call (the prompt's pass included, the same
 for both). The floor is one token per ``weight bytes / read bandwidth``: every weight is read once
 per token (the tied embedding once, as the output layer), the bandwidth being ``tensor.sum()`` over
-256 MiB measured in the same run. The goal: ours at least as fast as the reference.
+256 MiB measured in the same run. The goal: ours at least as fast as the reference. A third
+contestant is ours with its weights stored column by column
+(:func:`course_utils.kv_cache_fast.decoding_layout`, opt-in: same values, another summation order).
 
 Writes ``benchmarks/results/smollm2_decoding.json`` with the machine and the load average
 (``os.getloadavg``) before and after.
@@ -23,6 +25,7 @@ Writes ``benchmarks/results/smollm2_decoding.json`` with the machine and the loa
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 from pathlib import Path
@@ -47,6 +50,11 @@ def main() -> None:
     from transformers.utils import logging as hf_logging
 
     from course_utils.causal import generate
+
+    try:
+        from course_utils.kv_cache_fast import decoding_layout
+    except ImportError:  # the code before issue 39: no speed path to compare
+        decoding_layout = None
     from course_utils.pretrained import load_smollm2, smollm2_gguf_path
 
     hf_logging.set_verbosity_error()
@@ -61,9 +69,14 @@ def main() -> None:
     print(f"{machine()}\nprompt {ids.size(1)} tokens, {n} new; load average {load_before}")
 
     outputs: dict[str, torch.Tensor] = {}
+    # the same model with its weights stored column by column (opt-in, see decoding_layout)
+    ours_col = None if decoding_layout is None else decoding_layout(copy.deepcopy(ours))
 
     def run_ours() -> None:
         outputs["ours"] = generate(ours, ids, n)  # (1, T + n)
+
+    def run_ours_col() -> None:
+        outputs["ours, decoding_layout"] = generate(ours_col, ids, n)  # (1, T + n)
 
     def run_ref() -> None:
         with torch.no_grad():
@@ -77,17 +90,23 @@ def main() -> None:
 
     bandwidths = [read_bandwidth()]
     times: dict[str, dict[str, list[float]]] = {
-        name: {"wall": [], "cpu": []} for name in ("ours", "transformers")
+        name: {"wall": [], "cpu": []} for name in ("ours", "ours, decoding_layout", "transformers")
     }
-    run_ours(), run_ref()  # warm up both
-    for _ in range(args.reps):  # alternate, so both see the same load
-        for name, run in (("ours", run_ours), ("transformers", run_ref)):
+    runs = [("ours", run_ours), ("ours, decoding_layout", run_ours_col), ("transformers", run_ref)]
+    if ours_col is None:
+        del runs[1], times["ours, decoding_layout"]
+    for _, run in runs:
+        run()  # warm up
+    for _ in range(args.reps):  # alternate, so all see the same load
+        for name, run in runs:
             wall, cpu = timings(run, 1, warmup=0)
             times[name]["wall"] += wall
             times[name]["cpu"] += cpu
     bandwidths.append(read_bandwidth())
     load_after = load()
     same = torch.equal(outputs["ours"], outputs["transformers"])
+    col = outputs.get("ours, decoding_layout")
+    same_col = None if col is None else torch.equal(col, outputs["transformers"])
     weight_bytes = sum(p.numel() * p.element_size() for p in ours.parameters())
     rows: dict[str, dict[str, object]] = {}
     ratios: dict[str, float] = {}
@@ -111,11 +130,16 @@ def main() -> None:
                 f"      {name:>12}: {best:5.1f} tokens/s best, {median:5.1f} median; time per "
                 f"token / floor {floor_tps / best:.2f}x"
             )
-        ratios[clock] = (
-            rows["ours"][f"tokens_per_s_{clock}"] / rows["transformers"][f"tokens_per_s_{clock}"]
-        )
-        print(f"      ours / transformers: {ratios[clock]:.2f}x (best of {args.reps})")
-    print(f"same greedy tokens: {same}; load average {load_before[0]} -> {load_after[0]}")
+        for name in [r for r in rows if r != "transformers"]:
+            ratio = (
+                rows[name][f"tokens_per_s_{clock}"] / rows["transformers"][f"tokens_per_s_{clock}"]
+            )
+            ratios[f"{name}, {clock}"] = ratio
+            print(f"      {name} / transformers: {ratio:.2f}x (best of {args.reps})")
+    print(
+        f"same greedy tokens as transformers: ours {same}, with decoding_layout {same_col}; load "
+        f"average {load_before[0]} -> {load_after[0]}"
+    )
     result = {
         "what": "SmolLM2-135M-Instruct greedy decoding, float32, batch 1: course_utils generate "
         "vs transformers LlamaForCausalLM.generate, same GGUF, alternated in one run",
@@ -131,6 +155,7 @@ def main() -> None:
         "rows": rows,
         "ours_over_transformers": ratios,
         "same_tokens": same,
+        "same_tokens_decoding_layout": same_col,
     }
     args.save.parent.mkdir(parents=True, exist_ok=True)
     args.save.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
