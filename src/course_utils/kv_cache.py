@@ -4,6 +4,9 @@ it holds for MHA, GQA, MQA and MLA.
 :class:`KVCache` keeps one layer's keys and values; :func:`cached_self_attention` runs causal
 self-attention for new tokens only, appending their keys and values (chapter 7; the decoder's
 blocks, :class:`course_utils.transformer.TransformerBlock`, and SmolLM2 use it).
+:class:`PreallocatedKVCache` is the same cache writing each token into a slot set aside (no copy
+of the cache per step; SmolLM2's ``new_cache()``), and the speed path of decoding lives in
+:mod:`course_utils.kv_cache_fast`.
 
 During generation every layer keeps, for every past token, what later queries need. Multi-head
 attention (MHA) keeps a key and a value per head; grouped-query attention (GQA) keeps them per
@@ -42,6 +45,7 @@ from ._validation import (
     check_module_dtype,
     shape_str,
 )
+from .kv_cache_fast import decode_attention
 from .masks import causal_mask
 from .multihead import MultiHeadAttention
 from .positions import apply_rope
@@ -49,9 +53,12 @@ from .positions import apply_rope
 __all__ = [
     "DEEPSEEK_V2",
     "KVCache",
+    "PreallocatedKVCache",
     "StreamingKVCache",
     "cache_nbytes",
     "cached_self_attention",
+    "cached_self_attention_checked",
+    "check_cache",
     "kv_cache_bytes",
     "max_batch",
     "mla_cache_bytes",
@@ -217,6 +224,8 @@ class KVCache:
     def __init__(self) -> None:
         self.keys: Tensor | None = None  # (B, n_kv_heads, T, d_k)
         self.values: Tensor | None = None  # (B, n_kv_heads, T, d_k)
+        # (keys, values, whether both are finite): what _held_finite knows, for these tensors only
+        self._finite: tuple[Tensor | None, Tensor | None, bool] | None = None
 
     def __len__(self) -> int:
         return 0 if self.keys is None else int(self.keys.size(2))
@@ -235,6 +244,7 @@ class KVCache:
     def clear(self) -> None:
         """Forget every token (start a new sequence)."""
         self.keys = self.values = None
+        self._finite = None
 
     def check(self, x: Tensor, n_kv_heads: int, d_k: int) -> None:
         """Raise if new tokens ``x`` ``(B, T_new, d_model)`` cannot extend this cache."""
@@ -273,6 +283,16 @@ class KVCache:
         >>> cache.keys.flatten().tolist()
         [1.0, 1.0, 0.0]
         """
+        indices = self._checked_indices(indices)
+        if indices is None or self.keys is None or self.values is None:
+            return
+        finite = self._finite is not None and self._held_finite()
+        self.keys = self.keys.index_select(0, indices)  # (B_new, n_kv_heads, T, d_k)
+        self.values = self.values.index_select(0, indices)  # (B_new, n_kv_heads, T, d_k)
+        self._finite = (self.keys, self.values, True) if finite else None  # copies of finite rows
+
+    def _checked_indices(self, indices: object) -> Tensor | None:
+        """``indices`` checked for :meth:`reorder`, on the cache's device (``None``: empty)."""
         if (
             not isinstance(indices, Tensor)
             or indices.is_floating_point()
@@ -286,17 +306,16 @@ class KVCache:
                 else type(indices).__name__
             )
             raise TypeError(f"indices must be a 1-D integer tensor (B_new,); got {got}")
-        if self.keys is None or self.values is None:
-            return
-        B = self.keys.size(0)
+        keys = self.keys
+        if keys is None:
+            return None
+        B = keys.size(0)
         if indices.numel() and (int(indices.min()) < 0 or int(indices.max()) >= B):
             raise ValueError(
                 f"indices must lie in [0, {B}) (the cache holds {B} sequence(s)); got "
                 f"{indices.tolist()}"
             )
-        indices = indices.to(self.keys.device)
-        self.keys = self.keys.index_select(0, indices)  # (B_new, n_kv_heads, T, d_k)
-        self.values = self.values.index_select(0, indices)  # (B_new, n_kv_heads, T, d_k)
+        return indices.to(keys.device)
 
     def _checked_pair(self, k: Tensor, v: Tensor) -> None:
         """``k``, ``v`` agree with each other and with what the cache holds (see :meth:`append`)."""
@@ -317,12 +336,180 @@ class KVCache:
         never a silently mixed cache.
         """
         self._checked_pair(k, v)
+        return self._append_trusted(k, v, None)
+
+    def _append_trusted(self, k: Tensor, v: Tensor, finite: bool | None) -> tuple[Tensor, Tensor]:
+        """:meth:`append` without its checks, for callers that checked once (the decoding path).
+
+        ``finite``: whether everything held *after* the append is finite, if the caller knows
+        (``None``: not known, found out when :meth:`_held_finite` is next asked).
+        """
         if self.keys is None or self.values is None:
             self.keys, self.values = k, v  # (B, n_kv_heads, T_new, d_k)
         else:
             self.keys = torch.cat([self.keys, k], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
             self.values = torch.cat([self.values, v], dim=2)  # (B, n_kv_heads, T + T_new, d_k)
+        self._finite = None if finite is None else (self.keys, self.values, finite)
         return self.keys, self.values
+
+    def _held_finite(self) -> bool:
+        """Whether every key and value held is finite (no NaN, no inf).
+
+        Known without reading the cache after an append whose caller checked the new tokens;
+        otherwise (a first call, or ``keys``/``values`` assigned by hand) read once and remembered
+        for exactly these tensors.
+        """
+        known = self._finite
+        if known is not None and known[0] is self.keys and known[1] is self.values:
+            return known[2]
+        finite = all(t is None or bool(torch.isfinite(t).all()) for t in (self.keys, self.values))
+        self._finite = (self.keys, self.values, finite)
+        return finite
+
+    def crop(self, n: int) -> None:
+        """Keep the first ``n`` tokens and forget the rest (e.g. to time one step again and again,
+        or to drop rejected tokens of speculative decoding).
+
+        >>> cache = KVCache()
+        >>> _ = cache.append(torch.zeros(1, 2, 5, 4), torch.zeros(1, 2, 5, 4))
+        >>> cache.crop(3)
+        >>> len(cache)
+        3
+        """
+        n = check_int(n, "n", low=0, high=len(self))
+        if self.keys is not None and self.values is not None:
+            finite = self._finite is not None and self._held_finite()
+            self.keys, self.values = self.keys[:, :, :n], self.values[:, :, :n]  # (B, h, n, d)
+            # a part of a finite cache is finite; a part of a non-finite one is read again
+            self._finite = (self.keys, self.values, True) if finite else None
+
+
+class PreallocatedKVCache(KVCache):
+    """A :class:`KVCache` that writes each new token into a slot of memory set aside in advance.
+
+    :class:`KVCache` appends with ``torch.cat``, which copies everything held into a new tensor at
+    every step: a step at ``T`` cached tokens copies ``T`` keys and values (and the allocator hands
+    out fresh memory for them), so generating ``N`` tokens copies ``O(N²)`` numbers. This cache
+    holds two tensors ``(B, n_kv_heads, capacity, d_k)``, writes the new tokens into the next free
+    slots (``O(T_new)``) and returns *views* of the filled part; when full it doubles its capacity
+    (one copy, so appends stay ``O(1)`` per token on average). ``capacity`` sets the first
+    allocation (e.g. prompt length + new tokens, when known); by default it is the first append's
+    length rounded up to a power of two, at least 16.
+
+    The same interface as :class:`KVCache`: ``len``, :attr:`nbytes` (the bytes *held*, as there;
+    :attr:`allocated_nbytes` counts the slots set aside), ``keys``/``values`` (read-only views),
+    :meth:`append`, :meth:`reorder`, :meth:`crop`, :meth:`clear`. Writing in place is for
+    inference: appending keys that need a gradient while autograd records is an error (use
+    :class:`KVCache`). Tested to give the outputs of :class:`KVCache` and of a full causal pass,
+    across capacity growth (``tests/test_kv_cache_fast.py``).
+
+    >>> cache = PreallocatedKVCache(capacity=4)
+    >>> for t in range(6):                                # one token at a time, past the capacity
+    ...     k = torch.full((1, 2, 1, 3), float(t))        # (B, n_kv_heads, 1, d_k)
+    ...     keys, values = cache.append(k, k)
+    >>> len(cache), tuple(keys.shape), cache.capacity     # 4 slots doubled to 8
+    (6, (1, 2, 6, 3), 8)
+    >>> keys[0, 0, :, 0].tolist()
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    >>> cache.nbytes, cache.allocated_nbytes     # 2 * 1*2*6*3 * 4 bytes held; 8 slots set aside
+    (288, 384)
+    """
+
+    def __init__(self, capacity: int | None = None) -> None:
+        # no KVCache.__init__: keys and values are properties (views of the storage) here
+        self._first_capacity = None if capacity is None else check_int(capacity, "capacity", low=1)
+        self._k_store: Tensor | None = None  # (B, n_kv_heads, capacity, d_k)
+        self._v_store: Tensor | None = None  # (B, n_kv_heads, capacity, d_v)
+        self._length = 0  # slots filled
+        self._all_finite: bool | None = True  # None: not known (after a crop of non-finite data)
+
+    @property
+    def keys(self) -> Tensor | None:  # type: ignore[override]
+        """The keys held, a view ``(B, n_kv_heads, T, d_k)`` (``None`` before the first append)."""
+        return None if self._k_store is None else self._k_store[:, :, : self._length]
+
+    @property
+    def values(self) -> Tensor | None:  # type: ignore[override]
+        """The values held, a view ``(B, n_kv_heads, T, d_v)``."""
+        return None if self._v_store is None else self._v_store[:, :, : self._length]
+
+    @property
+    def capacity(self) -> int:
+        """Tokens that fit before the storage grows (0 before the first append)."""
+        return 0 if self._k_store is None else int(self._k_store.size(2))
+
+    @property
+    def allocated_nbytes(self) -> int:
+        """Bytes of the storage set aside, filled or not."""
+        stores = (self._k_store, self._v_store)
+        return sum(t.numel() * t.element_size() for t in stores if t is not None)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __repr__(self) -> str:
+        if self._k_store is None:
+            return "PreallocatedKVCache(empty)"
+        B, h, _, d = self._k_store.shape
+        shape = shape_str((B, h, self._length, d))
+        return (
+            f"PreallocatedKVCache(keys/values {shape}, {self.nbytes} bytes held, capacity "
+            f"{self.capacity} tokens)"
+        )
+
+    def clear(self) -> None:
+        """Forget every token and release the storage (the next batch may differ)."""
+        self._k_store = self._v_store = None
+        self._length, self._all_finite = 0, True
+
+    def crop(self, n: int) -> None:
+        """Keep the first ``n`` tokens (the storage stays; the next append writes slot ``n``)."""
+        self._length = check_int(n, "n", low=0, high=len(self))
+        if not self._all_finite:  # the dropped tokens may have been the non-finite ones
+            self._all_finite = None
+
+    def _held_finite(self) -> bool:
+        if self._all_finite is None:
+            held = (self.keys, self.values)
+            self._all_finite = all(t is None or bool(torch.isfinite(t).all()) for t in held)
+        return self._all_finite
+
+    def reorder(self, indices: Tensor) -> None:
+        """As :meth:`KVCache.reorder`; the capacity is kept."""
+        indices = self._checked_indices(indices)
+        if indices is None or self._k_store is None or self._v_store is None:
+            return
+        L = self._length
+        for name in ("_k_store", "_v_store"):
+            old = getattr(self, name)  # (B, h, capacity, d)
+            new = old.new_empty(indices.numel(), *old.shape[1:])  # (B_new, h, capacity, d)
+            new[:, :, :L] = old[:, :, :L].index_select(0, indices)
+            setattr(self, name, new)
+        self._all_finite = True if self._all_finite else None  # copies of finite rows are finite
+
+    def _append_trusted(self, k: Tensor, v: Tensor, finite: bool | None) -> tuple[Tensor, Tensor]:
+        if torch.is_grad_enabled() and (k.requires_grad or v.requires_grad):
+            raise RuntimeError(
+                "PreallocatedKVCache writes keys and values in place, which autograd cannot "
+                "differentiate through: run it under torch.no_grad() (inference), or use KVCache"
+            )
+        L, T_new = self._length, k.size(2)
+        if self._k_store is None or self._v_store is None:
+            first = self._first_capacity or max(16, 1 << (T_new - 1).bit_length())
+            self._k_store = k.new_empty(*k.shape[:2], max(first, T_new), k.size(3))
+            self._v_store = v.new_empty(*v.shape[:2], max(first, T_new), v.size(3))
+        elif L + T_new > self.capacity:  # full: double (or more), copy what is held once
+            grown = max(2 * self.capacity, L + T_new)
+            for name in ("_k_store", "_v_store"):
+                old = getattr(self, name)  # (B, h, capacity, d)
+                new = old.new_empty(*old.shape[:2], grown, old.size(3))  # (B, h, grown, d)
+                new[:, :, :L] = old[:, :, :L]
+                setattr(self, name, new)
+        self._k_store[:, :, L : L + T_new] = k  # (B, n_kv_heads, T_new, d_k): one slot a token
+        self._v_store[:, :, L : L + T_new] = v
+        self._length = L + T_new
+        self._all_finite = finite
+        return self.keys, self.values  # (B, n_kv_heads, L + T_new, d_k) views
 
 
 class StreamingKVCache(KVCache):
@@ -448,16 +635,48 @@ def cached_self_attention(
     keys for a streaming cache).
     """
     x = _check_x(x, attn.d_model, attn.W_Q.weight.dtype)
+    check_cache(cache, x, attn)
+    return cached_self_attention_checked(attn, x, cache, return_weights, rope_base, fast)
+
+
+def check_cache(cache: object, x: Tensor, attn: MultiHeadAttention) -> None:
+    """Raise unless ``cache`` is ``None`` or a :class:`KVCache` that new tokens ``x`` ``(B, T,
+    d_model)`` of the layer ``attn`` may extend (its batch, k/v heads, head width and dtype)."""
     if cache is not None:
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be a KVCache or None; got {type(cache).__name__}")
         cache.check(x, attn.n_kv_heads, attn.d_k)
+
+
+def cached_self_attention_checked(
+    attn: MultiHeadAttention,
+    x: Tensor,
+    cache: KVCache | None,
+    return_weights: bool = False,
+    rope_base: float | None = None,
+    fast: bool | None = None,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """:func:`cached_self_attention` on arguments already checked (``x`` by :func:`_check_x` or a
+    block's own check, ``cache`` by :func:`check_cache`): the blocks and models check once at
+    their entry and call this in their layers, so a decoding step is not re-validated per layer.
+
+    Without weights asked for (and with a plain or preallocated cache) it takes the speed path,
+    :func:`course_utils.kv_cache_fast.decode_attention`: one stacked q/k/v product, RoPE from
+    tables, the cache extended without re-checking, ``scaled_dot_product_attention``. Otherwise,
+    or when a new query, key or value is not finite, the four readable steps below.
+    """
+    streaming = isinstance(cache, StreamingKVCache)
+    if not return_weights and fast is not False and not streaming:
+        out = decode_attention(attn, x, cache, rope_base)
+        if isinstance(out, Tensor):
+            return out  # (B, T, d_model)
+        q, k, v, mask = out  # NaN or inf somewhere: the readable steps, as MultiHeadAttention
+        return attn.attend(q, k, v, mask, fast=False)  # (B, T, d_model)
     past = 0 if cache is None else len(cache)
     T = x.size(1)
     q = attn.split_heads(attn.W_Q(x))  # (B, n_heads, T, d_k)
     k = attn.split_heads(attn.W_K(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
     v = attn.split_heads(attn.W_V(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
-    streaming = isinstance(cache, StreamingKVCache)
     if rope_base is not None and not streaming:
         positions = torch.arange(past, past + T, device=x.device)  # (T,) absolute positions
         q = apply_rope(q, positions, base=rope_base)  # (B, n_heads, T, d_k)

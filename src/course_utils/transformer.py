@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validation import check_bool, check_int, check_module_dtype, shape_str
-from .kv_cache import KVCache, cached_self_attention
+from .kv_cache import KVCache, cached_self_attention_checked, check_cache
 from .multihead import MultiHeadAttention
 
 __all__ = [
@@ -312,8 +312,10 @@ class TransformerBlock(_Block):
             if self.training and self.p_dropout > 0:
                 raise ValueError("the KV cache is for inference: call .eval() first (dropout > 0)")
 
+            check_cache(cache, x, self.attn)  # once here; the attention below checks nothing
+
             def attend(h: Tensor) -> Tensor:
-                return cached_self_attention(self.attn, h, cache)  # (B, T, d_model)
+                return cached_self_attention_checked(self.attn, h, cache)  # (B, T, d_model)
         else:
             if causal:
                 T = x.size(1)

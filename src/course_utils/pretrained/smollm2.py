@@ -38,7 +38,7 @@ from torch import Tensor, nn
 
 from .._validation import shape_str
 from ..causal import CausalSelfAttention
-from ..kv_cache import KVCache
+from ..kv_cache import KVCache, PreallocatedKVCache, cached_self_attention_checked, check_cache
 from ..norms import RMSNorm
 from ..transformer import SwiGLU
 
@@ -151,10 +151,13 @@ class LlamaBlock(nn.Module):
         self, x: Tensor, cache: KVCache | None = None, *, return_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
         h = self.attn_norm(x)  # (B, T, d_model)
+        # SmolLM2.forward checked the input and every cache once: attend without re-checking
+        mha, base = self.attn.mha, self.attn.rope_base
         if return_weights:
-            a, w = self.attn(h, cache, return_weights=True)  # (B, T, d), (B, n_heads, T, T_k)
+            # (B, T, d), (B, n_heads, T, T_k)
+            a, w = cached_self_attention_checked(mha, h, cache, True, base)
         else:
-            a, w = self.attn(h, cache), None  # (B, T, d_model)
+            a, w = cached_self_attention_checked(mha, h, cache, False, base), None  # (B, T, d)
         x = x + a  # (B, T, d_model)
         return x + self.mlp(self.mlp_norm(x)), w  # (B, T, d_model)
 
@@ -176,9 +179,11 @@ class SmolLM2(nn.Module):
         self.norm = RMSNorm(cfg.d_model, eps=cfg.eps)
         self.tokenizer = tokenizer
 
-    def new_cache(self) -> list[KVCache]:
-        """One empty :class:`KVCache` per layer."""
-        return [KVCache() for _ in self.layers]
+    def new_cache(self, capacity: int | None = None) -> list[KVCache]:
+        """One empty :class:`~course_utils.kv_cache.PreallocatedKVCache` per layer (a
+        :class:`KVCache` that writes each token into a slot set aside, growing by doubling;
+        ``capacity``: the tokens to set aside at first, e.g. prompt + new tokens)."""
+        return [PreallocatedKVCache(capacity) for _ in self.layers]
 
     def forward(
         self,
@@ -201,6 +206,8 @@ class SmolLM2(nn.Module):
         if cache is not None and len(cache) != len(self.layers):
             raise ValueError(f"cache must hold {len(self.layers)} KVCache(s); got {len(cache)}")
         x = self.embed(input_ids)  # (B, T, d_model)
+        for c, layer in zip(cache or (), self.layers, strict=False):
+            check_cache(c, x, layer.attn.mha)  # every layer's cache, once per call
         maps = []
         for i, layer in enumerate(self.layers):
             x, w = layer(x, None if cache is None else cache[i], return_weights=return_weights)
