@@ -3,7 +3,9 @@ section A, items E3, E6 to E10), checked on the sources (nothing is executed).
 
 Each test names its item, asserts the corrected English wording is in the Markdown and the wrong one
 is gone, and that the 中文 catalogue has the corrected paragraph as a translated msgid. Where the
-corrected text states numbers, the test recomputes them with the package's own formulas.
+corrected text states numbers, the test recomputes them with the package's own formulas; where the
+prose quotes a number the chapter computes, it shows the glued value (``{glue:text}`` role) and the
+test checks the value the executed notebooks glued.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import polib
 
+from course_kit.myst import glued_values
 from course_utils import kv_cache
 from course_utils.flash import io_cost_tiled, tile_schedule
 from course_utils.mla import decode_cost
@@ -48,6 +51,13 @@ def _msgstr(page: str, fragment: str) -> str:
     return entry.msgstr
 
 
+def _glued(page: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The values the English and the zh-executed notebook of ``page`` glued."""
+    en = json.loads((REPO / f"{page}.ipynb").read_text(encoding="utf-8"))
+    zh = json.loads((LOCALE.parent / "notebooks" / f"{page}.ipynb").read_text(encoding="utf-8"))
+    return glued_values(en), glued_values(zh)
+
+
 def _msgids(page: str) -> str:
     po = polib.pofile(str(LOCALE / f"{page}.po"))
     return "\n".join(_flat(e.msgid) for e in po)
@@ -72,9 +82,11 @@ def test_e6_absorption_ratio_tends_to_d_c_times_head_widths_over_latent_width():
     formula = r"$d_c(d_h+d_h^v)/(2 d_c + d_h^R)$"
     assert f"grows towards about {formula}" in md
     assert r"$n_h(d_h+d_h^v)/(2 d_c + d_h^R)$" not in md
-    assert "about 121 for DeepSeek-V2's shape" in md
+    assert "about {glue:text}`absorb_ratio_128k:d` for DeepSeek-V2's shape" in md
     zh = _msgstr(CH11, "The counts above predict a ratio that grows towards about")
-    assert formula in zh and "121" in zh and "n_h(d_h" not in zh
+    assert formula in zh and "{glue:text}`absorb_ratio_128k:d`" in zh and "n_h(d_h" not in zh
+    # the ratio the prose shows is the one the chapter computed at 128k tokens, in both editions
+    assert all(g["absorb_ratio_128k"] == "121" for g in _glued(CH11))
     # The package's counts: n_h cancels and the ratio tends to d_c (d_h + d_h^v) / (2 d_c + d_h^R).
     cfg = kv_cache.DEEPSEEK_V2
     h, dc, dh, dr = cfg["n_heads"], cfg["d_latent_kv"], cfg["d_head"], cfg["d_head_rope"]
@@ -96,16 +108,18 @@ def test_e7_the_93_percent_needs_six_bit_kv_quantization_mla_alone_gives_82():
     md = _flat(_markdown(CH11))
     for text in (
         "quantizes each element of its KV cache to about 6 bits (section 3.2.3 of the paper)",
-        "The 93.3% needs that quantization: MLA alone, with a 16-bit cache, gives about 82% "
-        "(exercise 11.4 computes both",
+        "The 93.3% needs that quantization: MLA alone, with a 16-bit cache, gives about "
+        "{glue:text}`mla_alone_saving:d`% (exercise 11.4 computes both",
         "### Exercise 11.4: what the 93.3% measures",
         "95 layers, 8 KV heads of width $d_h = 128$, its cache in bf16",
         "stores each cached number in about 6 bits (section 3.2.3 of the paper)",
     ):
         assert text in md, text
     zh = _msgstr(CH11, "The 93.3% needs that quantization")
-    for text in ("6 位", "3.2.3", "93.3%", "82%", "练习 11.4"):
+    for text in ("6 位", "3.2.3", "93.3%", "{glue:text}`mla_alone_saving:d`%", "练习 11.4"):
         assert text in zh, text
+    # the 82% the prose shows is the saving the chapter computed (MLA alone, 16-bit caches)
+    assert all(g["mla_alone_saving"] == "82" for g in _glued(CH11))
     assert "3.2.3" in _msgstr(CH11, "DeepSeek-V2 reports a KV cache 93.3% smaller")
     # The exercise's worked solution prints both numbers, in both editions.
     # The 中文 edition prints the same line through t() in Chinese (zh.json).

@@ -47,6 +47,8 @@ GLUED_CHAPTERS = (
     "07_causal_attention",
     "08_cross_attention",
     "09_sparse_attention",
+    "10_grouped_query_attention",
+    "11_multi_head_latent_attention",
     "12_efficient_attention",
     "13_topic_words",
 )
