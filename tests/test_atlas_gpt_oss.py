@@ -17,6 +17,8 @@ from course_utils.atlas import from_hf
 from course_utils.atlas.blocks import AttentionCache
 from course_utils.atlas.gpt_oss import GptOss
 
+from .atlas_helpers import assert_ours_never_calls_theirs, chunked_prefill_error, decode_ours
+
 BASE = {
     "vocab_size": 128,
     "hidden_size": 64,
@@ -94,11 +96,9 @@ def _compare(model: transformers.GptOssForCausalLM, T: int, seed: int) -> tuple[
     with torch.no_grad():
         want = model(ids).logits  # (B, T, V)
         got = ours(ids)
-        cache = ours.new_cache()
-        steps = [ours(ids[:, :6], cache=cache)]  # a prompt, then one token at a time
-        steps += [ours(ids[:, t : t + 1], cache=cache) for t in range(6, T)]
+    decoded, _ = decode_ours(ours, ids, prompt=6)  # a prompt, then one token at a time
     assert got.shape == want.shape and got.dtype == want.dtype
-    return float((got - want).abs().max()), float((torch.cat(steps, dim=1) - got).abs().max())
+    return float((got - want).abs().max()), float((decoded - got).abs().max())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
@@ -119,18 +119,7 @@ def test_transformers_default_expert_kernel_agrees_too() -> None:
 
 def test_ours_is_made_of_our_modules_and_never_calls_theirs() -> None:
     model = make_model({"num_hidden_layers": 2}, 0, torch.float32)
-    ours = from_hf(model)
-    assert all(
-        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
-    )
-
-    def refuse(module, args):
-        raise AssertionError(f"{type(module).__name__} was called")
-
-    for module in model.modules():
-        module.register_forward_pre_hook(refuse)
-    with torch.no_grad():
-        ours(torch.arange(12)[None])  # runs without touching the transformers model
+    assert_ours_never_calls_theirs(from_hf(model), model, cached=False)
 
 
 def test_sinks_window_and_clamp_really_bite() -> None:
@@ -145,9 +134,9 @@ def test_sinks_window_and_clamp_really_bite() -> None:
             ours = from_hf(model)
             for layer in ours.layers:
                 if change == "sinks":
-                    layer.sinks.fill_(-1e4)  # a sink nobody attends to = plain softmax
+                    layer.attn.sinks.fill_(-1e4)  # a sink nobody attends to = plain softmax
                 elif change == "window":
-                    layer.window = None
+                    layer.attn.window = None
                 else:
                     layer.moe.limit = 7.0
             assert (ours(ids) - want).abs().max() > 1e-4, change
@@ -178,12 +167,5 @@ def test_chunked_prefill_equals_the_full_pass(chunks) -> None:
     """Pieces longer than the window, shorter, and exactly the window: the same logits."""
     settings, _ = CASES["sliding/full/sliding, YaRN x32"]
     model = make_model(settings, 3, torch.float64)
-    ours = from_hf(model)
     ids = torch.randint(0, 128, (2, sum(chunks)), generator=torch.Generator().manual_seed(3))
-    cache, start, pieces = ours.new_cache(), 0, []
-    with torch.no_grad():
-        for n in chunks:
-            pieces.append(ours(ids[:, start : start + n], cache=cache))
-            start += n
-        full = ours(ids)
-    assert (torch.cat(pieces, dim=1) - full).abs().max() <= 1e-9
+    assert chunked_prefill_error(from_hf(model), ids, chunks) <= 1e-9
