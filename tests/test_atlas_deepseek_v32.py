@@ -21,11 +21,19 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import DeepseekV32Config, DeepseekV32ForCausalLM, DynamicCache
+from transformers import DeepseekV32Config, DeepseekV32ForCausalLM
 
-from course_utils._determinism import one_thread
 from course_utils.atlas import from_hf
 from course_utils.atlas.deepseek_v32 import DeepseekV32, indexer_top_k
+
+from .atlas_helpers import (
+    assert_ours_never_calls_theirs,
+    decode_ours,
+    decode_reference,
+    one_torch_thread,
+)
+
+pytestmark = pytest.mark.usefixtures(one_torch_thread.__name__)
 
 T = 40  # tokens per sequence: 5 times index_topk
 PROMPT = 30  # cached decoding: a 30-token prompt, then 10 single steps
@@ -91,13 +99,6 @@ def _hf(name: str) -> DeepseekV32ForCausalLM:
     return model
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: on a busy two-core machine much faster for these tiny models."""
-    with one_thread():
-        yield
-
-
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
 def pair(request):
     model = _hf(request.param)
@@ -131,37 +132,17 @@ def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
 
 def test_ours_is_made_of_our_modules_and_never_calls_theirs():
     model = _hf("grouped-moe")
-    ours = from_hf(model)
-    assert all(
-        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
-    )
-
-    def refuse(module, args):
-        raise AssertionError(f"{type(module).__name__} was called")
-
-    for module in model.modules():
-        module.register_forward_pre_hook(refuse)
-    with torch.no_grad():
-        cache = ours.new_cache()
-        ours(torch.arange(12)[None], cache=cache)  # without touching the transformers model
-        ours(torch.arange(1)[None], cache=cache)
-
-
-def _decode(forward, ids, cache):
-    steps = [forward(ids[:, :PROMPT], cache)]
-    steps += [forward(ids[:, t : t + 1], cache) for t in range(PROMPT, T)]
-    return torch.cat(steps, dim=1)
+    assert_ours_never_calls_theirs(from_hf(model), model, cached=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_cached_decoding_equals_the_full_pass(pair, dtype):
     model, ids = pair
     ours = from_hf(model.to(dtype))
+    decoded, cache = decode_ours(ours, ids, PROMPT)
     with torch.no_grad():
-        cache = ours.new_cache()
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, cache)
         full = ours(ids)
-    assert cache.length == T and cache.latents[0].length == T
+    assert cache.seen == T and cache.layers[0].latents.length == T
     # float32 islands (router, norms) round a 1-token step and a 40-token pass apart: ~1e-7
     assert (decoded - full).abs().max().item() <= 1e-4
 
@@ -170,13 +151,8 @@ def test_cached_decoding_equals_the_references_cached_decoding(pair):
     model, ids = pair
     model = model.double()
     ours = from_hf(model)
-    with torch.no_grad():
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, ours.new_cache())
-        expected = _decode(
-            lambda x, c: model(x, cache=c, use_cache=True).logits,
-            ids,
-            DynamicCache(config=model.config),
-        )
+    decoded, _ = decode_ours(ours, ids, PROMPT)
+    expected = decode_reference(model, ids, PROMPT)
     assert (decoded - expected).abs().max().item() <= 1e-9
 
 
@@ -186,8 +162,8 @@ def test_the_indexer_really_narrows_attention(pair):
     ours = from_hf(model.double())
     with torch.no_grad():
         sparse = ours(ids)
-        for attn in ours.attn:
-            attn.top_k = T  # every earlier token: plain causal MLA
+        for layer in ours.layers:
+            layer.attn.top_k = T  # every earlier token: plain causal MLA
         dense = ours(ids)
     assert (sparse - dense).abs().max().item() > 1e-3
 
@@ -224,7 +200,7 @@ def test_bad_input_is_a_clear_error():
         ours(torch.zeros(1, 4))
     with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 128\) \(vocab_size\)"):
         ours(torch.tensor([[-1, 3]]))
-    with pytest.raises(TypeError, match="cache must be a DeepseekV32Cache"):
+    with pytest.raises(TypeError, match="cache must be a DecodeCache"):
         ours(torch.zeros(1, 2, dtype=torch.long), cache=[])
     from course_utils.atlas import deepseek_v32
 

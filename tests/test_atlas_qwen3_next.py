@@ -16,16 +16,24 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import DynamicCache, Qwen3NextConfig, Qwen3NextForCausalLM
+from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
 from transformers.models.qwen3_next import modeling_qwen3_next as ref
 
-from course_utils._determinism import one_thread
 from course_utils.atlas import from_hf
 from course_utils.atlas.qwen3_next import (
     Qwen3Next,
     gated_delta_rule_chunked,
     gated_delta_rule_recurrent,
 )
+
+from .atlas_helpers import (
+    assert_ours_never_calls_theirs,
+    decode_ours,
+    decode_reference,
+    one_torch_thread,
+)
+
+pytestmark = pytest.mark.usefixtures(one_torch_thread.__name__)
 
 T = 40  # tokens per sequence
 PROMPT = 30  # cached decoding: a 30-token prompt (chunked form), then 10 single steps
@@ -85,13 +93,6 @@ def _hf(name: str) -> Qwen3NextForCausalLM:
     return model
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: on a busy two-core machine much faster for these tiny models."""
-    with one_thread():
-        yield
-
-
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
 def pair(request):
     model = _hf(request.param)
@@ -125,38 +126,17 @@ def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
 
 def test_ours_is_made_of_our_modules_and_never_calls_theirs():
     model = _hf("released-pattern")
-    ours = from_hf(model)
-    assert all(
-        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
-    )
-
-    def refuse(module, args):
-        raise AssertionError(f"{type(module).__name__} was called")
-
-    for module in model.modules():
-        module.register_forward_pre_hook(refuse)
-    with torch.no_grad():
-        cache = ours.new_cache()
-        ours(torch.arange(12)[None], cache=cache)  # without touching the transformers model
-        ours(torch.arange(1)[None], cache=cache)
-
-
-def _decode(forward, ids, cache):
-    """Logits of a PROMPT-token prompt, then of one token at a time, concatenated."""
-    steps = [forward(ids[:, :PROMPT], cache)]
-    steps += [forward(ids[:, t : t + 1], cache) for t in range(PROMPT, T)]
-    return torch.cat(steps, dim=1)
+    assert_ours_never_calls_theirs(from_hf(model), model, cached=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_cached_decoding_equals_the_full_pass(pair, dtype):
     model, ids = pair
     ours = from_hf(model.to(dtype))
+    decoded, cache = decode_ours(ours, ids, PROMPT)
     with torch.no_grad():
-        cache = ours.new_cache()
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, cache)
         full = ours(ids)
-    assert cache.length == T
+    assert cache.seen == T
     # the DeltaNet state is float32 in both dtypes: chunked vs one-token updates round apart
     assert (decoded - full).abs().max().item() <= 1e-4
 
@@ -167,13 +147,8 @@ def test_cached_decoding_equals_the_references_cached_decoding(pair):
     model, ids = pair
     model = model.double()
     ours = from_hf(model)
-    with torch.no_grad():
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, ours.new_cache())
-        expected = _decode(
-            lambda x, c: model(x, cache=c, use_cache=True).logits,
-            ids,
-            DynamicCache(config=model.config),
-        )
+    decoded, _ = decode_ours(ours, ids, PROMPT)
+    expected = decode_reference(model, ids, PROMPT)
     assert (decoded - expected).abs().max().item() <= 1e-9
 
 
@@ -253,7 +228,7 @@ def test_bad_input_is_a_clear_error():
         ours(torch.zeros(4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 128\) \(vocab_size\)"):
         ours(torch.tensor([[1, 128]]))
-    with pytest.raises(TypeError, match="cache must be a Qwen3NextCache"):
+    with pytest.raises(TypeError, match="cache must be a DecodeCache"):
         ours(torch.zeros(1, 2, dtype=torch.long), cache={})
 
 

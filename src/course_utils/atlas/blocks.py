@@ -48,6 +48,7 @@ __all__ = [
     "attention",
     "causal_window_mask",
     "check_input_ids",
+    "checked_config",
     "checked_inv_freq",
     "copy_weight",
     "load_weights",
@@ -514,6 +515,24 @@ def check_input_ids(input_ids: Any, vocab_size: int) -> Tensor:
     return input_ids
 
 
+def checked_config(model: Any, model_type: str, class_name: str) -> Any:
+    """``model.config``, once ``model`` is a ``transformers`` ``class_name``: its ``model_type``
+    and an ``lm_head`` (else a ``TypeError`` naming what it got).
+
+    >>> checked_config(nn.Linear(2, 2), "gpt_oss", "GptOssForCausalLM")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    TypeError: model must be a transformers GptOssForCausalLM (model_type 'gpt_oss'); got Linear...
+    """
+    config = getattr(model, "config", None)
+    if getattr(config, "model_type", None) != model_type or not hasattr(model, "lm_head"):
+        raise TypeError(
+            f"model must be a transformers {class_name} (model_type {model_type!r}); got "
+            f"{type(model).__name__} with model_type {getattr(config, 'model_type', None)!r}"
+        )
+    return config
+
+
 def copy_weight(ours: Tensor, theirs: Tensor, name: str) -> None:
     """Copy a checkpoint tensor into one of ours (same shape, or a clear error naming it)."""
     if tuple(ours.shape) != tuple(theirs.shape):
@@ -528,9 +547,12 @@ def copy_weight(ours: Tensor, theirs: Tensor, name: str) -> None:
 class DecoderLM(nn.Module):
     """The skeleton every atlas model shares: embed, a stack of layers, a final norm, the logits.
 
-    A subclass sets ``vocab_size`` and ``layers`` (each called ``layer(x, positions, state)`` with
-    ``x`` ``(B, T, d_model)``, ``positions`` ``(T,)`` and its entry of the cache or ``None``), and
-    writes :meth:`embed`, :meth:`head` and :meth:`new_layer_state`.
+    A subclass sets ``vocab_size``, ``embed_tokens``, ``layers``, ``norm`` and ``lm_head``, and
+    writes :meth:`new_layer_state` (and :meth:`embed` or :meth:`head` where its model differs
+    from ``embed_tokens(ids)`` and ``lm_head(norm(x))``). Each layer is called
+    ``layer(x, positions, state)``: ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``,
+    ``positions`` ``(T,)``, ``state`` its entry of the cache (made by :meth:`new_layer_state`) or
+    ``None``.
 
     ``forward(input_ids)`` returns the logits ``(B, T, vocab_size)`` of a whole sequence.
     ``forward(input_ids, cache=cache)`` with ``cache = model.new_cache()`` continues from what
@@ -539,13 +561,16 @@ class DecoderLM(nn.Module):
     """
 
     vocab_size: int
+    embed_tokens: nn.Embedding
     layers: nn.ModuleList
+    norm: nn.Module
+    lm_head: nn.Linear
 
     def embed(self, input_ids: Tensor) -> Tensor:
-        raise NotImplementedError
+        return self.embed_tokens(input_ids)  # (B, T, d_model)
 
     def head(self, x: Tensor) -> Tensor:
-        raise NotImplementedError
+        return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
     def new_layer_state(self, i: int) -> Any:
         raise NotImplementedError
@@ -555,7 +580,7 @@ class DecoderLM(nn.Module):
         return DecodeCache([self.new_layer_state(i) for i in range(len(self.layers))])
 
     def forward(self, input_ids: Tensor, cache: DecodeCache | None = None) -> Tensor:
-        input_ids = check_input_ids(input_ids, self.vocab_size)
+        input_ids = check_input_ids(input_ids, self.vocab_size).long()
         B, T = input_ids.shape
         start = 0
         if cache is not None:
@@ -676,4 +701,33 @@ def swiglu(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
     return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)  # (..., d)
 
 
-__all__ += ["rope_inverse_frequencies_float32", "swiglu"]
+class SwiGLUExperts(nn.Module):
+    """``E`` SwiGLU experts stacked as Qwen's and DeepSeek's checkpoints store them: ``gate_up``
+    ``(E, 2 d_ff, d)`` (expert ``e``'s gate rows, then its up rows) and ``down`` ``(E, d, d_ff)``.
+
+    ``experts(x, indices, weights)`` is :func:`mix_experts` with :meth:`expert`: ``x`` ``(N, d)``,
+    the router's choice ``indices`` and ``weights`` ``(N, k)``.
+
+    >>> experts = SwiGLUExperts(2, d=2, d_ff=3)
+    >>> with torch.no_grad():
+    ...     _ = experts.gate_up.fill_(1.0), experts.down.fill_(1.0)
+    >>> out = experts(torch.ones(1, 2), torch.tensor([[1]]), torch.tensor([[0.5]]))  # (N, d)
+    >>> out.detach()                                       # 0.5 · (3 · silu(2) · 2)
+    tensor([[5.2848, 5.2848]])
+    """
+
+    def __init__(self, n_experts: int, d: int, d_ff: int) -> None:
+        super().__init__()
+        self.gate_up = nn.Parameter(torch.zeros(n_experts, 2 * d_ff, d))  # (E, 2 d_ff, d)
+        self.down = nn.Parameter(torch.zeros(n_experts, d, d_ff))  # (E, d, d_ff)
+
+    def expert(self, e: int, x: Tensor) -> Tensor:
+        """Expert ``e`` on its tokens ``x`` ``(n_e, d)`` -> ``(n_e, d)``."""
+        gate, up = self.gate_up[e].chunk(2, dim=0)  # (d_ff, d) each: gate rows, then up rows
+        return swiglu(x, gate, up, self.down[e])  # (n_e, d)
+
+    def forward(self, x: Tensor, indices: Tensor, weights: Tensor) -> Tensor:
+        return mix_experts(x, indices, weights, self.expert)  # (N, d)
+
+
+__all__ += ["SwiGLUExperts", "rope_inverse_frequencies_float32", "swiglu"]

@@ -55,11 +55,8 @@ LAYER_KINDS = ("sliding_attention", "full_attention")
 
 class Gemma3Layer(nn.Module):
     """One Gemma 3 decoder layer: attention (QK-norm, RoPE, a window if local), then a GeGLU MLP,
-    each wrapped in a pre-norm and a post-norm.
-
-    ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``positions`` ``(T,)``; ``cache`` an
-    :class:`~course_utils.atlas.blocks.AttentionCache` or ``None``.
-    """
+    each wrapped in a pre-norm and a post-norm (its ``forward`` as in
+    :class:`~course_utils.atlas.blocks.DecoderLM`; the state an ``AttentionCache``)."""
 
     def __init__(self, config: Any, kind: str, inv_freq: Tensor, attention_factor: float) -> None:
         super().__init__()

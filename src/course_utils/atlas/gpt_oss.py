@@ -94,10 +94,7 @@ class ClampedSwiGLUExperts(nn.Module):
 
 class GptOssLayer(nn.Module):
     """One gpt-oss layer: attention with sinks (and a window if sliding), then the MoE; pre-norms.
-
-    ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``positions`` ``(T,)``; ``cache`` an
-    :class:`~course_utils.atlas.blocks.AttentionCache` or ``None``.
-    """
+    Called as a :class:`~course_utils.atlas.blocks.DecoderLM` calls its layers."""
 
     def __init__(self, config: Any, kind: str, inv_freq: Tensor, attention_factor: float) -> None:
         super().__init__()
@@ -137,12 +134,6 @@ class GptOss(DecoderLM):
         )
         self.norm = RMSNorm(d, config.rms_norm_eps)
         self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
-
-    def embed(self, input_ids: Tensor) -> Tensor:
-        return self.embed_tokens(input_ids)  # (B, T, d)
-
-    def head(self, x: Tensor) -> Tensor:
-        return self.lm_head(self.norm(x))  # (B, T, V)
 
     def new_layer_state(self, i: int) -> AttentionCache:
         return AttentionCache(window=self.layers[i].attn.window)  # sliding: w - 1 keys
