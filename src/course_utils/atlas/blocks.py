@@ -23,7 +23,7 @@ Elsewhere the arithmetic is the plain formula in the input's dtype.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from ..transformer import SwiGLU
 
 __all__ = [
     "ACTIVATIONS",
+    "PRE_NORM_NAMES",
     "AttentionCache",
     "DecodeCache",
     "DecoderLM",
@@ -46,11 +47,13 @@ __all__ = [
     "RMSNorm",
     "SelfAttention",
     "attention",
+    "attention_names",
     "causal_window_mask",
     "check_input_ids",
     "checked_config",
     "checked_inv_freq",
     "copy_weight",
+    "gated_mlp_names",
     "load_weights",
     "mix_experts",
     "rms_norm_float32",
@@ -547,9 +550,10 @@ def copy_weight(ours: Tensor, theirs: Tensor, name: str) -> None:
 class DecoderLM(nn.Module):
     """The skeleton every atlas model shares: embed, a stack of layers, a final norm, the logits.
 
-    A subclass sets ``vocab_size``, ``embed_tokens``, ``layers``, ``norm`` and ``lm_head``, and
-    writes :meth:`new_layer_state` (and :meth:`embed` or :meth:`head` where its model differs
-    from ``embed_tokens(ids)`` and ``lm_head(norm(x))``). Each layer is called
+    A subclass passes its layers and final norm to ``__init__`` (which adds ``embed_tokens`` and
+    a bias-free ``lm_head``), and writes :meth:`new_layer_state` (and :meth:`embed` or
+    :meth:`head` where its model differs from ``embed_tokens(ids)`` and ``lm_head(norm(x))``).
+    Each layer is called
     ``layer(x, positions, state)``: ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``,
     ``positions`` ``(T,)``, ``state`` its entry of the cache (made by :meth:`new_layer_state`) or
     ``None``.
@@ -560,11 +564,15 @@ class DecoderLM(nn.Module):
     at a time), the logits are those of these new positions, and the cache is updated in place.
     """
 
-    vocab_size: int
-    embed_tokens: nn.Embedding
-    layers: nn.ModuleList
-    norm: nn.Module
-    lm_head: nn.Linear
+    def __init__(
+        self, vocab_size: int, d_model: int, layers: Iterable[nn.Module], norm: nn.Module
+    ) -> None:
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.embed_tokens = nn.Embedding(vocab_size, d_model)  # (V, d_model)
+        self.layers = nn.ModuleList(layers)
+        self.norm = norm
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)  # (V, d_model)
 
     def embed(self, input_ids: Tensor) -> Tensor:
         return self.embed_tokens(input_ids)  # (B, T, d_model)
@@ -650,6 +658,34 @@ def load_weights(ours: DecoderLM, model: nn.Module, layer_names: dict[str, str])
     return ours.eval()
 
 
+#: Where the checkpoints keep a pre-norm layer's two norms (for :func:`load_weights`).
+PRE_NORM_NAMES = {
+    "input_norm": "input_layernorm",
+    "post_attention_norm": "post_attention_layernorm",
+}
+
+
+def attention_names(ours: str = "attn", theirs: str = "self_attn") -> dict[str, str]:
+    """Our attention's projections, QK-norms and sinks -> the same names in a checkpoint's
+    ``self_attn`` (for :func:`load_weights`, which passes over the ones a model lacks).
+
+    >>> attention_names("mixer")["mixer.q_proj"]
+    'self_attn.q_proj'
+    """
+    parts = ("q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm", "sinks")
+    return {f"{ours}.{n}": f"{theirs}.{n}" for n in parts}
+
+
+def gated_mlp_names(ours: str, theirs: str) -> dict[str, str]:
+    """A :class:`GatedMLP`'s ``gate``, ``up``, ``down`` -> Llama's ``gate_proj``, ``up_proj``,
+    ``down_proj`` (for :func:`load_weights`).
+
+    >>> gated_mlp_names("ffn.shared", "mlp.shared_expert")["ffn.shared.up"]
+    'mlp.shared_expert.up_proj'
+    """
+    return {f"{ours}.{n}": f"{theirs}.{n}_proj" for n in ("gate", "up", "down")}
+
+
 # --------------------------------------------------------------------------------------------
 # Added for qwen3_next and deepseek_v32
 # --------------------------------------------------------------------------------------------
@@ -728,6 +764,11 @@ class SwiGLUExperts(nn.Module):
 
     def forward(self, x: Tensor, indices: Tensor, weights: Tensor) -> Tensor:
         return mix_experts(x, indices, weights, self.expert)  # (N, d)
+
+    @staticmethod
+    def checkpoint_names(ours: str, theirs: str) -> dict[str, str]:
+        """Our ``gate_up`` and ``down`` -> the checkpoints' ``gate_up_proj`` and ``down_proj``."""
+        return {f"{ours}.gate_up": f"{theirs}.gate_up_proj", f"{ours}.down": f"{theirs}.down_proj"}
 
 
 __all__ += ["SwiGLUExperts", "rope_inverse_frequencies_float32", "swiglu"]

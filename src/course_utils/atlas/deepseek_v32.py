@@ -51,11 +51,13 @@ from torch import Tensor, nn
 from ..mla import LatentCache
 from ..norms import layer_norm
 from .blocks import (
+    PRE_NORM_NAMES,
     DecoderLM,
     GatedMLP,
     RMSNorm,
     SwiGLUExperts,
     checked_config,
+    gated_mlp_names,
     load_weights,
     rope_cos_sin,
     rope_inverse_frequencies_float32,
@@ -239,20 +241,16 @@ class DeepseekV32(DecoderLM):
     """
 
     def __init__(self, cfg: Any) -> None:
-        super().__init__()
         for kind in cfg.mlp_layer_types:
             if kind not in ("dense", "sparse"):
                 raise ValueError(f"config.mlp_layer_types may hold 'dense', 'sparse'; got {kind!r}")
-        self.vocab_size, d = cfg.vocab_size, cfg.hidden_size
         inv_freq, factor = rope_inverse_frequencies_float32(
             cfg.qk_rope_head_dim, dict(cfg.rope_parameters), cfg.max_position_embeddings
         )  # (dr / 2,) float32
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, d)
-        self.layers = nn.ModuleList(
-            DeepseekV32Layer(cfg, kind, inv_freq, factor) for kind in cfg.mlp_layer_types
+        layers = (DeepseekV32Layer(cfg, kind, inv_freq, factor) for kind in cfg.mlp_layer_types)
+        super().__init__(
+            cfg.vocab_size, cfg.hidden_size, layers, RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         )
-        self.norm = RMSNorm(d, cfg.rms_norm_eps)
-        self.lm_head = nn.Linear(d, cfg.vocab_size, bias=False)
 
     def new_layer_state(self, i: int) -> SparseMLACache:
         return SparseMLACache()
@@ -260,8 +258,7 @@ class DeepseekV32(DecoderLM):
 
 #: Ours -> the checkpoint's names within a layer (one map for MoE and dense layers).
 LAYER_NAMES = {
-    "input_norm": "input_layernorm",
-    "post_attention_norm": "post_attention_layernorm",
+    **PRE_NORM_NAMES,
     **{f"attn.{n}": f"self_attn.{n}" for n in ("q_a_proj", "q_b_proj", "kv_b_proj", "o_proj")},
     "attn.kv_a_proj": "self_attn.kv_a_proj_with_mqa",
     "attn.q_norm": "self_attn.q_a_layernorm",
@@ -272,16 +269,14 @@ LAYER_NAMES = {
     "attn.w_i": "self_attn.indexer.weights_proj",
     "ffn.router": "mlp.gate.weight",
     "ffn.bias": "mlp.gate.e_score_correction_bias",
-    "ffn.experts.gate_up": "mlp.experts.gate_up_proj",
-    "ffn.experts.down": "mlp.experts.down_proj",
-    **{f"ffn.shared.{n}": f"mlp.shared_experts.{n}_proj" for n in ("gate", "up", "down")},
-    **{f"ffn.{n}": f"mlp.{n}_proj" for n in ("gate", "up", "down")},
+    **SwiGLUExperts.checkpoint_names("ffn.experts", "mlp.experts"),
+    **gated_mlp_names("ffn.shared", "mlp.shared_experts"),
+    **gated_mlp_names("ffn", "mlp"),  # a dense layer
 }
 
 
 def build(model: nn.Module) -> DeepseekV32:
-    """Our :class:`DeepseekV32` with the weights (copies) of ``transformers``'
-    ``DeepseekV32ForCausalLM`` ``model``, in its dtype and device,
-    in eval mode, its parameters frozen (an inference copy)."""
+    """Our :class:`DeepseekV32` with copies of the weights (and the routing biases) of a
+    ``transformers`` ``DeepseekV32ForCausalLM``, frozen: an inference copy."""
     cfg = checked_config(model, "deepseek_v32", "DeepseekV32ForCausalLM")
     return load_weights(DeepseekV32(cfg), model, LAYER_NAMES).requires_grad_(False)

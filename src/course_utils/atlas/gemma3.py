@@ -39,12 +39,15 @@ from torch import Tensor, nn
 
 from ..positions import rope_inverse_frequencies
 from .blocks import (
+    PRE_NORM_NAMES,
     AttentionCache,
     DecoderLM,
     GatedMLP,
     RMSNorm,
     SelfAttention,
+    attention_names,
     checked_inv_freq,
+    gated_mlp_names,
     load_weights,
 )
 
@@ -89,17 +92,13 @@ class Gemma3Text(DecoderLM):
     """
 
     def __init__(self, config: Any, rope: dict[str, tuple[Tensor, float]]) -> None:
-        super().__init__()
-        self.vocab_size, d = config.vocab_size, config.hidden_size
+        d = config.hidden_size
+        layers = (Gemma3Layer(config, kind, *rope[kind]) for kind in config.layer_types)
+        norm = RMSNorm(d, config.rms_norm_eps, unit_offset=True)
+        super().__init__(config.vocab_size, d, layers, norm)
         # √d_model, rounded to float32 as the checkpoint stores it
         self.embed_scale = float(torch.tensor(d**0.5, dtype=torch.float32))
         self.final_softcap = config.final_logit_softcapping
-        self.embed_tokens = nn.Embedding(config.vocab_size, d)
-        self.layers = nn.ModuleList(
-            Gemma3Layer(config, kind, *rope[kind]) for kind in config.layer_types
-        )
-        self.norm = RMSNorm(d, config.rms_norm_eps, unit_offset=True)
-        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
 
     def embed(self, input_ids: Tensor) -> Tensor:
         return self.embed_tokens(input_ids) * self.embed_scale  # (B, T, d): scaled by √d
@@ -141,18 +140,10 @@ def build(model: nn.Module) -> Gemma3Text:
         for layer in ours.layers:
             layer.attn.softmax_dtype = torch.float32
     names = {  # ours -> theirs, within a layer
-        "attn.q_proj": "self_attn.q_proj",
-        "attn.k_proj": "self_attn.k_proj",
-        "attn.v_proj": "self_attn.v_proj",
-        "attn.o_proj": "self_attn.o_proj",
-        "attn.q_norm": "self_attn.q_norm",
-        "attn.k_norm": "self_attn.k_norm",
-        "input_norm": "input_layernorm",
-        "post_attention_norm": "post_attention_layernorm",
+        **attention_names(),
+        **PRE_NORM_NAMES,
         "pre_mlp_norm": "pre_feedforward_layernorm",
         "post_mlp_norm": "post_feedforward_layernorm",
-        "mlp.gate": "mlp.gate_proj",
-        "mlp.up": "mlp.up_proj",
-        "mlp.down": "mlp.down_proj",
+        **gated_mlp_names("mlp", "mlp"),
     }
     return load_weights(ours, model, names)

@@ -42,10 +42,12 @@ from torch import Tensor, nn
 
 from ..positions import rope_inverse_frequencies
 from .blocks import (
+    PRE_NORM_NAMES,
     AttentionCache,
     DecoderLM,
     RMSNorm,
     SelfAttention,
+    attention_names,
     checked_inv_freq,
     load_weights,
     mix_experts,
@@ -126,14 +128,11 @@ class GptOss(DecoderLM):
     """
 
     def __init__(self, config: Any, inv_freq: Tensor, attention_factor: float) -> None:
-        super().__init__()
-        self.vocab_size, d = config.vocab_size, config.hidden_size
-        self.embed_tokens = nn.Embedding(config.vocab_size, d)
-        self.layers = nn.ModuleList(
+        layers = (
             GptOssLayer(config, kind, inv_freq, attention_factor) for kind in config.layer_types
         )
-        self.norm = RMSNorm(d, config.rms_norm_eps)
-        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
+        norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        super().__init__(config.vocab_size, config.hidden_size, layers, norm)
 
     def new_layer_state(self, i: int) -> AttentionCache:
         return AttentionCache(window=self.layers[i].attn.window)  # sliding: w - 1 keys
@@ -155,13 +154,8 @@ def build(model: nn.Module) -> GptOss:
     )
     inv_freq = checked_inv_freq(inv_freq, model.model.rotary_emb.inv_freq, "RoPE")
     names = {  # ours -> theirs, within a layer (a module: its weight and bias, where ours has one)
-        "attn.q_proj": "self_attn.q_proj",
-        "attn.k_proj": "self_attn.k_proj",
-        "attn.v_proj": "self_attn.v_proj",
-        "attn.o_proj": "self_attn.o_proj",
-        "attn.sinks": "self_attn.sinks",
-        "input_norm": "input_layernorm",
-        "post_attention_norm": "post_attention_layernorm",
+        **attention_names(),
+        **PRE_NORM_NAMES,
         "moe.router": "mlp.router",
         "moe.gate_up": "mlp.experts.gate_up_proj",
         "moe.gate_up_bias": "mlp.experts.gate_up_proj_bias",

@@ -54,13 +54,16 @@ from torch import Tensor, nn
 
 from ..kv_cache import KVCache
 from .blocks import (
+    PRE_NORM_NAMES,
     DecoderLM,
     GatedMLP,
     RMSNorm,
     SwiGLUExperts,
     attention,
+    attention_names,
     causal_window_mask,
     checked_config,
+    gated_mlp_names,
     load_weights,
     rope_cos_sin,
     rope_inverse_frequencies_float32,
@@ -387,26 +390,21 @@ class Qwen3Next(DecoderLM):
     """
 
     def __init__(self, cfg: Any) -> None:
-        super().__init__()
         for kind in set(cfg.layer_types):
             if kind not in ("full_attention", "linear_attention"):
                 raise ValueError(
                     f"config.layer_types may hold 'full_attention' and 'linear_attention'; "
                     f"got {kind!r}"
                 )
-        self.vocab_size, d = cfg.vocab_size, cfg.hidden_size
+        d = cfg.hidden_size
         d_head = getattr(cfg, "head_dim", None) or d // cfg.num_attention_heads
         rope = dict(cfg.rope_parameters)
         rotary = int(d_head * rope.get("partial_rotary_factor", 1.0))
         inv_freq, factor = rope_inverse_frequencies_float32(
             rotary, rope, cfg.max_position_embeddings
         )  # (rotary / 2,) float32
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, d)
-        self.layers = nn.ModuleList(
-            Qwen3NextLayer(cfg, i, inv_freq, factor) for i in range(cfg.num_hidden_layers)
-        )
-        self.norm = RMSNorm(d, cfg.rms_norm_eps, unit_offset=True)
-        self.lm_head = _linear(d, cfg.vocab_size)
+        layers = (Qwen3NextLayer(cfg, i, inv_freq, factor) for i in range(cfg.num_hidden_layers))
+        super().__init__(cfg.vocab_size, d, layers, RMSNorm(d, cfg.rms_norm_eps, unit_offset=True))
 
     def new_layer_state(self, i: int) -> KVCache | DeltaNetState:
         return KVCache() if self.layers[i].kind == "full_attention" else DeltaNetState()
@@ -418,28 +416,22 @@ class Qwen3Next(DecoderLM):
 
 #: Ours -> the checkpoint's names within a layer (one map for both kinds of layer and of FFN).
 LAYER_NAMES = {
-    "input_norm": "input_layernorm",
-    "post_attention_norm": "post_attention_layernorm",
-    **{f"mixer.{n}": f"self_attn.{n}" for n in ("q_proj", "k_proj", "v_proj", "o_proj")},
-    "mixer.q_norm": "self_attn.q_norm",
-    "mixer.k_norm": "self_attn.k_norm",
+    **PRE_NORM_NAMES,
+    **attention_names("mixer"),
     **{f"mixer.{n}": f"linear_attn.{n}" for n in ("in_proj_qkvz", "in_proj_ba", "out_proj")},
     "mixer.conv": "linear_attn.conv1d.weight",
     "mixer.dt_bias": "linear_attn.dt_bias",
     "mixer.A_log": "linear_attn.A_log",
     "mixer.norm": "linear_attn.norm.weight",
     "ffn.router": "mlp.gate.weight",
-    "ffn.experts.gate_up": "mlp.experts.gate_up_proj",
-    "ffn.experts.down": "mlp.experts.down_proj",
-    **{f"ffn.shared.{n}": f"mlp.shared_expert.{n}_proj" for n in ("gate", "up", "down")},
+    **SwiGLUExperts.checkpoint_names("ffn.experts", "mlp.experts"),
+    **gated_mlp_names("ffn.shared", "mlp.shared_expert"),
     "ffn.shared_gate": "mlp.shared_expert_gate",
-    **{f"ffn.{n}": f"mlp.{n}_proj" for n in ("gate", "up", "down")},
+    **gated_mlp_names("ffn", "mlp"),  # a dense layer
 }
 
 
 def build(model: nn.Module) -> Qwen3Next:
-    """Our :class:`Qwen3Next` with the weights (copies) of ``transformers``'
-    ``Qwen3NextForCausalLM`` ``model``, in its dtype and device,
-    in eval mode, its parameters frozen (an inference copy)."""
+    """Our :class:`Qwen3Next` with copies of a ``Qwen3NextForCausalLM``'s weights, frozen."""
     cfg = checked_config(model, "qwen3_next", "Qwen3NextForCausalLM")
     return load_weights(Qwen3Next(cfg), model, LAYER_NAMES).requires_grad_(False)
