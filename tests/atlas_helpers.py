@@ -11,6 +11,7 @@ import torch
 from torch import Tensor, nn
 
 from course_utils._determinism import one_thread
+from course_utils.atlas import from_hf
 
 
 @pytest.fixture
@@ -77,3 +78,87 @@ def chunked_prefill_error(ours: nn.Module, ids: Tensor, chunks: Sequence[int]) -
             start += n
         full = ours(ids)
     return float((torch.cat(pieces, dim=1) - full).abs().max())
+
+
+def jitter_weights(model: nn.Module, buffers: str | None = None) -> nn.Module:
+    """Add ``0.05 · N(0, 1)`` to every parameter (then to every buffer whose name holds
+    ``buffers``) of a freshly made model: its norms start at their identity and its gates at
+    zero, and a test should make every weight bite. Uses (and advances) torch's global seed."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+        for name, b in model.named_buffers():
+            if buffers is not None and buffers in name:
+                b.add_(0.05 * torch.randn_like(b))
+    return model
+
+
+def logit_error(ours: nn.Module, model: nn.Module, ids: Tensor) -> float:
+    """max |ours(ids) - model(ids).logits|, once both have the same shape and dtype."""
+    with torch.no_grad():
+        expected = model(ids).logits  # (B, T, V)
+        got = ours(ids)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    return float((got - expected).abs().max())
+
+
+class TransformersOracleTests:
+    """The oracle tests every atlas model shares: logits equal to ``transformers``' (SDPA and
+    "eager" attention), nothing of theirs called, cached decoding equal to our full pass and to
+    the reference's own cached decoding.
+
+    A test module subclasses it as ``Test...`` and sets ``rebuilt`` (our model's class), ``make``
+    (``staticmethod``: a config's name -> a seeded ``transformers`` model), ``eager_case`` (the
+    config run with eager attention), ``n_tokens`` and ``prompt`` (cached decoding: a prompt,
+    then one token at a time); it also defines the module-scoped fixture ``pair`` (a model and
+    ``ids`` ``(2, n_tokens)``). :meth:`check_cache` may add checks of the
+    cache after decoding ``n_tokens`` tokens.
+    """
+
+    rebuilt: type
+    make: Callable[[str], nn.Module]
+    eager_case: str
+    n_tokens: int
+    prompt: int
+
+    def check_cache(self, cache) -> None:
+        assert cache.seen == self.n_tokens
+
+    @pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-4), (torch.float64, 1e-9)])
+    def test_logits_equal_transformers(self, pair, dtype, tol):
+        model, ids = pair
+        ours = from_hf(model.to(dtype))
+        assert isinstance(ours, self.rebuilt)
+        assert logit_error(ours, model, ids) <= tol
+
+    def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we(self):
+        """With ``attn_implementation="eager"`` the reference takes its softmax in float32 even
+        in a float64 model; the rebuild reads that choice from the config and follows it."""
+        model = self.make(self.eager_case).double()
+        model.set_attn_implementation("eager")
+        ids = torch.randint(0, 128, (1, self.n_tokens), generator=torch.Generator().manual_seed(5))
+        assert logit_error(from_hf(model), model, ids) <= 1e-9
+
+    def test_ours_is_made_of_our_modules_and_never_calls_theirs(self):
+        model = self.make(self.eager_case)
+        assert_ours_never_calls_theirs(from_hf(model), model, cached=True)
+
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+    def test_cached_decoding_equals_the_full_pass(self, pair, dtype):
+        """To float32's precision in both dtypes: the float32 islands (norms, router, a
+        DeltaNet's state) round a 1-token step and a whole pass apart."""
+        model, ids = pair
+        ours = from_hf(model.to(dtype))
+        decoded, cache = decode_ours(ours, ids, self.prompt)
+        with torch.no_grad():
+            full = ours(ids)
+        self.check_cache(cache)
+        assert (decoded - full).abs().max().item() <= 1e-4
+
+    def test_cached_decoding_equals_the_references_cached_decoding(self, pair):
+        """The reference decodes with the same float32 islands, so in float64 its cached logits
+        and ours agree to round-off."""
+        model, ids = pair
+        model = model.double()
+        decoded, _ = decode_ours(from_hf(model), ids, self.prompt)
+        assert (decoded - decode_reference(model, ids, self.prompt)).abs().max().item() <= 1e-9

@@ -27,9 +27,8 @@ from course_utils.atlas import from_hf
 from course_utils.atlas.deepseek_v32 import DeepseekV32, indexer_top_k
 
 from .atlas_helpers import (
-    assert_ours_never_calls_theirs,
-    decode_ours,
-    decode_reference,
+    TransformersOracleTests,
+    jitter_weights,
     one_torch_thread,
 )
 
@@ -90,13 +89,7 @@ def _hf(name: str) -> DeepseekV32ForCausalLM:
     base.update(settings_)
     torch.manual_seed(seed)
     model = DeepseekV32ForCausalLM(DeepseekV32Config(**base)).eval()
-    with torch.no_grad():  # norms start at 1, the routing bias at 0: make every weight bite
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-        for name_, b in model.named_buffers():
-            if "e_score_correction_bias" in name_:
-                b.add_(0.05 * torch.randn_like(b))
-    return model
+    return jitter_weights(model, buffers="e_score_correction_bias")  # the routing bias too
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
@@ -106,54 +99,14 @@ def pair(request):
     return model, ids
 
 
-@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-4), (torch.float64, 1e-9)])
-def test_logits_equal_transformers(pair, dtype, tol):
-    model, ids = pair
-    model = model.to(dtype)
-    ours = from_hf(model)
-    assert isinstance(ours, DeepseekV32)
-    with torch.no_grad():
-        expected = model(ids).logits
-        got = ours(ids)
-    assert got.dtype == dtype and got.shape == (2, T, 128)
-    assert (got - expected).abs().max().item() <= tol
+class TestAgainstTransformers(TransformersOracleTests):
+    """The oracle tests all atlas models share (``tests/atlas_helpers.py``), on this model."""
 
+    rebuilt, make, eager_case = DeepseekV32, staticmethod(_hf), "grouped-moe"
+    n_tokens, prompt = T, PROMPT
 
-def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
-    """With ``attn_implementation="eager"`` the reference takes its softmax in float32 even in a
-    float64 model; the rebuild reads that choice from the config and follows it."""
-    model = _hf("grouped-moe").double()
-    model.set_attn_implementation("eager")
-    ids = torch.randint(0, 128, (1, T), generator=torch.Generator().manual_seed(5))
-    ours = from_hf(model)
-    with torch.no_grad():
-        assert (ours(ids) - model(ids).logits).abs().max().item() <= 1e-9
-
-
-def test_ours_is_made_of_our_modules_and_never_calls_theirs():
-    model = _hf("grouped-moe")
-    assert_ours_never_calls_theirs(from_hf(model), model, cached=True)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_cached_decoding_equals_the_full_pass(pair, dtype):
-    model, ids = pair
-    ours = from_hf(model.to(dtype))
-    decoded, cache = decode_ours(ours, ids, PROMPT)
-    with torch.no_grad():
-        full = ours(ids)
-    assert cache.seen == T and cache.layers[0].latents.length == T
-    # float32 islands (router, norms) round a 1-token step and a 40-token pass apart: ~1e-7
-    assert (decoded - full).abs().max().item() <= 1e-4
-
-
-def test_cached_decoding_equals_the_references_cached_decoding(pair):
-    model, ids = pair
-    model = model.double()
-    ours = from_hf(model)
-    decoded, _ = decode_ours(ours, ids, PROMPT)
-    expected = decode_reference(model, ids, PROMPT)
-    assert (decoded - expected).abs().max().item() <= 1e-9
+    def check_cache(self, cache) -> None:
+        assert cache.seen == T and cache.layers[0].latents.length == T
 
 
 def test_the_indexer_really_narrows_attention(pair):

@@ -27,9 +27,8 @@ from course_utils.atlas.qwen3_next import (
 )
 
 from .atlas_helpers import (
-    assert_ours_never_calls_theirs,
-    decode_ours,
-    decode_reference,
+    TransformersOracleTests,
+    jitter_weights,
     one_torch_thread,
 )
 
@@ -86,11 +85,7 @@ def _hf(name: str) -> Qwen3NextForCausalLM:
         **settings_,
     )
     torch.manual_seed(seed)
-    model = Qwen3NextForCausalLM(config).eval()
-    with torch.no_grad():  # norms start at their identity, gates at zero: make every weight bite
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    return model
+    return jitter_weights(Qwen3NextForCausalLM(config).eval())
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
@@ -100,56 +95,11 @@ def pair(request):
     return model, ids
 
 
-@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-4), (torch.float64, 1e-9)])
-def test_logits_equal_transformers(pair, dtype, tol):
-    model, ids = pair
-    model = model.to(dtype)
-    ours = from_hf(model)
-    assert isinstance(ours, Qwen3Next)
-    with torch.no_grad():
-        expected = model(ids).logits
-        got = ours(ids)
-    assert got.dtype == dtype and got.shape == (2, T, 128)
-    assert (got - expected).abs().max().item() <= tol
+class TestAgainstTransformers(TransformersOracleTests):
+    """The oracle tests all atlas models share (``tests/atlas_helpers.py``), on this model."""
 
-
-def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
-    """With ``attn_implementation="eager"`` the reference takes its softmax in float32 even in a
-    float64 model; the rebuild reads that choice from the config and follows it."""
-    model = _hf("released-pattern").double()
-    model.set_attn_implementation("eager")
-    ids = torch.randint(0, 128, (1, T), generator=torch.Generator().manual_seed(5))
-    ours = from_hf(model)
-    with torch.no_grad():
-        assert (ours(ids) - model(ids).logits).abs().max().item() <= 1e-9
-
-
-def test_ours_is_made_of_our_modules_and_never_calls_theirs():
-    model = _hf("released-pattern")
-    assert_ours_never_calls_theirs(from_hf(model), model, cached=True)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_cached_decoding_equals_the_full_pass(pair, dtype):
-    model, ids = pair
-    ours = from_hf(model.to(dtype))
-    decoded, cache = decode_ours(ours, ids, PROMPT)
-    with torch.no_grad():
-        full = ours(ids)
-    assert cache.seen == T
-    # the DeltaNet state is float32 in both dtypes: chunked vs one-token updates round apart
-    assert (decoded - full).abs().max().item() <= 1e-4
-
-
-def test_cached_decoding_equals_the_references_cached_decoding(pair):
-    """The reference decodes with the same float32 state and the same two DeltaNet forms, so
-    in float64 its cached logits and ours agree to round-off."""
-    model, ids = pair
-    model = model.double()
-    ours = from_hf(model)
-    decoded, _ = decode_ours(ours, ids, PROMPT)
-    expected = decode_reference(model, ids, PROMPT)
-    assert (decoded - expected).abs().max().item() <= 1e-9
+    rebuilt, make, eager_case = Qwen3Next, staticmethod(_hf), "released-pattern"
+    n_tokens, prompt = T, PROMPT
 
 
 def test_the_state_does_not_grow():
