@@ -13,6 +13,19 @@ from torch import Tensor, nn
 from course_utils._determinism import one_thread
 from course_utils.atlas import from_hf
 
+#: The tiny models of the windowed-attention tests (Gemma 3, gpt-oss): vocabulary 128, width 64,
+#: 4 query heads sharing 2 key/value heads of width 16, a window of 8 (shorter than the 24-40
+#: tokens of a test), weights drawn wide enough for logits of order 1-10.
+TINY_WINDOWED = {
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "sliding_window": 8,
+    "initializer_range": 0.1,
+}
+
 
 @pytest.fixture
 def one_torch_thread():
@@ -69,8 +82,15 @@ def decode_reference(model: nn.Module, ids: Tensor, prompt: int) -> Tensor:
         )
 
 
-def chunked_prefill_error(ours: nn.Module, ids: Tensor, chunks: Sequence[int]) -> float:
-    """max |logits of ``ids`` fed in pieces of ``chunks`` tokens via a cache - the full pass|."""
+#: Prefill pieces longer than a window of 8, shorter, and exactly the window.
+WINDOW_CHUNKS = [(11, 1, 9, 3, 13), (1, 20, 16), (8, 8, 8, 8, 5)]
+
+
+def chunked_prefill_error(model: nn.Module, chunks: Sequence[int]) -> float:
+    """max |our logits of 2 seeded sequences fed in pieces of ``chunks`` tokens through a cache
+    - our full pass|, ``model`` rebuilt by ``from_hf``."""
+    ours = from_hf(model)
+    ids = torch.randint(0, 128, (2, sum(chunks)), generator=torch.Generator().manual_seed(3))
     cache, start, pieces = ours.new_cache(), 0, []
     with torch.no_grad():
         for n in chunks:
@@ -78,6 +98,16 @@ def chunked_prefill_error(ours: nn.Module, ids: Tensor, chunks: Sequence[int]) -
             start += n
         full = ours(ids)
     return float((torch.cat(pieces, dim=1) - full).abs().max())
+
+
+def seeded_model(model_class: type, config_class: type, base: dict, case: dict) -> nn.Module:
+    """``model_class(config_class(**base, **case))`` in eval mode, made right after
+    ``torch.manual_seed(case["seed"])`` (the ``seed`` is not a config setting)."""
+    settings = dict(case)
+    seed = settings.pop("seed")
+    config = config_class(**{**base, **settings})
+    torch.manual_seed(seed)
+    return model_class(config).eval()
 
 
 def jitter_weights(model: nn.Module, buffers: str | None = None) -> nn.Module:
@@ -91,6 +121,18 @@ def jitter_weights(model: nn.Module, buffers: str | None = None) -> nn.Module:
             if buffers is not None and buffers in name:
                 b.add_(0.05 * torch.randn_like(b))
     return model
+
+
+def full_and_decoded_errors(
+    ours: nn.Module, model: nn.Module, ids: Tensor, prompt: int
+) -> tuple[float, float]:
+    """(max |ours - transformers|, max |our cached decoding - our full pass|) on ``ids``; the
+    cached decoding starts with a ``prompt``-token prompt and must have seen every token."""
+    full = logit_error(ours, model, ids)
+    decoded, cache = decode_ours(ours, ids, prompt)
+    assert cache.seen == ids.shape[1]
+    with torch.no_grad():
+        return full, float((decoded - ours(ids)).abs().max())
 
 
 def logit_error(ours: nn.Module, model: nn.Module, ids: Tensor) -> float:

@@ -14,19 +14,15 @@ import transformers
 from course_utils.atlas import from_hf
 from course_utils.atlas.gemma3 import Gemma3Text
 
-from .atlas_helpers import assert_ours_never_calls_theirs, chunked_prefill_error, decode_ours
+from .atlas_helpers import (
+    TINY_WINDOWED,
+    WINDOW_CHUNKS,
+    assert_ours_never_calls_theirs,
+    chunked_prefill_error,
+    full_and_decoded_errors,
+)
 
-BASE = {
-    "vocab_size": 128,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "sliding_window": 8,
-    "query_pre_attn_scalar": 16,
-    "initializer_range": 0.1,  # logits of order 1-10, not 0.1
-}
+BASE = {**TINY_WINDOWED, "intermediate_size": 128, "query_pre_attn_scalar": 16}
 
 # name -> (settings over BASE, T): the interleave by default and by layer_types, MHA, biases,
 # eager attention, a final soft-cap, a linear RoPE scaling on the global layers
@@ -86,16 +82,11 @@ def test_logits_equal_transformers_and_cached_decoding(case, seed, dtype) -> Non
     ours = from_hf(model)
     assert isinstance(ours, Gemma3Text)
     ids = torch.randint(0, 128, (2, T), generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        want = model(ids).logits  # (B, T, V)
-        got = ours(ids)
-    decoded, cache = decode_ours(ours, ids, prompt=5)  # a prompt, then one token at a time
-    assert got.dtype == dtype and got.shape == want.shape
-    assert (got - want).abs().max() <= TOLERANCE[dtype]
+    full, decoded = full_and_decoded_errors(ours, model, ids, prompt=5)
+    assert full <= TOLERANCE[dtype]
     # the float32 softmax of transformers' eager Gemma rounds differently over shorter rows
     decode_tol = 1e-5 if settings.get("attn_implementation") == "eager" else TOLERANCE[dtype]
-    assert (decoded - got).abs().max() <= max(decode_tol, TOLERANCE[dtype])
-    assert cache.seen == T
+    assert decoded <= max(decode_tol, TOLERANCE[dtype])
 
 
 def test_ours_is_made_of_our_modules_and_never_calls_theirs() -> None:
@@ -170,10 +161,8 @@ def test_a_bidirectional_gemma_is_refused() -> None:
         from_hf(model)
 
 
-@pytest.mark.parametrize("chunks", [(11, 1, 9, 3, 13), (1, 20, 16), (8, 8, 8, 8, 5)])
+@pytest.mark.parametrize("chunks", WINDOW_CHUNKS)
 def test_chunked_prefill_equals_the_full_pass(chunks) -> None:
     """Pieces longer than the window, shorter, and exactly the window: the same logits."""
-    settings, _ = CASES["5 local + 1 global + 1 local, soft-cap"]
-    model = make_model(settings, 3, torch.float64)
-    ids = torch.randint(0, 128, (2, sum(chunks)), generator=torch.Generator().manual_seed(3))
-    assert chunked_prefill_error(from_hf(model), ids, chunks) <= 1e-9
+    model = make_model(CASES["5 local + 1 global + 1 local, soft-cap"][0], 3, torch.float64)
+    assert chunked_prefill_error(model, chunks) <= 1e-9

@@ -17,20 +17,15 @@ from course_utils.atlas import from_hf
 from course_utils.atlas.blocks import AttentionCache
 from course_utils.atlas.gpt_oss import GptOss
 
-from .atlas_helpers import assert_ours_never_calls_theirs, chunked_prefill_error, decode_ours
+from .atlas_helpers import (
+    TINY_WINDOWED,
+    WINDOW_CHUNKS,
+    assert_ours_never_calls_theirs,
+    chunked_prefill_error,
+    full_and_decoded_errors,
+)
 
-BASE = {
-    "vocab_size": 128,
-    "hidden_size": 64,
-    "intermediate_size": 32,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "sliding_window": 8,
-    "num_local_experts": 4,
-    "num_experts_per_tok": 2,
-    "initializer_range": 0.1,  # logits of order 1-10, not 0.1
-}
+BASE = {**TINY_WINDOWED, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 2}
 
 # name -> (settings over BASE, T)
 CASES = {
@@ -93,12 +88,7 @@ def _compare(model: transformers.GptOssForCausalLM, T: int, seed: int) -> tuple[
     ours = from_hf(model)
     assert isinstance(ours, GptOss)
     ids = torch.randint(0, 128, (2, T), generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        want = model(ids).logits  # (B, T, V)
-        got = ours(ids)
-    decoded, _ = decode_ours(ours, ids, prompt=6)  # a prompt, then one token at a time
-    assert got.shape == want.shape and got.dtype == want.dtype
-    return float((got - want).abs().max()), float((decoded - got).abs().max())
+    return full_and_decoded_errors(ours, model, ids, prompt=6)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
@@ -162,10 +152,8 @@ def test_bad_input_ids_are_named() -> None:
         ours(torch.ones(1, 2, dtype=torch.bool))
 
 
-@pytest.mark.parametrize("chunks", [(11, 1, 9, 3, 13), (1, 20, 16), (8, 8, 8, 8, 5)])
+@pytest.mark.parametrize("chunks", WINDOW_CHUNKS)
 def test_chunked_prefill_equals_the_full_pass(chunks) -> None:
     """Pieces longer than the window, shorter, and exactly the window: the same logits."""
-    settings, _ = CASES["sliding/full/sliding, YaRN x32"]
-    model = make_model(settings, 3, torch.float64)
-    ids = torch.randint(0, 128, (2, sum(chunks)), generator=torch.Generator().manual_seed(3))
-    assert chunked_prefill_error(from_hf(model), ids, chunks) <= 1e-9
+    model = make_model(CASES["sliding/full/sliding, YaRN x32"][0], 3, torch.float64)
+    assert chunked_prefill_error(model, chunks) <= 1e-9
