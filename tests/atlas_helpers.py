@@ -100,16 +100,6 @@ def chunked_prefill_error(model: nn.Module, chunks: Sequence[int]) -> float:
     return float((torch.cat(pieces, dim=1) - full).abs().max())
 
 
-def seeded_model(model_class: type, config_class: type, base: dict, case: dict) -> nn.Module:
-    """``model_class(config_class(**base, **case))`` in eval mode, made right after
-    ``torch.manual_seed(case["seed"])`` (the ``seed`` is not a config setting)."""
-    settings = dict(case)
-    seed = settings.pop("seed")
-    config = config_class(**{**base, **settings})
-    torch.manual_seed(seed)
-    return model_class(config).eval()
-
-
 def jitter_weights(model: nn.Module, buffers: str | None = None) -> nn.Module:
     """Add ``0.05 · N(0, 1)`` to every parameter (then to every buffer whose name holds
     ``buffers``) of a freshly made model: its norms start at their identity and its gates at

@@ -30,7 +30,6 @@ from .atlas_helpers import (
     TransformersOracleTests,
     jitter_weights,
     one_torch_thread,
-    seeded_model,
 )
 
 pytestmark = pytest.mark.usefixtures(one_torch_thread.__name__)
@@ -67,27 +66,29 @@ CONFIGS = {
 }
 
 
-BASE = dict(
-    vocab_size=128,
-    hidden_size=64,
-    intermediate_size=96,
-    moe_intermediate_size=16,
-    num_attention_heads=4,
-    num_key_value_heads=4,
-    kv_lora_rank=16,
-    q_lora_rank=24,
-    qk_rope_head_dim=8,
-    qk_nope_head_dim=8,
-    v_head_dim=8,
-    num_experts_per_tok=2,
-    index_topk=8,
-    index_head_dim=16,
-    experts_implementation="eager",
-)
-
-
 def _hf(name: str) -> DeepseekV32ForCausalLM:
-    model = seeded_model(DeepseekV32ForCausalLM, DeepseekV32Config, BASE, CONFIGS[name])
+    settings_ = dict(CONFIGS[name])
+    seed = settings_.pop("seed")
+    base = dict(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=96,
+        moe_intermediate_size=16,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        kv_lora_rank=16,
+        q_lora_rank=24,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=8,
+        v_head_dim=8,
+        num_experts_per_tok=2,
+        index_topk=8,
+        index_head_dim=16,
+        experts_implementation="eager",
+    )
+    base.update(settings_)
+    torch.manual_seed(seed)
+    model = DeepseekV32ForCausalLM(DeepseekV32Config(**base)).eval()
     return jitter_weights(model, buffers="e_score_correction_bias")  # the routing bias too
 
 

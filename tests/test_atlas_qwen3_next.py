@@ -30,7 +30,6 @@ from .atlas_helpers import (
     TransformersOracleTests,
     jitter_weights,
     one_torch_thread,
-    seeded_model,
 )
 
 pytestmark = pytest.mark.usefixtures(one_torch_thread.__name__)
@@ -68,24 +67,25 @@ CONFIGS = {
 }
 
 
-BASE = dict(
-    vocab_size=128,
-    hidden_size=64,
-    intermediate_size=96,
-    head_dim=16,
-    linear_key_head_dim=8,
-    linear_value_head_dim=8,
-    num_experts=8,
-    num_experts_per_tok=2,
-    moe_intermediate_size=16,
-    shared_expert_intermediate_size=24,
-    experts_implementation="eager",
-)
-
-
 def _hf(name: str) -> Qwen3NextForCausalLM:
-    model = seeded_model(Qwen3NextForCausalLM, Qwen3NextConfig, BASE, CONFIGS[name])
-    return jitter_weights(model)
+    settings_ = dict(CONFIGS[name])
+    seed = settings_.pop("seed")
+    config = Qwen3NextConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=96,
+        head_dim=16,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        num_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        shared_expert_intermediate_size=24,
+        experts_implementation="eager",
+        **settings_,
+    )
+    torch.manual_seed(seed)
+    return jitter_weights(Qwen3NextForCausalLM(config).eval())
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
