@@ -137,16 +137,22 @@ def test_from_hf_names_the_supported_types() -> None:
         atlas.from_hf("gpt_oss")
 
 
-def test_a_base_model_without_its_head_is_refused() -> None:
+def _one_layer_gpt_oss_config():
+    """The smallest gpt-oss: one layer, one head of width 8, two experts."""
     import transformers
 
-    config = transformers.GptOssConfig(
+    return transformers.GptOssConfig(
         vocab_size=16, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
         num_attention_heads=1, num_key_value_heads=1, head_dim=8, num_local_experts=2,
         num_experts_per_tok=1,
     )  # fmt: skip
+
+
+def test_a_base_model_without_its_head_is_refused() -> None:
+    import transformers
+
     with pytest.raises(TypeError, match=r"causal LM with an lm_head.*got GptOssModel"):
-        atlas.from_hf(transformers.GptOssModel(config))
+        atlas.from_hf(transformers.GptOssModel(_one_layer_gpt_oss_config()))
 
 
 def test_a_missing_builder_module_is_not_implemented(monkeypatch) -> None:
@@ -226,13 +232,10 @@ def test_self_attention_equals_sdpa_on_its_projections(h, h_kv, window) -> None:
 def test_load_weights_names_a_shape_or_a_tensor_it_cannot_copy() -> None:
     import transformers
 
-    config = transformers.GptOssConfig(
-        vocab_size=16, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
-        num_attention_heads=1, num_key_value_heads=1, head_dim=8, num_local_experts=2,
-        num_experts_per_tok=1,
-    )  # fmt: skip
-    model = transformers.GptOssForCausalLM(config)
     from course_utils.atlas.gpt_oss import GptOss
+
+    config = _one_layer_gpt_oss_config()
+    model = transformers.GptOssForCausalLM(config)
 
     cases = [  # a layer's names -> the error
         (
