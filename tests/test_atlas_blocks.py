@@ -137,16 +137,22 @@ def test_from_hf_names_the_supported_types() -> None:
         atlas.from_hf("gpt_oss")
 
 
-def test_a_base_model_without_its_head_is_refused() -> None:
+def _one_layer_gpt_oss_config():
+    """The smallest gpt-oss: one layer, one head of width 8, two experts."""
     import transformers
 
-    config = transformers.GptOssConfig(
+    return transformers.GptOssConfig(
         vocab_size=16, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
         num_attention_heads=1, num_key_value_heads=1, head_dim=8, num_local_experts=2,
         num_experts_per_tok=1,
     )  # fmt: skip
+
+
+def test_a_base_model_without_its_head_is_refused() -> None:
+    import transformers
+
     with pytest.raises(TypeError, match=r"causal LM with an lm_head.*got GptOssModel"):
-        atlas.from_hf(transformers.GptOssModel(config))
+        atlas.from_hf(transformers.GptOssModel(_one_layer_gpt_oss_config()))
 
 
 def test_a_missing_builder_module_is_not_implemented(monkeypatch) -> None:
@@ -159,3 +165,86 @@ def test_a_missing_builder_module_is_not_implemented(monkeypatch) -> None:
     monkeypatch.delitem(atlas._BUILDERS, "gpt_oss", raising=False)
     with pytest.raises(NotImplementedError, match="model_type 'gpt_oss' is not built yet"):
         atlas.from_hf(model)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    scores=st.lists(st.floats(-20.0, 20.0), min_size=2, max_size=6),
+    seen=st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_softmax_weights_is_the_formula_on_the_seen_keys(scores, seen) -> None:
+    """w_n = e^{z_n} / sum over seen m of e^{z_m}; an unseen key weighs exactly 0."""
+    T = len(scores)
+    mask = torch.tensor(seen[:T])
+    mask[0] = True  # a row sees at least one key
+    z = torch.tensor(scores, dtype=torch.float64)
+    got = blocks.softmax_weights(z[None], mask[None])[0]
+    want = [math.exp(s) if m else 0.0 for s, m in zip(scores, mask.tolist(), strict=True)]
+    assert torch.allclose(got, torch.tensor(want, dtype=torch.float64) / sum(want), atol=1e-12)
+    assert (got[~mask] == 0.0).all()
+
+
+def test_softmax_weights_rounds_in_the_dtype_asked_and_returns_the_scores_dtype() -> None:
+    z = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    rounded = blocks.softmax_weights(z, mask, torch.float32)
+    assert rounded.dtype == torch.float64
+    assert torch.equal(rounded, torch.softmax(z, -1, dtype=torch.float32).double())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_swiglu_experts_are_course_swiglus(seed) -> None:
+    """Expert e of the stacked tensors is course_utils.transformer.SwiGLU with e's slices."""
+    g = torch.Generator().manual_seed(seed)
+    experts = blocks.SwiGLUExperts(3, d=4, d_ff=6).double()
+    with torch.no_grad():
+        experts.gate_up.normal_(generator=g)
+        experts.down.normal_(generator=g)
+    x = torch.randn(5, 4, generator=g, dtype=torch.float64)
+    for e in range(3):
+        oracle = SwiGLU(4, 6).double()
+        gate, up = experts.gate_up[e].detach().chunk(2, dim=0)
+        oracle.load_state_dict(
+            {"gate.weight": gate, "up.weight": up, "down.weight": experts.down[e]}
+        )
+        assert torch.allclose(experts.expert(e, x), oracle(x), atol=1e-12)
+
+
+@pytest.mark.parametrize(("h", "h_kv", "window"), [(4, 2, None), (2, 1, 3)])
+def test_self_attention_equals_sdpa_on_its_projections(h, h_kv, window) -> None:
+    """Without QK-norm, sinks or RoPE angles (inv_freq 0: cos 1, sin 0) the block is
+    o_proj(SDPA(q_proj x, k_proj x, v_proj x)) with the window's mask."""
+    torch.manual_seed(0)
+    d, dh, T = 8, 4, 6
+    attn = blocks.SelfAttention(
+        d, h, h_kv, dh, scale=0.5, inv_freq=torch.zeros(dh // 2), window=window
+    ).double()
+    x = torch.randn(2, T, d, dtype=torch.float64)
+    q = attn.q_proj(x).view(2, T, h, dh).transpose(1, 2)
+    k = attn.k_proj(x).view(2, T, h_kv, dh).transpose(1, 2)
+    v = attn.v_proj(x).view(2, T, h_kv, dh).transpose(1, 2)
+    mask = blocks.causal_window_mask(T, T, window)
+    a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.5, enable_gqa=True)
+    want = attn.o_proj(a.transpose(1, 2).reshape(2, T, h * dh))
+    assert (attn(x, torch.arange(T), None) - want).abs().max() < 1e-12
+
+
+def test_load_weights_names_a_shape_or_a_tensor_it_cannot_copy() -> None:
+    import transformers
+
+    from course_utils.atlas.gpt_oss import GptOss
+
+    config = _one_layer_gpt_oss_config()
+    model = transformers.GptOssForCausalLM(config)
+
+    cases = [  # a layer's names -> the error
+        (
+            {"input_norm": "self_attn.q_proj"},
+            r"model\.layers\.0\.self_attn\.q_proj\.weight: .*shape",
+        ),
+        ({"input_norm": "no_such"}, r"no tensor model\.layers\.0\.no_such\.weight for ours"),
+        ({"input_norm": "input_layernorm"}, r"no weights of the model were copied into \[.*sinks"),
+    ]
+    for names, match in cases:
+        with pytest.raises(ValueError, match=match):
+            blocks.load_weights(GptOss(config, torch.ones(4), 1.0), model, names)

@@ -21,11 +21,18 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import DeepseekV32Config, DeepseekV32ForCausalLM, DynamicCache
+from transformers import DeepseekV32Config, DeepseekV32ForCausalLM
 
-from course_utils._determinism import one_thread
 from course_utils.atlas import from_hf
 from course_utils.atlas.deepseek_v32 import DeepseekV32, indexer_top_k
+
+from .atlas_helpers import (
+    TransformersOracleTests,
+    jitter_weights,
+    one_torch_thread,
+)
+
+pytestmark = pytest.mark.usefixtures(one_torch_thread.__name__)
 
 T = 40  # tokens per sequence: 5 times index_topk
 PROMPT = 30  # cached decoding: a 30-token prompt, then 10 single steps
@@ -82,20 +89,7 @@ def _hf(name: str) -> DeepseekV32ForCausalLM:
     base.update(settings_)
     torch.manual_seed(seed)
     model = DeepseekV32ForCausalLM(DeepseekV32Config(**base)).eval()
-    with torch.no_grad():  # norms start at 1, the routing bias at 0: make every weight bite
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-        for name_, b in model.named_buffers():
-            if "e_score_correction_bias" in name_:
-                b.add_(0.05 * torch.randn_like(b))
-    return model
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: on a busy two-core machine much faster for these tiny models."""
-    with one_thread():
-        yield
+    return jitter_weights(model, buffers="e_score_correction_bias")  # the routing bias too
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
@@ -105,79 +99,14 @@ def pair(request):
     return model, ids
 
 
-@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-4), (torch.float64, 1e-9)])
-def test_logits_equal_transformers(pair, dtype, tol):
-    model, ids = pair
-    model = model.to(dtype)
-    ours = from_hf(model)
-    assert isinstance(ours, DeepseekV32)
-    with torch.no_grad():
-        expected = model(ids).logits
-        got = ours(ids)
-    assert got.dtype == dtype and got.shape == (2, T, 128)
-    assert (got - expected).abs().max().item() <= tol
+class TestAgainstTransformers(TransformersOracleTests):
+    """The oracle tests all atlas models share (``tests/atlas_helpers.py``), on this model."""
 
+    rebuilt, make, eager_case = DeepseekV32, staticmethod(_hf), "grouped-moe"
+    n_tokens, prompt = T, PROMPT
 
-def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
-    """With ``attn_implementation="eager"`` the reference takes its softmax in float32 even in a
-    float64 model; the rebuild reads that choice from the config and follows it."""
-    model = _hf("grouped-moe").double()
-    model.set_attn_implementation("eager")
-    ids = torch.randint(0, 128, (1, T), generator=torch.Generator().manual_seed(5))
-    ours = from_hf(model)
-    with torch.no_grad():
-        assert (ours(ids) - model(ids).logits).abs().max().item() <= 1e-9
-
-
-def test_ours_is_made_of_our_modules_and_never_calls_theirs():
-    model = _hf("grouped-moe")
-    ours = from_hf(model)
-    assert all(
-        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
-    )
-
-    def refuse(module, args):
-        raise AssertionError(f"{type(module).__name__} was called")
-
-    for module in model.modules():
-        module.register_forward_pre_hook(refuse)
-    with torch.no_grad():
-        cache = ours.new_cache()
-        ours(torch.arange(12)[None], cache=cache)  # without touching the transformers model
-        ours(torch.arange(1)[None], cache=cache)
-
-
-def _decode(forward, ids, cache):
-    steps = [forward(ids[:, :PROMPT], cache)]
-    steps += [forward(ids[:, t : t + 1], cache) for t in range(PROMPT, T)]
-    return torch.cat(steps, dim=1)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_cached_decoding_equals_the_full_pass(pair, dtype):
-    model, ids = pair
-    ours = from_hf(model.to(dtype))
-    with torch.no_grad():
-        cache = ours.new_cache()
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, cache)
-        full = ours(ids)
-    assert cache.length == T and cache.latents[0].length == T
-    # float32 islands (router, norms) round a 1-token step and a 40-token pass apart: ~1e-7
-    assert (decoded - full).abs().max().item() <= 1e-4
-
-
-def test_cached_decoding_equals_the_references_cached_decoding(pair):
-    model, ids = pair
-    model = model.double()
-    ours = from_hf(model)
-    with torch.no_grad():
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, ours.new_cache())
-        expected = _decode(
-            lambda x, c: model(x, cache=c, use_cache=True).logits,
-            ids,
-            DynamicCache(config=model.config),
-        )
-    assert (decoded - expected).abs().max().item() <= 1e-9
+    def check_cache(self, cache) -> None:
+        assert cache.seen == T and cache.layers[0].latents.length == T
 
 
 def test_the_indexer_really_narrows_attention(pair):
@@ -186,8 +115,8 @@ def test_the_indexer_really_narrows_attention(pair):
     ours = from_hf(model.double())
     with torch.no_grad():
         sparse = ours(ids)
-        for attn in ours.attn:
-            attn.top_k = T  # every earlier token: plain causal MLA
+        for layer in ours.layers:
+            layer.attn.top_k = T  # every earlier token: plain causal MLA
         dense = ours(ids)
     assert (sparse - dense).abs().max().item() > 1e-3
 
@@ -224,7 +153,7 @@ def test_bad_input_is_a_clear_error():
         ours(torch.zeros(1, 4))
     with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 128\) \(vocab_size\)"):
         ours(torch.tensor([[-1, 3]]))
-    with pytest.raises(TypeError, match="cache must be a DeepseekV32Cache"):
+    with pytest.raises(TypeError, match="cache must be a DecodeCache"):
         ours(torch.zeros(1, 2, dtype=torch.long), cache=[])
     from course_utils.atlas import deepseek_v32
 

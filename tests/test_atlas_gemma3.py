@@ -14,17 +14,15 @@ import transformers
 from course_utils.atlas import from_hf
 from course_utils.atlas.gemma3 import Gemma3Text
 
-BASE = {
-    "vocab_size": 128,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "sliding_window": 8,
-    "query_pre_attn_scalar": 16,
-    "initializer_range": 0.1,  # logits of order 1-10, not 0.1
-}
+from .atlas_helpers import (
+    TINY_WINDOWED,
+    WINDOW_CHUNKS,
+    assert_ours_never_calls_theirs,
+    chunked_prefill_error,
+    full_and_decoded_errors,
+)
+
+BASE = {**TINY_WINDOWED, "intermediate_size": 128, "query_pre_attn_scalar": 16}
 
 # name -> (settings over BASE, T): the interleave by default and by layer_types, MHA, biases,
 # eager attention, a final soft-cap, a linear RoPE scaling on the global layers
@@ -84,34 +82,16 @@ def test_logits_equal_transformers_and_cached_decoding(case, seed, dtype) -> Non
     ours = from_hf(model)
     assert isinstance(ours, Gemma3Text)
     ids = torch.randint(0, 128, (2, T), generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        want = model(ids).logits  # (B, T, V)
-        got = ours(ids)
-        cache = ours.new_cache()
-        steps = [ours(ids[:, :5], cache=cache)]  # a prompt, then one token at a time
-        steps += [ours(ids[:, t : t + 1], cache=cache) for t in range(5, T)]
-    assert got.dtype == dtype and got.shape == want.shape
-    assert (got - want).abs().max() <= TOLERANCE[dtype]
+    full, decoded = full_and_decoded_errors(ours, model, ids, prompt=5)
+    assert full <= TOLERANCE[dtype]
     # the float32 softmax of transformers' eager Gemma rounds differently over shorter rows
     decode_tol = 1e-5 if settings.get("attn_implementation") == "eager" else TOLERANCE[dtype]
-    assert (torch.cat(steps, dim=1) - got).abs().max() <= max(decode_tol, TOLERANCE[dtype])
-    assert cache.seen == T
+    assert decoded <= max(decode_tol, TOLERANCE[dtype])
 
 
 def test_ours_is_made_of_our_modules_and_never_calls_theirs() -> None:
     model = make_model({"num_hidden_layers": 2}, 0, torch.float32)
-    ours = from_hf(model)
-    assert all(
-        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
-    )
-
-    def refuse(module, args):
-        raise AssertionError(f"{type(module).__name__} was called")
-
-    for module in model.modules():
-        module.register_forward_pre_hook(refuse)
-    with torch.no_grad():
-        ours(torch.arange(12)[None])  # runs without touching the transformers model
+    assert_ours_never_calls_theirs(from_hf(model), model, cached=False)
 
 
 def test_the_window_and_the_two_bases_really_bite() -> None:
@@ -122,14 +102,14 @@ def test_the_window_and_the_two_bases_really_bite() -> None:
         want = model(ids).logits
         ours = from_hf(model)
         assert (ours(ids) - want).abs().max() <= 1e-9
-        assert [layer.window for layer in ours.layers] == [8, 8, 8, 8, 8, None, 8]
+        assert [layer.attn.window for layer in ours.layers] == [8, 8, 8, 8, 8, None, 8]
         for layer in ours.layers:
-            layer.window = None
+            layer.attn.window = None
         assert (ours(ids) - want).abs().max() > 1e-4
         ours = from_hf(model)
-        global_freq = ours.layers[5].inv_freq
+        global_freq = ours.layers[5].attn.inv_freq
         for layer in ours.layers:
-            layer.inv_freq = global_freq
+            layer.attn.inv_freq = global_freq
         assert (ours(ids) - want).abs().max() > 1e-4
 
 
@@ -181,17 +161,8 @@ def test_a_bidirectional_gemma_is_refused() -> None:
         from_hf(model)
 
 
-@pytest.mark.parametrize("chunks", [(11, 1, 9, 3, 13), (1, 20, 16), (8, 8, 8, 8, 5)])
+@pytest.mark.parametrize("chunks", WINDOW_CHUNKS)
 def test_chunked_prefill_equals_the_full_pass(chunks) -> None:
     """Pieces longer than the window, shorter, and exactly the window: the same logits."""
-    settings, _ = CASES["5 local + 1 global + 1 local, soft-cap"]
-    model = make_model(settings, 3, torch.float64)
-    ours = from_hf(model)
-    ids = torch.randint(0, 128, (2, sum(chunks)), generator=torch.Generator().manual_seed(3))
-    cache, start, pieces = ours.new_cache(), 0, []
-    with torch.no_grad():
-        for n in chunks:
-            pieces.append(ours(ids[:, start : start + n], cache=cache))
-            start += n
-        full = ours(ids)
-    assert (torch.cat(pieces, dim=1) - full).abs().max() <= 1e-9
+    model = make_model(CASES["5 local + 1 global + 1 local, soft-cap"][0], 3, torch.float64)
+    assert chunked_prefill_error(model, chunks) <= 1e-9

@@ -17,18 +17,15 @@ from course_utils.atlas import from_hf
 from course_utils.atlas.blocks import AttentionCache
 from course_utils.atlas.gpt_oss import GptOss
 
-BASE = {
-    "vocab_size": 128,
-    "hidden_size": 64,
-    "intermediate_size": 32,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "sliding_window": 8,
-    "num_local_experts": 4,
-    "num_experts_per_tok": 2,
-    "initializer_range": 0.1,  # logits of order 1-10, not 0.1
-}
+from .atlas_helpers import (
+    TINY_WINDOWED,
+    WINDOW_CHUNKS,
+    assert_ours_never_calls_theirs,
+    chunked_prefill_error,
+    full_and_decoded_errors,
+)
+
+BASE = {**TINY_WINDOWED, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 2}
 
 # name -> (settings over BASE, T)
 CASES = {
@@ -91,14 +88,7 @@ def _compare(model: transformers.GptOssForCausalLM, T: int, seed: int) -> tuple[
     ours = from_hf(model)
     assert isinstance(ours, GptOss)
     ids = torch.randint(0, 128, (2, T), generator=torch.Generator().manual_seed(seed))
-    with torch.no_grad():
-        want = model(ids).logits  # (B, T, V)
-        got = ours(ids)
-        cache = ours.new_cache()
-        steps = [ours(ids[:, :6], cache=cache)]  # a prompt, then one token at a time
-        steps += [ours(ids[:, t : t + 1], cache=cache) for t in range(6, T)]
-    assert got.shape == want.shape and got.dtype == want.dtype
-    return float((got - want).abs().max()), float((torch.cat(steps, dim=1) - got).abs().max())
+    return full_and_decoded_errors(ours, model, ids, prompt=6)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
@@ -119,18 +109,7 @@ def test_transformers_default_expert_kernel_agrees_too() -> None:
 
 def test_ours_is_made_of_our_modules_and_never_calls_theirs() -> None:
     model = make_model({"num_hidden_layers": 2}, 0, torch.float32)
-    ours = from_hf(model)
-    assert all(
-        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
-    )
-
-    def refuse(module, args):
-        raise AssertionError(f"{type(module).__name__} was called")
-
-    for module in model.modules():
-        module.register_forward_pre_hook(refuse)
-    with torch.no_grad():
-        ours(torch.arange(12)[None])  # runs without touching the transformers model
+    assert_ours_never_calls_theirs(from_hf(model), model, cached=False)
 
 
 def test_sinks_window_and_clamp_really_bite() -> None:
@@ -145,9 +124,9 @@ def test_sinks_window_and_clamp_really_bite() -> None:
             ours = from_hf(model)
             for layer in ours.layers:
                 if change == "sinks":
-                    layer.sinks.fill_(-1e4)  # a sink nobody attends to = plain softmax
+                    layer.attn.sinks.fill_(-1e4)  # a sink nobody attends to = plain softmax
                 elif change == "window":
-                    layer.window = None
+                    layer.attn.window = None
                 else:
                     layer.moe.limit = 7.0
             assert (ours(ids) - want).abs().max() > 1e-4, change
@@ -173,17 +152,8 @@ def test_bad_input_ids_are_named() -> None:
         ours(torch.ones(1, 2, dtype=torch.bool))
 
 
-@pytest.mark.parametrize("chunks", [(11, 1, 9, 3, 13), (1, 20, 16), (8, 8, 8, 8, 5)])
+@pytest.mark.parametrize("chunks", WINDOW_CHUNKS)
 def test_chunked_prefill_equals_the_full_pass(chunks) -> None:
     """Pieces longer than the window, shorter, and exactly the window: the same logits."""
-    settings, _ = CASES["sliding/full/sliding, YaRN x32"]
-    model = make_model(settings, 3, torch.float64)
-    ours = from_hf(model)
-    ids = torch.randint(0, 128, (2, sum(chunks)), generator=torch.Generator().manual_seed(3))
-    cache, start, pieces = ours.new_cache(), 0, []
-    with torch.no_grad():
-        for n in chunks:
-            pieces.append(ours(ids[:, start : start + n], cache=cache))
-            start += n
-        full = ours(ids)
-    assert (torch.cat(pieces, dim=1) - full).abs().max() <= 1e-9
+    model = make_model(CASES["sliding/full/sliding, YaRN x32"][0], 3, torch.float64)
+    assert chunked_prefill_error(model, chunks) <= 1e-9

@@ -16,16 +16,23 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import DynamicCache, Qwen3NextConfig, Qwen3NextForCausalLM
+from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
 from transformers.models.qwen3_next import modeling_qwen3_next as ref
 
-from course_utils._determinism import one_thread
 from course_utils.atlas import from_hf
 from course_utils.atlas.qwen3_next import (
     Qwen3Next,
     gated_delta_rule_chunked,
     gated_delta_rule_recurrent,
 )
+
+from .atlas_helpers import (
+    TransformersOracleTests,
+    jitter_weights,
+    one_torch_thread,
+)
+
+pytestmark = pytest.mark.usefixtures(one_torch_thread.__name__)
 
 T = 40  # tokens per sequence
 PROMPT = 30  # cached decoding: a 30-token prompt (chunked form), then 10 single steps
@@ -78,18 +85,7 @@ def _hf(name: str) -> Qwen3NextForCausalLM:
         **settings_,
     )
     torch.manual_seed(seed)
-    model = Qwen3NextForCausalLM(config).eval()
-    with torch.no_grad():  # norms start at their identity, gates at zero: make every weight bite
-        for p in model.parameters():
-            p.add_(0.05 * torch.randn_like(p))
-    return model
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """One torch thread: on a busy two-core machine much faster for these tiny models."""
-    with one_thread():
-        yield
+    return jitter_weights(Qwen3NextForCausalLM(config).eval())
 
 
 @pytest.fixture(scope="module", params=sorted(CONFIGS))
@@ -99,82 +95,11 @@ def pair(request):
     return model, ids
 
 
-@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-4), (torch.float64, 1e-9)])
-def test_logits_equal_transformers(pair, dtype, tol):
-    model, ids = pair
-    model = model.to(dtype)
-    ours = from_hf(model)
-    assert isinstance(ours, Qwen3Next)
-    with torch.no_grad():
-        expected = model(ids).logits
-        got = ours(ids)
-    assert got.dtype == dtype and got.shape == (2, T, 128)
-    assert (got - expected).abs().max().item() <= tol
+class TestAgainstTransformers(TransformersOracleTests):
+    """The oracle tests all atlas models share (``tests/atlas_helpers.py``), on this model."""
 
-
-def test_eager_reference_rounds_its_softmax_to_float32_and_so_do_we():
-    """With ``attn_implementation="eager"`` the reference takes its softmax in float32 even in a
-    float64 model; the rebuild reads that choice from the config and follows it."""
-    model = _hf("released-pattern").double()
-    model.set_attn_implementation("eager")
-    ids = torch.randint(0, 128, (1, T), generator=torch.Generator().manual_seed(5))
-    ours = from_hf(model)
-    with torch.no_grad():
-        assert (ours(ids) - model(ids).logits).abs().max().item() <= 1e-9
-
-
-def test_ours_is_made_of_our_modules_and_never_calls_theirs():
-    model = _hf("released-pattern")
-    ours = from_hf(model)
-    assert all(
-        type(m).__module__.split(".")[0] in ("course_utils", "torch") for m in ours.modules()
-    )
-
-    def refuse(module, args):
-        raise AssertionError(f"{type(module).__name__} was called")
-
-    for module in model.modules():
-        module.register_forward_pre_hook(refuse)
-    with torch.no_grad():
-        cache = ours.new_cache()
-        ours(torch.arange(12)[None], cache=cache)  # without touching the transformers model
-        ours(torch.arange(1)[None], cache=cache)
-
-
-def _decode(forward, ids, cache):
-    """Logits of a PROMPT-token prompt, then of one token at a time, concatenated."""
-    steps = [forward(ids[:, :PROMPT], cache)]
-    steps += [forward(ids[:, t : t + 1], cache) for t in range(PROMPT, T)]
-    return torch.cat(steps, dim=1)
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_cached_decoding_equals_the_full_pass(pair, dtype):
-    model, ids = pair
-    ours = from_hf(model.to(dtype))
-    with torch.no_grad():
-        cache = ours.new_cache()
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, cache)
-        full = ours(ids)
-    assert cache.length == T
-    # the DeltaNet state is float32 in both dtypes: chunked vs one-token updates round apart
-    assert (decoded - full).abs().max().item() <= 1e-4
-
-
-def test_cached_decoding_equals_the_references_cached_decoding(pair):
-    """The reference decodes with the same float32 state and the same two DeltaNet forms, so
-    in float64 its cached logits and ours agree to round-off."""
-    model, ids = pair
-    model = model.double()
-    ours = from_hf(model)
-    with torch.no_grad():
-        decoded = _decode(lambda x, c: ours(x, cache=c), ids, ours.new_cache())
-        expected = _decode(
-            lambda x, c: model(x, cache=c, use_cache=True).logits,
-            ids,
-            DynamicCache(config=model.config),
-        )
-    assert (decoded - expected).abs().max().item() <= 1e-9
+    rebuilt, make, eager_case = Qwen3Next, staticmethod(_hf), "released-pattern"
+    n_tokens, prompt = T, PROMPT
 
 
 def test_the_state_does_not_grow():
@@ -253,7 +178,7 @@ def test_bad_input_is_a_clear_error():
         ours(torch.zeros(4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 128\) \(vocab_size\)"):
         ours(torch.tensor([[1, 128]]))
-    with pytest.raises(TypeError, match="cache must be a Qwen3NextCache"):
+    with pytest.raises(TypeError, match="cache must be a DecodeCache"):
         ours(torch.zeros(1, 2, dtype=torch.long), cache={})
 
 

@@ -16,17 +16,15 @@ variant:
 - ``deepseek_v32`` (:mod:`.deepseek_v32`): DeepSeek Sparse Attention (a lightning indexer picks
   the top-k keys) on top of MLA, DeepSeek MoE.
 
->>> import transformers
->>> config = transformers.GptOssConfig(
-...     vocab_size=32, hidden_size=16, intermediate_size=8, num_hidden_layers=2,
-...     num_attention_heads=2, num_key_value_heads=1, head_dim=8, sliding_window=4,
-...     num_local_experts=2, num_experts_per_tok=1)
->>> _ = torch.manual_seed(0)
->>> model = transformers.GptOssForCausalLM(config).eval()
->>> ours = from_hf(model)
->>> ids = torch.randint(0, 32, (1, 10))
->>> bool((ours(ids) - model(ids).logits).abs().max() < 1e-4)
-True
+The model's ``config.model_type`` picks the module (imported when first needed); each module's
+docstring rebuilds a tiny model of its type. Anything else is refused by name:
+
+>>> SUPPORTED_MODEL_TYPES
+('gemma3_text', 'gpt_oss', 'qwen3_next', 'deepseek_v32')
+>>> from_hf(torch.nn.Linear(2, 2))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+    ...
+ValueError: model.config.model_type must be one of ['gemma3_text', ...]; got None
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Elsewhere the arithmetic is the plain formula in the input's dtype.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,21 +39,28 @@ from ..transformer import SwiGLU
 
 __all__ = [
     "ACTIVATIONS",
+    "PRE_NORM_NAMES",
     "AttentionCache",
     "DecodeCache",
     "DecoderLM",
     "GatedMLP",
     "RMSNorm",
+    "SelfAttention",
     "attention",
+    "attention_names",
     "causal_window_mask",
     "check_input_ids",
+    "checked_config",
     "checked_inv_freq",
     "copy_weight",
+    "gated_mlp_names",
+    "load_weights",
     "mix_experts",
     "rms_norm_float32",
     "rope_cos_sin",
     "rotate_half",
     "rotate_pairs",
+    "softmax_weights",
 ]
 
 
@@ -114,8 +121,8 @@ def _gelu_tanh(x: Tensor) -> Tensor:
 
 #: The activations a config's ``hidden_act`` / ``hidden_activation`` may name.
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
-    "silu": lambda x: x * torch.sigmoid(x),  # SiLU = Swish: x·σ(x)
-    "swish": lambda x: x * torch.sigmoid(x),
+    "silu": F.silu,  # SiLU = Swish: x·σ(x), torch's kernel as transformers' nn.SiLU
+    "swish": F.silu,
     "gelu_pytorch_tanh": _gelu_tanh,
     "gelu_tanh": _gelu_tanh,
     "gelu": lambda x: 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0))),  # exact GELU
@@ -132,8 +139,8 @@ def activation(name: str) -> Callable[[Tensor], Tensor]:
 class GatedMLP(SwiGLU):
     """:class:`~course_utils.transformer.SwiGLU` with any activation: ``down(act(gate x) * up x)``.
 
-    With ``"silu"`` it *is* SwiGLU (Llama, Qwen, DeepSeek's experts); Gemma uses GELU's tanh
-    approximation (GeGLU, Shazeer 2020).
+    With ``"silu"`` it *is* SwiGLU (Llama; Qwen's and DeepSeek's dense layers and shared
+    experts); Gemma uses GELU's tanh approximation (GeGLU, Shazeer 2020).
 
     >>> _ = torch.manual_seed(0)
     >>> mlp = GatedMLP(4, 8, "gelu_pytorch_tanh")
@@ -256,6 +263,24 @@ def causal_window_mask(t_q: int, t_k: int, window: int | None = None) -> Tensor:
     return torch.from_numpy(allowed)  # (t_q, t_k) bool
 
 
+def softmax_weights(
+    scores: Tensor, mask: Tensor, softmax_dtype: torch.dtype | None = None
+) -> Tensor:
+    """Attention weights: the softmax over the last axis of ``scores`` where ``mask`` is ``True``,
+    exactly 0 elsewhere, in ``scores``' dtype.
+
+    ``mask`` broadcasts against ``scores`` (``(T_q, T_k)``, or ``(B, 1, T_q, T_k)`` for a choice
+    per sequence). ``softmax_dtype`` rounds the softmax there first (``transformers``' "eager"
+    attention takes it in float32 whatever the model's dtype; SDPA keeps the dtype).
+
+    >>> softmax_weights(torch.zeros(1, 3), torch.tensor([[True, True, False]]))
+    tensor([[0.5000, 0.5000, 0.0000]])
+    """
+    scores = scores.masked_fill(~mask, float("-inf"))  # unseen keys weigh 0
+    # F.softmax subtracts each row's maximum before exp (stable; the -inf entries give 0)
+    return F.softmax(scores, dim=-1, dtype=softmax_dtype).to(scores.dtype)  # rows sum to 1
+
+
 def attention(
     q: Tensor,
     k: Tensor,
@@ -287,13 +312,12 @@ def attention(
     k = k.repeat_interleave(n_rep, dim=1)  # (B, h, T_k, d): each key head serves n_rep queries
     v = v.repeat_interleave(n_rep, dim=1)  # (B, h, T_k, d)
     scores = q @ k.transpose(-2, -1) * scale  # (B, h, T_q, T_k)
-    scores = scores.masked_fill(~mask, float("-inf"))  # (B, h, T_q, T_k): unseen keys weigh 0
     if sinks is not None:
         B, h, T_q, _ = scores.shape
         sink = sinks.to(scores.dtype).view(1, h, 1, 1).expand(B, h, T_q, 1)  # (B, h, T_q, 1)
         scores = torch.cat([scores, sink], dim=-1)  # (B, h, T_q, T_k + 1): one more "key"
-    # F.softmax subtracts each row's maximum before exp (stable; the -inf entries give 0)
-    weights = F.softmax(scores, dim=-1, dtype=softmax_dtype).to(v.dtype)  # rows sum to 1
+        mask = torch.cat([mask, mask.new_ones(*mask.shape[:-1], 1)], dim=-1)  # always seen
+    weights = softmax_weights(scores, mask, softmax_dtype)  # (B, h, T_q, T_k [+ 1])
     if sinks is not None:
         weights = weights[..., :-1]  # (B, h, T_q, T_k): the sink's share goes nowhere
     return weights @ v  # (B, h, T_q, d)
@@ -315,6 +339,101 @@ def checked_inv_freq(ours: Tensor, theirs: Tensor, name: str) -> Tensor:
             f"{shape_str(tuple(theirs.shape))}, {shape_str(tuple(ours.shape))})"
         )
     return theirs.float()
+
+
+class SelfAttention(nn.Module):
+    """Grouped-query self-attention with RoPE and, as a model asks, a window, QK-norm and learned
+    sinks: Gemma 3's and gpt-oss's token mixer.
+
+    ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``positions`` ``(T,)``; ``cache`` an
+    :class:`AttentionCache` or ``None``. ``q_proj``, ``k_proj``, ``v_proj`` make ``n_heads``
+    queries and ``n_kv_heads`` keys and values of width ``d_head``; with ``qk_norm_eps`` each
+    head's query and key is RMS-normalised (gain ``1 + w``, Gemma) before RoPE, which turns pairs
+    ``(i, i + d_head/2)`` by ``positions · inv_freq`` (cos and sin times ``attention_factor``);
+    :func:`attention` mixes the values (a ``window`` of keys if set, ``sinks`` if asked) and
+    ``o_proj`` maps the heads back. ``softmax_dtype`` as in :func:`softmax_weights`.
+
+    >>> _ = torch.manual_seed(0)
+    >>> attn = SelfAttention(8, 2, 1, 4, scale=0.5, inv_freq=torch.tensor([1.0, 0.1]), window=3)
+    >>> cache = AttentionCache(window=attn.window)
+    >>> x = torch.randn(1, 5, 8)                           # (B, T, d_model)
+    >>> full = attn(x, torch.arange(5), None)              # the whole sequence at once
+    >>> steps = torch.cat([attn(x[:, t : t + 1], torch.tensor([t]), cache) for t in range(5)], 1)
+    >>> bool((steps - full).abs().max() < 1e-6), len(cache)   # token by token: w - 1 + 1 keys
+    (True, 3)
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        n_kv_heads: int,
+        d_head: int,
+        *,
+        scale: float,
+        inv_freq: Tensor,
+        attention_factor: float = 1.0,
+        window: int | None = None,
+        bias: bool = False,
+        qk_norm_eps: float | None = None,
+        sinks: bool = False,
+    ) -> None:
+        super().__init__()
+        d, h, h_kv = d_model, n_heads, n_kv_heads
+        self.n_heads, self.n_kv_heads, self.d_head = h, h_kv, d_head
+        self.window, self.scale = window, scale
+        self.softmax_dtype: torch.dtype | None = None  # float32 to mirror transformers' eager
+        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
+        self.attention_factor = attention_factor  # YaRN's: multiplies cos and sin
+        self.q_proj = nn.Linear(d, h * d_head, bias=bias)
+        self.k_proj = nn.Linear(d, h_kv * d_head, bias=bias)
+        self.v_proj = nn.Linear(d, h_kv * d_head, bias=bias)
+        self.o_proj = nn.Linear(h * d_head, d, bias=bias)
+        self.q_norm = self.k_norm = None
+        if qk_norm_eps is not None:
+            self.q_norm = RMSNorm(d_head, qk_norm_eps, unit_offset=True)
+            self.k_norm = RMSNorm(d_head, qk_norm_eps, unit_offset=True)
+        self.sinks = nn.Parameter(torch.zeros(h)) if sinks else None  # (h,): a logit per head
+
+    @classmethod
+    def from_config(
+        cls, config: Any, kind: str, inv_freq: Tensor, attention_factor: float, **kwargs: Any
+    ) -> SelfAttention:
+        """The attention of a layer of ``kind`` (``"sliding_attention"`` has the config's
+        ``sliding_window``) with the config's widths and ``attention_bias``."""
+        window = config.sliding_window if kind == "sliding_attention" else None
+        return cls(
+            config.hidden_size,
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            config.head_dim,
+            inv_freq=inv_freq,
+            attention_factor=attention_factor,
+            window=window,
+            bias=bool(config.attention_bias),
+            **kwargs,
+        )
+
+    def extra_repr(self) -> str:
+        return f"window={self.window}, scale={self.scale:.4g}"
+
+    def forward(self, x: Tensor, positions: Tensor, cache: AttentionCache | None) -> Tensor:
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, dh)
+        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
+        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)  # QK-norm: each head's vector has rms ~1 (x gain)
+        cos, sin = rope_cos_sin(self.inv_freq, positions, self.attention_factor, x.dtype)
+        q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)  # (B, h|hkv, T, dh)
+        if cache is not None:  # the cache's keys first, then these: (B, hkv, T_k, dh)
+            k, v, _ = cache.extend(k, v, positions)
+        mask = causal_window_mask(T, k.size(2), self.window).to(x.device)  # (T, T_k)
+        a = attention(
+            q, k, v, scale=self.scale, mask=mask, sinks=self.sinks, softmax_dtype=self.softmax_dtype
+        )  # (B, h, T, dh)
+        a = a.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)  # (B, T, h·dh)
+        return self.o_proj(a)  # (B, T, d)
 
 
 # --------------------------------------------------------------------------------------------
@@ -399,6 +518,24 @@ def check_input_ids(input_ids: Any, vocab_size: int) -> Tensor:
     return input_ids
 
 
+def checked_config(model: Any, model_type: str, class_name: str) -> Any:
+    """``model.config``, once ``model`` is a ``transformers`` ``class_name``: its ``model_type``
+    and an ``lm_head`` (else a ``TypeError`` naming what it got).
+
+    >>> checked_config(nn.Linear(2, 2), "gpt_oss", "GptOssForCausalLM")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    TypeError: model must be a transformers GptOssForCausalLM (model_type 'gpt_oss'); got Linear...
+    """
+    config = getattr(model, "config", None)
+    if getattr(config, "model_type", None) != model_type or not hasattr(model, "lm_head"):
+        raise TypeError(
+            f"model must be a transformers {class_name} (model_type {model_type!r}); got "
+            f"{type(model).__name__} with model_type {getattr(config, 'model_type', None)!r}"
+        )
+    return config
+
+
 def copy_weight(ours: Tensor, theirs: Tensor, name: str) -> None:
     """Copy a checkpoint tensor into one of ours (same shape, or a clear error naming it)."""
     if tuple(ours.shape) != tuple(theirs.shape):
@@ -413,9 +550,13 @@ def copy_weight(ours: Tensor, theirs: Tensor, name: str) -> None:
 class DecoderLM(nn.Module):
     """The skeleton every atlas model shares: embed, a stack of layers, a final norm, the logits.
 
-    A subclass sets ``vocab_size`` and ``layers`` (each called ``layer(x, positions, state)`` with
-    ``x`` ``(B, T, d_model)``, ``positions`` ``(T,)`` and its entry of the cache or ``None``), and
-    writes :meth:`embed`, :meth:`head` and :meth:`new_layer_state`.
+    A subclass passes its layers and final norm to ``__init__`` (which adds ``embed_tokens`` and
+    a bias-free ``lm_head``), and writes :meth:`new_layer_state` (and :meth:`embed` or
+    :meth:`head` where its model differs from ``embed_tokens(ids)`` and ``lm_head(norm(x))``).
+    Each layer is called
+    ``layer(x, positions, state)``: ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``,
+    ``positions`` ``(T,)``, ``state`` its entry of the cache (made by :meth:`new_layer_state`) or
+    ``None``.
 
     ``forward(input_ids)`` returns the logits ``(B, T, vocab_size)`` of a whole sequence.
     ``forward(input_ids, cache=cache)`` with ``cache = model.new_cache()`` continues from what
@@ -423,14 +564,21 @@ class DecoderLM(nn.Module):
     at a time), the logits are those of these new positions, and the cache is updated in place.
     """
 
-    vocab_size: int
-    layers: nn.ModuleList
+    def __init__(
+        self, vocab_size: int, d_model: int, layers: Iterable[nn.Module], norm: nn.Module
+    ) -> None:
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.embed_tokens = nn.Embedding(vocab_size, d_model)  # (V, d_model)
+        self.layers = nn.ModuleList(layers)
+        self.norm = norm
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)  # (V, d_model)
 
     def embed(self, input_ids: Tensor) -> Tensor:
-        raise NotImplementedError
+        return self.embed_tokens(input_ids)  # (B, T, d_model)
 
     def head(self, x: Tensor) -> Tensor:
-        raise NotImplementedError
+        return self.lm_head(self.norm(x))  # (B, T, vocab_size)
 
     def new_layer_state(self, i: int) -> Any:
         raise NotImplementedError
@@ -440,7 +588,7 @@ class DecoderLM(nn.Module):
         return DecodeCache([self.new_layer_state(i) for i in range(len(self.layers))])
 
     def forward(self, input_ids: Tensor, cache: DecodeCache | None = None) -> Tensor:
-        input_ids = check_input_ids(input_ids, self.vocab_size)
+        input_ids = check_input_ids(input_ids, self.vocab_size).long()
         B, T = input_ids.shape
         start = 0
         if cache is not None:
@@ -462,6 +610,80 @@ class DecoderLM(nn.Module):
         if cache is not None:
             cache.seen, cache.batch = start + T, B
         return self.head(x)  # (B, T, vocab_size)
+
+
+def _tensor(module: nn.Module, name: str) -> Tensor | None:
+    """The parameter or buffer ``name`` (dotted) of ``module``; ``None`` where it has none."""
+    owner, _, leaf = name.rpartition(".")
+    try:
+        return getattr(module.get_submodule(owner), leaf, None)
+    except AttributeError:  # no such submodule
+        return None
+
+
+def load_weights(ours: DecoderLM, model: nn.Module, layer_names: dict[str, str]) -> DecoderLM:
+    """``ours`` with the weights of ``model``, a ``transformers`` ``...ForCausalLM``, in its dtype
+    and device (RoPE's ``inv_freq`` buffers stay float32, as the model keeps them), in eval mode.
+
+    ``ours.embed_tokens``, ``ours.norm`` and ``ours.lm_head`` take ``model.model.embed_tokens``,
+    ``model.model.norm`` and ``model.lm_head``; ``layer_names`` maps the names inside one of our
+    ``layers`` to the names inside one of the model's (``"attn.q_proj": "self_attn.q_proj"``). A
+    module's name stands for its ``weight`` and ``bias``; a name that a layer of ours does not have
+    is passed over (one map serves layers of several kinds), but every parameter and buffer of
+    ours must be copied, and each tensor must have our shape (else a ``ValueError`` naming it).
+    """
+    weight = model.lm_head.weight
+    ours = ours.to(dtype=weight.dtype, device=weight.device)
+    for module in ours.modules():  # the frequencies stay float32 whatever the dtype
+        if isinstance(getattr(module, "inv_freq", None), Tensor):
+            module.inv_freq = module.inv_freq.float()
+    names = {"embed_tokens": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"}
+    for i in range(len(ours.layers)):
+        names |= {f"layers.{i}.{mine}": f"model.layers.{i}.{n}" for mine, n in layer_names.items()}
+    copied: set[str] = set()
+    for mine, theirs in names.items():
+        for part in ("", ".weight", ".bias"):  # a tensor's own name, or a module's two
+            dst = _tensor(ours, mine + part)
+            if isinstance(dst, Tensor):
+                src = _tensor(model, theirs + part)
+                if src is None:
+                    raise ValueError(
+                        f"the model has no tensor {theirs + part} for ours {mine + part}"
+                    )
+                copy_weight(dst, src, theirs + part)
+                copied.add(mine + part)
+    missing = sorted(set(ours.state_dict()) - copied)
+    if missing:
+        raise ValueError(f"no weights of the model were copied into {missing}")
+    return ours.eval()
+
+
+#: Where the checkpoints keep a pre-norm layer's two norms (for :func:`load_weights`).
+PRE_NORM_NAMES = {
+    "input_norm": "input_layernorm",
+    "post_attention_norm": "post_attention_layernorm",
+}
+
+
+def attention_names(ours: str = "attn", theirs: str = "self_attn") -> dict[str, str]:
+    """Our attention's projections, QK-norms and sinks -> the same names in a checkpoint's
+    ``self_attn`` (for :func:`load_weights`, which passes over the ones a model lacks).
+
+    >>> attention_names("mixer")["mixer.q_proj"]
+    'self_attn.q_proj'
+    """
+    parts = ("q_proj", "k_proj", "v_proj", "o_proj", "q_norm", "k_norm", "sinks")
+    return {f"{ours}.{n}": f"{theirs}.{n}" for n in parts}
+
+
+def gated_mlp_names(ours: str, theirs: str) -> dict[str, str]:
+    """A :class:`GatedMLP`'s ``gate``, ``up``, ``down`` -> Llama's ``gate_proj``, ``up_proj``,
+    ``down_proj`` (for :func:`load_weights`).
+
+    >>> gated_mlp_names("ffn.shared", "mlp.shared_expert")["ffn.shared.up"]
+    'mlp.shared_expert.up_proj'
+    """
+    return {f"{ours}.{n}": f"{theirs}.{n}_proj" for n in ("gate", "up", "down")}
 
 
 # --------------------------------------------------------------------------------------------
@@ -515,4 +737,38 @@ def swiglu(x: Tensor, w_gate: Tensor, w_up: Tensor, w_down: Tensor) -> Tensor:
     return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)  # (..., d)
 
 
-__all__ += ["rope_inverse_frequencies_float32", "swiglu"]
+class SwiGLUExperts(nn.Module):
+    """``E`` SwiGLU experts stacked as Qwen's and DeepSeek's checkpoints store them: ``gate_up``
+    ``(E, 2 d_ff, d)`` (expert ``e``'s gate rows, then its up rows) and ``down`` ``(E, d, d_ff)``.
+
+    ``experts(x, indices, weights)`` is :func:`mix_experts` with :meth:`expert`: ``x`` ``(N, d)``,
+    the router's choice ``indices`` and ``weights`` ``(N, k)``.
+
+    >>> experts = SwiGLUExperts(2, d=2, d_ff=3)
+    >>> with torch.no_grad():
+    ...     _ = experts.gate_up.fill_(1.0), experts.down.fill_(1.0)
+    >>> out = experts(torch.ones(1, 2), torch.tensor([[1]]), torch.tensor([[0.5]]))  # (N, d)
+    >>> out.detach()                                       # 0.5 · (3 · silu(2) · 2)
+    tensor([[5.2848, 5.2848]])
+    """
+
+    def __init__(self, n_experts: int, d: int, d_ff: int) -> None:
+        super().__init__()
+        self.gate_up = nn.Parameter(torch.zeros(n_experts, 2 * d_ff, d))  # (E, 2 d_ff, d)
+        self.down = nn.Parameter(torch.zeros(n_experts, d, d_ff))  # (E, d, d_ff)
+
+    def expert(self, e: int, x: Tensor) -> Tensor:
+        """Expert ``e`` on its tokens ``x`` ``(n_e, d)`` -> ``(n_e, d)``."""
+        gate, up = self.gate_up[e].chunk(2, dim=0)  # (d_ff, d) each: gate rows, then up rows
+        return swiglu(x, gate, up, self.down[e])  # (n_e, d)
+
+    def forward(self, x: Tensor, indices: Tensor, weights: Tensor) -> Tensor:
+        return mix_experts(x, indices, weights, self.expert)  # (N, d)
+
+    @staticmethod
+    def checkpoint_names(ours: str, theirs: str) -> dict[str, str]:
+        """Our ``gate_up`` and ``down`` -> the checkpoints' ``gate_up_proj`` and ``down_proj``."""
+        return {f"{ours}.gate_up": f"{theirs}.gate_up_proj", f"{ours}.down": f"{theirs}.down_proj"}
+
+
+__all__ += ["SwiGLUExperts", "rope_inverse_frequencies_float32", "swiglu"]

@@ -23,7 +23,7 @@ What Gemma 3 (Gemma Team 2025) changes in a Llama-style decoder:
 >>> _ = torch.manual_seed(0)
 >>> model = transformers.Gemma3ForCausalLM(config).eval()
 >>> ours = build(model)
->>> [layer.window for layer in ours.layers]                # local, then global
+>>> [layer.attn.window for layer in ours.layers]           # local, then global
 [4, None]
 >>> ids = torch.randint(0, 32, (1, 12))
 >>> bool((ours(ids) - model(ids).logits).abs().max() < 1e-4)
@@ -39,16 +39,16 @@ from torch import Tensor, nn
 
 from ..positions import rope_inverse_frequencies
 from .blocks import (
+    PRE_NORM_NAMES,
     AttentionCache,
     DecoderLM,
     GatedMLP,
     RMSNorm,
-    attention,
-    causal_window_mask,
+    SelfAttention,
+    attention_names,
     checked_inv_freq,
-    copy_weight,
-    rope_cos_sin,
-    rotate_pairs,
+    gated_mlp_names,
+    load_weights,
 )
 
 __all__ = ["Gemma3Layer", "Gemma3Text", "build"]
@@ -58,57 +58,29 @@ LAYER_KINDS = ("sliding_attention", "full_attention")
 
 class Gemma3Layer(nn.Module):
     """One Gemma 3 decoder layer: attention (QK-norm, RoPE, a window if local), then a GeGLU MLP,
-    each wrapped in a pre-norm and a post-norm.
-
-    ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``positions`` ``(T,)``; ``cache`` an
-    :class:`~course_utils.atlas.blocks.AttentionCache` or ``None``.
-    """
+    each wrapped in a pre-norm and a post-norm (its ``forward`` as in
+    :class:`~course_utils.atlas.blocks.DecoderLM`; the state an ``AttentionCache``)."""
 
     def __init__(self, config: Any, kind: str, inv_freq: Tensor, attention_factor: float) -> None:
         super().__init__()
-        d, h, h_kv, d_head = (
-            config.hidden_size,
-            config.num_attention_heads,
-            config.num_key_value_heads,
-            config.head_dim,
+        d, eps = config.hidden_size, config.rms_norm_eps
+        self.attn = SelfAttention.from_config(
+            config,
+            kind,
+            inv_freq,
+            attention_factor,
+            scale=config.query_pre_attn_scalar**-0.5,  # not d_head^-1/2: a config number
+            qk_norm_eps=eps,
         )
-        bias, eps = bool(config.attention_bias), config.rms_norm_eps
-        self.n_heads, self.n_kv_heads, self.d_head = h, h_kv, d_head
-        self.window = config.sliding_window if kind == "sliding_attention" else None
-        self.scale = config.query_pre_attn_scalar**-0.5  # not d_head^-1/2: a config number
-        self.softmax_dtype: torch.dtype | None = None  # float32 to mirror transformers' eager
-        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
-        self.attention_factor = attention_factor
-        self.q_proj = nn.Linear(d, h * d_head, bias=bias)
-        self.k_proj = nn.Linear(d, h_kv * d_head, bias=bias)
-        self.v_proj = nn.Linear(d, h_kv * d_head, bias=bias)
-        self.o_proj = nn.Linear(h * d_head, d, bias=bias)
-        self.q_norm = RMSNorm(d_head, eps, unit_offset=True)
-        self.k_norm = RMSNorm(d_head, eps, unit_offset=True)
         self.input_norm = RMSNorm(d, eps, unit_offset=True)
         self.post_attention_norm = RMSNorm(d, eps, unit_offset=True)
         self.pre_mlp_norm = RMSNorm(d, eps, unit_offset=True)
         self.post_mlp_norm = RMSNorm(d, eps, unit_offset=True)
         self.mlp = GatedMLP(d, config.intermediate_size, config.hidden_activation)
 
-    def extra_repr(self) -> str:
-        return f"window={self.window}, scale={self.scale:.4g}"
-
     def forward(self, x: Tensor, positions: Tensor, cache: AttentionCache | None) -> Tensor:
-        B, T, _ = x.shape
-        h = self.input_norm(x)  # (B, T, d)
-        q = self.q_proj(h).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, dh)
-        k = self.k_proj(h).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
-        v = self.v_proj(h).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
-        q, k = self.q_norm(q), self.k_norm(k)  # QK-norm: each head's vector has rms ~1 (x gain)
-        cos, sin = rope_cos_sin(self.inv_freq, positions, self.attention_factor, x.dtype)
-        q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)  # (B, h|hkv, T, dh)
-        if cache is not None:  # the cache's keys first, then these: (B, hkv, T_k, dh)
-            k, v, _ = cache.extend(k, v, positions)
-        mask = causal_window_mask(T, k.size(2), self.window).to(x.device)  # (T, T_k)
-        a = attention(q, k, v, scale=self.scale, mask=mask, softmax_dtype=self.softmax_dtype)
-        a = a.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)  # (B, T, h·dh)
-        x = x + self.post_attention_norm(self.o_proj(a))  # (B, T, d): post-norm, then residual
+        a = self.attn(self.input_norm(x), positions, cache)  # (B, T, d)
+        x = x + self.post_attention_norm(a)  # (B, T, d): post-norm, then residual
         return x + self.post_mlp_norm(self.mlp(self.pre_mlp_norm(x)))  # (B, T, d)
 
 
@@ -120,17 +92,13 @@ class Gemma3Text(DecoderLM):
     """
 
     def __init__(self, config: Any, rope: dict[str, tuple[Tensor, float]]) -> None:
-        super().__init__()
-        self.vocab_size, d = config.vocab_size, config.hidden_size
+        d = config.hidden_size
+        layers = (Gemma3Layer(config, kind, *rope[kind]) for kind in config.layer_types)
+        norm = RMSNorm(d, config.rms_norm_eps, unit_offset=True)
+        super().__init__(config.vocab_size, d, layers, norm)
         # √d_model, rounded to float32 as the checkpoint stores it
         self.embed_scale = float(torch.tensor(d**0.5, dtype=torch.float32))
         self.final_softcap = config.final_logit_softcapping
-        self.embed_tokens = nn.Embedding(config.vocab_size, d)
-        self.layers = nn.ModuleList(
-            Gemma3Layer(config, kind, *rope[kind]) for kind in config.layer_types
-        )
-        self.norm = RMSNorm(d, config.rms_norm_eps, unit_offset=True)
-        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
 
     def embed(self, input_ids: Tensor) -> Tensor:
         return self.embed_tokens(input_ids) * self.embed_scale  # (B, T, d): scaled by √d
@@ -142,7 +110,7 @@ class Gemma3Text(DecoderLM):
         return logits
 
     def new_layer_state(self, i: int) -> AttentionCache:
-        return AttentionCache(window=self.layers[i].window)  # a local layer keeps w - 1 keys
+        return AttentionCache(window=self.layers[i].attn.window)  # a local layer: w - 1 keys
 
 
 def _rope(model: nn.Module, kind: str) -> tuple[Tensor, float]:
@@ -167,36 +135,15 @@ def build(model: nn.Module) -> Gemma3Text:
     kinds = sorted(set(config.layer_types))
     if not set(kinds) <= set(LAYER_KINDS):
         raise ValueError(f"model.config.layer_types must hold {LAYER_KINDS}; got {kinds}")
-    weight = model.lm_head.weight
     ours = Gemma3Text(config, {kind: _rope(model, kind) for kind in kinds})
-    ours = ours.to(dtype=weight.dtype, device=weight.device)
-    for layer in ours.layers:  # the frequencies stay float32 whatever the dtype
-        layer.inv_freq = layer.inv_freq.float()
-        if config._attn_implementation == "eager":  # its softmax is float32 whatever the dtype
-            layer.softmax_dtype = torch.float32
-    theirs = model.model
-    copy_weight(ours.embed_tokens.weight, theirs.embed_tokens.weight, "embed_tokens")
-    copy_weight(ours.norm.weight, theirs.norm.weight, "norm")
-    copy_weight(ours.lm_head.weight, model.lm_head.weight, "lm_head")
+    if config._attn_implementation == "eager":  # its softmax is float32 whatever the dtype
+        for layer in ours.layers:
+            layer.attn.softmax_dtype = torch.float32
     names = {  # ours -> theirs, within a layer
-        "q_proj": "self_attn.q_proj",
-        "k_proj": "self_attn.k_proj",
-        "v_proj": "self_attn.v_proj",
-        "o_proj": "self_attn.o_proj",
-        "q_norm": "self_attn.q_norm",
-        "k_norm": "self_attn.k_norm",
-        "input_norm": "input_layernorm",
-        "post_attention_norm": "post_attention_layernorm",
+        **attention_names(),
+        **PRE_NORM_NAMES,
         "pre_mlp_norm": "pre_feedforward_layernorm",
         "post_mlp_norm": "post_feedforward_layernorm",
-        "mlp.gate": "mlp.gate_proj",
-        "mlp.up": "mlp.up_proj",
-        "mlp.down": "mlp.down_proj",
+        **gated_mlp_names("mlp", "mlp"),
     }
-    for i, (layer, their_layer) in enumerate(zip(ours.layers, theirs.layers, strict=True)):
-        for mine, name in names.items():
-            src, dst = their_layer.get_submodule(name), layer.get_submodule(mine)
-            for p in ("weight", "bias"):
-                if getattr(dst, p, None) is not None:
-                    copy_weight(getattr(dst, p), getattr(src, p), f"layers.{i}.{name}.{p}")
-    return ours.eval()
+    return load_weights(ours, model, names)

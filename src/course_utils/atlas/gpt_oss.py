@@ -24,13 +24,13 @@ What gpt-oss changes in a Llama-style decoder:
 >>> _ = torch.manual_seed(0)
 >>> model = transformers.GptOssForCausalLM(config).eval()
 >>> ours = build(model)
->>> [layer.window for layer in ours.layers]                # sliding, then full
-[4, None]
 >>> ids = torch.randint(0, 32, (1, 12))
 >>> cache = ours.new_cache()
 >>> steps = [ours(ids[:, t : t + 1], cache=cache) for t in range(12)]   # one token at a time
 >>> bool((torch.cat(steps, dim=1) - model(ids).logits).abs().max() < 1e-4)
 True
+>>> [len(layer_cache) for layer_cache in cache.layers]    # sliding: w - 1 + 1 keys; full: all
+[4, 12]
 """
 
 from __future__ import annotations
@@ -42,16 +42,15 @@ from torch import Tensor, nn
 
 from ..positions import rope_inverse_frequencies
 from .blocks import (
+    PRE_NORM_NAMES,
     AttentionCache,
     DecoderLM,
     RMSNorm,
-    attention,
-    causal_window_mask,
+    SelfAttention,
+    attention_names,
     checked_inv_freq,
-    copy_weight,
+    load_weights,
     mix_experts,
-    rope_cos_sin,
-    rotate_pairs,
 )
 
 __all__ = ["ClampedSwiGLUExperts", "GptOss", "GptOssLayer", "build"]
@@ -97,30 +96,14 @@ class ClampedSwiGLUExperts(nn.Module):
 
 class GptOssLayer(nn.Module):
     """One gpt-oss layer: attention with sinks (and a window if sliding), then the MoE; pre-norms.
-
-    ``x`` ``(B, T, d_model)`` -> ``(B, T, d_model)``; ``positions`` ``(T,)``; ``cache`` an
-    :class:`~course_utils.atlas.blocks.AttentionCache` or ``None``.
-    """
+    Called as a :class:`~course_utils.atlas.blocks.DecoderLM` calls its layers."""
 
     def __init__(self, config: Any, kind: str, inv_freq: Tensor, attention_factor: float) -> None:
         super().__init__()
-        d, h, h_kv, d_head = (
-            config.hidden_size,
-            config.num_attention_heads,
-            config.num_key_value_heads,
-            config.head_dim,
+        d, eps = config.hidden_size, config.rms_norm_eps
+        self.attn = SelfAttention.from_config(
+            config, kind, inv_freq, attention_factor, scale=config.head_dim**-0.5, sinks=True
         )
-        bias, eps = bool(config.attention_bias), config.rms_norm_eps
-        self.n_heads, self.n_kv_heads, self.d_head = h, h_kv, d_head
-        self.window = config.sliding_window if kind == "sliding_attention" else None
-        self.scale = d_head**-0.5
-        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (d_head/2,) float32
-        self.attention_factor = attention_factor  # YaRN's: multiplies cos and sin
-        self.q_proj = nn.Linear(d, h * d_head, bias=bias)
-        self.k_proj = nn.Linear(d, h_kv * d_head, bias=bias)
-        self.v_proj = nn.Linear(d, h_kv * d_head, bias=bias)
-        self.o_proj = nn.Linear(h * d_head, d, bias=bias)
-        self.sinks = nn.Parameter(torch.zeros(h))  # (h,): one learned logit per head
         self.input_norm = RMSNorm(d, eps)
         self.post_attention_norm = RMSNorm(d, eps)
         self.moe = ClampedSwiGLUExperts(
@@ -132,23 +115,8 @@ class GptOssLayer(nn.Module):
             config.swiglu_limit,
         )
 
-    def extra_repr(self) -> str:
-        return f"window={self.window}"
-
     def forward(self, x: Tensor, positions: Tensor, cache: AttentionCache | None) -> Tensor:
-        B, T, _ = x.shape
-        h = self.input_norm(x)  # (B, T, d)
-        q = self.q_proj(h).view(B, T, self.n_heads, self.d_head).transpose(1, 2)  # (B, h, T, dh)
-        k = self.k_proj(h).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
-        v = self.v_proj(h).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B,hkv,T,dh)
-        cos, sin = rope_cos_sin(self.inv_freq, positions, self.attention_factor, x.dtype)
-        q, k = rotate_pairs(q, cos, sin), rotate_pairs(k, cos, sin)  # (B, h|hkv, T, dh)
-        if cache is not None:  # the cache's keys first, then these: (B, hkv, T_k, dh)
-            k, v, _ = cache.extend(k, v, positions)
-        mask = causal_window_mask(T, k.size(2), self.window).to(x.device)  # (T, T_k)
-        a = attention(q, k, v, scale=self.scale, mask=mask, sinks=self.sinks)  # (B, h, T, dh)
-        a = a.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)  # (B, T, h·dh)
-        x = x + self.o_proj(a)  # (B, T, d)
+        x = x + self.attn(self.input_norm(x), positions, cache)  # (B, T, d)
         return x + self.moe(self.post_attention_norm(x))  # (B, T, d)
 
 
@@ -160,23 +128,14 @@ class GptOss(DecoderLM):
     """
 
     def __init__(self, config: Any, inv_freq: Tensor, attention_factor: float) -> None:
-        super().__init__()
-        self.vocab_size, d = config.vocab_size, config.hidden_size
-        self.embed_tokens = nn.Embedding(config.vocab_size, d)
-        self.layers = nn.ModuleList(
+        layers = (
             GptOssLayer(config, kind, inv_freq, attention_factor) for kind in config.layer_types
         )
-        self.norm = RMSNorm(d, config.rms_norm_eps)
-        self.lm_head = nn.Linear(d, config.vocab_size, bias=False)
-
-    def embed(self, input_ids: Tensor) -> Tensor:
-        return self.embed_tokens(input_ids)  # (B, T, d)
-
-    def head(self, x: Tensor) -> Tensor:
-        return self.lm_head(self.norm(x))  # (B, T, V)
+        norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        super().__init__(config.vocab_size, config.hidden_size, layers, norm)
 
     def new_layer_state(self, i: int) -> AttentionCache:
-        return AttentionCache(window=self.layers[i].window)  # a sliding layer keeps w - 1 keys
+        return AttentionCache(window=self.layers[i].attn.window)  # sliding: w - 1 keys
 
 
 def build(model: nn.Module) -> GptOss:
@@ -194,34 +153,13 @@ def build(model: nn.Module) -> GptOss:
         config.head_dim, base, params, max_position_embeddings=config.max_position_embeddings
     )
     inv_freq = checked_inv_freq(inv_freq, model.model.rotary_emb.inv_freq, "RoPE")
-    weight = model.lm_head.weight
-    ours = GptOss(config, inv_freq, factor).to(dtype=weight.dtype, device=weight.device)
-    for layer in ours.layers:  # the frequencies stay float32 whatever the dtype
-        layer.inv_freq = layer.inv_freq.float()
-    theirs = model.model
-    copy_weight(ours.embed_tokens.weight, theirs.embed_tokens.weight, "embed_tokens")
-    copy_weight(ours.norm.weight, theirs.norm.weight, "norm")
-    copy_weight(ours.lm_head.weight, model.lm_head.weight, "lm_head")
-    names = {  # ours -> theirs, within a layer
-        "q_proj.weight": "self_attn.q_proj.weight",
-        "k_proj.weight": "self_attn.k_proj.weight",
-        "v_proj.weight": "self_attn.v_proj.weight",
-        "o_proj.weight": "self_attn.o_proj.weight",
-        "sinks": "self_attn.sinks",
-        "input_norm.weight": "input_layernorm.weight",
-        "post_attention_norm.weight": "post_attention_layernorm.weight",
-        "moe.router.weight": "mlp.router.weight",
-        "moe.router.bias": "mlp.router.bias",
+    names = {  # ours -> theirs, within a layer (a module: its weight and bias, where ours has one)
+        **attention_names(),
+        **PRE_NORM_NAMES,
+        "moe.router": "mlp.router",
         "moe.gate_up": "mlp.experts.gate_up_proj",
         "moe.gate_up_bias": "mlp.experts.gate_up_proj_bias",
         "moe.down": "mlp.experts.down_proj",
         "moe.down_bias": "mlp.experts.down_proj_bias",
     }
-    if config.attention_bias:
-        for p in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            names[f"{p}.bias"] = f"self_attn.{p}.bias"
-    for i, (layer, their_layer) in enumerate(zip(ours.layers, theirs.layers, strict=True)):
-        for mine, name in names.items():
-            src, dst = their_layer.get_parameter(name), layer.get_parameter(mine)
-            copy_weight(dst, src, f"layers.{i}.{name}")
-    return ours.eval()
+    return load_weights(GptOss(config, inv_freq, factor), model, names)

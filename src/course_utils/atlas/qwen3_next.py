@@ -36,14 +36,17 @@ angles, router probabilities, the DeltaNet core) are kept: see :mod:`course_util
 >>> float((ours(ids) - hf(ids).logits).abs().max()) < 1e-9
 True
 >>> cache = ours.new_cache()
->>> steps = torch.cat([ours(ids[:, t : t + 1], cache=cache) for t in range(12)], dim=1)
->>> float((steps - ours(ids)).abs().max()) < 1e-5   # the float32 DeltaNet state
-True
+>>> _ = ours(ids, cache=cache)
+>>> [type(state).__name__ for state in cache.layers]     # linear layer, then attention
+['DeltaNetState', 'KVCache']
+>>> tuple(cache.layers[0].state.shape), len(cache.layers[1])  # fixed (B, H_v, d_k, d_v); 12 keys
+((1, 4, 8, 8), 12)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -51,19 +54,25 @@ from torch import Tensor, nn
 
 from ..kv_cache import KVCache
 from .blocks import (
-    check_input_ids,
-    mix_experts,
-    rms_norm_float32,
+    PRE_NORM_NAMES,
+    DecoderLM,
+    GatedMLP,
+    RMSNorm,
+    SwiGLUExperts,
+    attention,
+    attention_names,
+    causal_window_mask,
+    checked_config,
+    gated_mlp_names,
+    load_weights,
     rope_cos_sin,
     rope_inverse_frequencies_float32,
-    rotate_half,
-    swiglu,
+    rotate_pairs,
 )
 
 __all__ = [
     "DeltaNetState",
     "Qwen3Next",
-    "Qwen3NextCache",
     "build",
     "gated_delta_rule_chunked",
     "gated_delta_rule_recurrent",
@@ -181,15 +190,6 @@ class DeltaNetState:
     state: Tensor | None = None
 
 
-@dataclass
-class Qwen3NextCache:
-    """One entry per layer: a :class:`~course_utils.kv_cache.KVCache` for attention layers, a
-    :class:`DeltaNetState` (fixed size) for linear-attention layers; ``length`` tokens seen."""
-
-    layers: list[KVCache | DeltaNetState] = field(default_factory=list)
-    length: int = 0
-
-
 # --------------------------------------------------------------------------------------------
 # The layers
 # --------------------------------------------------------------------------------------------
@@ -203,44 +203,40 @@ class GatedAttention(nn.Module):
     """Grouped-query attention with qk-norm (gain ``1 + w``), partial rotate-half RoPE and a
     sigmoid output gate: ``o_proj(attention(q, k, v) * sigmoid(gate))``."""
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg: Any, inv_freq: Tensor, attention_factor: float) -> None:
         super().__init__()
         d, h, h_kv = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads
         self.h, self.h_kv = h, h_kv
         self.d_head = getattr(cfg, "head_dim", None) or d // h
-        self.eps = cfg.rms_norm_eps
         bias = cfg.attention_bias
         self.q_proj = _linear(d, h * self.d_head * 2, bias)  # query and gate, per head
         self.k_proj = _linear(d, h_kv * self.d_head, bias)
         self.v_proj = _linear(d, h_kv * self.d_head, bias)
         self.o_proj = _linear(h * self.d_head, d, bias)
         # the reference's "eager" attention takes its softmax in float32; SDPA keeps the dtype
-        self.softmax_float32 = getattr(cfg, "_attn_implementation", None) == "eager"
-        self.q_norm = nn.Parameter(torch.zeros(self.d_head))  # gains 1 + w, on each head
-        self.k_norm = nn.Parameter(torch.zeros(self.d_head))
+        eager = getattr(cfg, "_attn_implementation", None) == "eager"
+        self.softmax_dtype = torch.float32 if eager else None
+        self.q_norm = RMSNorm(self.d_head, cfg.rms_norm_eps, unit_offset=True)  # on each head
+        self.k_norm = RMSNorm(self.d_head, cfg.rms_norm_eps, unit_offset=True)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (rotary / 2,) float32
+        self.attention_factor = attention_factor
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache: KVCache | None) -> Tensor:
+    def forward(self, x: Tensor, positions: Tensor, cache: KVCache | None) -> Tensor:
         B, T, _ = x.shape
         dh = self.d_head
         q, gate = self.q_proj(x).view(B, T, self.h, 2 * dh).chunk(2, dim=-1)  # (B, T, h, dh)
         gate = gate.reshape(B, T, self.h * dh)  # (B, T, h·dh): one gate per output channel
-        q = rms_norm_float32(q, self.q_norm, self.eps, unit_offset=True).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.h_kv, dh)  # (B, T, h_kv, dh)
-        k = rms_norm_float32(k, self.k_norm, self.eps, unit_offset=True).transpose(1, 2)
+        q = self.q_norm(q).transpose(1, 2)  # (B, h, T, dh)
+        k = self.k_norm(self.k_proj(x).view(B, T, self.h_kv, dh)).transpose(1, 2)  # (B,hkv,T,dh)
         v = self.v_proj(x).view(B, T, self.h_kv, dh).transpose(1, 2)  # (B, h_kv, T, dh)
+        cos, sin = rope_cos_sin(self.inv_freq, positions, self.attention_factor, x.dtype)
         r = cos.shape[-1]  # rotary width: only the first r channels of a head turn
-        q = torch.cat((q[..., :r] * cos + rotate_half(q[..., :r]) * sin, q[..., r:]), dim=-1)
-        k = torch.cat((k[..., :r] * cos + rotate_half(k[..., :r]) * sin, k[..., r:]), dim=-1)
-        # q: (B, h, T, dh), k: (B, h_kv, T, dh)
+        q = torch.cat((rotate_pairs(q[..., :r], cos, sin), q[..., r:]), dim=-1)  # (B, h, T, dh)
+        k = torch.cat((rotate_pairs(k[..., :r], cos, sin), k[..., r:]), dim=-1)  # (B,hkv,T,dh)
         if cache is not None:
             k, v = cache.append(k, v)  # (B, h_kv, S, dh): all tokens so far
-        S = k.shape[2]
-        k = k.repeat_interleave(self.h // self.h_kv, dim=1)  # (B, h, S, dh): heads share k, v
-        v = v.repeat_interleave(self.h // self.h_kv, dim=1)  # (B, h, S, dh)
-        scores = q @ k.transpose(-1, -2) * dh**-0.5  # (B, h, T, S)
-        q_pos = torch.arange(S - T, S, device=x.device)[:, None]  # (T, 1)
-        scores = scores.masked_fill(torch.arange(S, device=x.device) > q_pos, float("-inf"))
-        out = _softmax(scores, self.softmax_float32) @ v  # (B, h, T, dh)
+        mask = causal_window_mask(T, k.size(2)).to(x.device)  # (T, S)
+        out = attention(q, k, v, scale=dh**-0.5, mask=mask, softmax_dtype=self.softmax_dtype)
         out = out.transpose(1, 2).reshape(B, T, self.h * dh)  # (B, T, h·dh)
         return self.o_proj(out * torch.sigmoid(gate))  # (B, T, d)
 
@@ -254,7 +250,7 @@ class GatedDeltaNet(nn.Module):
     ``z`` (the output gate) of its value heads; ``in_proj_ba`` likewise holds ``b`` then ``a``.
     """
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg: Any) -> None:
         super().__init__()
         self.h_k, self.h_v = cfg.linear_num_key_heads, cfg.linear_num_value_heads
         self.d_k, self.d_v = cfg.linear_key_head_dim, cfg.linear_value_head_dim
@@ -265,7 +261,8 @@ class GatedDeltaNet(nn.Module):
         self.conv_dim = 2 * key_dim + value_dim
         self.in_proj_qkvz = _linear(d, 2 * key_dim + 2 * value_dim)
         self.in_proj_ba = _linear(d, 2 * self.h_v)
-        self.conv = nn.Parameter(torch.zeros(self.conv_dim, self.kernel))  # one filter a channel
+        # one filter a channel, (conv_dim, 1, kernel) as the checkpoint's nn.Conv1d holds it
+        self.conv = nn.Parameter(torch.zeros(self.conv_dim, 1, self.kernel))
         self.dt_bias = nn.Parameter(torch.ones(self.h_v))
         self.A_log = nn.Parameter(torch.zeros(self.h_v))  # decay rate A = e^A_log > 0
         self.norm = nn.Parameter(torch.ones(self.d_v))  # gated RMSNorm's gain (no offset)
@@ -281,7 +278,8 @@ class GatedDeltaNet(nn.Module):
         v, z = v.reshape(B, T, self.h_v, self.d_v), z.reshape(B, T, self.h_v, self.d_v)
         return q, k, v, z, b.reshape(B, T, self.h_v), a.reshape(B, T, self.h_v)
 
-    def forward(self, x: Tensor, cache: DeltaNetState | None) -> Tensor:
+    def forward(self, x: Tensor, positions: Tensor, cache: DeltaNetState | None) -> Tensor:
+        """``x`` ``(B, T, d)`` -> ``(B, T, d)``; a recurrence needs no ``positions``."""
         B, T, _ = x.shape
         q, k, v, z, b, a = self._split(x)
         mixed = torch.cat([t.reshape(B, T, -1) for t in (q, k, v)], dim=-1)  # (B, T, conv_dim)
@@ -295,7 +293,7 @@ class GatedDeltaNet(nn.Module):
         if cache is not None:
             cache.conv = padded[:, -(self.kernel - 1) :]  # (B, kernel - 1, conv_dim)
         windows = padded.unfold(1, self.kernel, 1)  # (B, T, conv_dim, kernel)
-        mixed = F.silu((windows * self.conv).sum(-1))  # (B, T, conv_dim)
+        mixed = F.silu((windows * self.conv[:, 0]).sum(-1))  # (B, T, conv_dim)
         key_dim = self.h_k * self.d_k
         q, k, v = mixed.split([key_dim, key_dim, self.h_v * self.d_v], dim=-1)
         r = self.h_v // self.h_k
@@ -331,20 +329,14 @@ class SparseMoE(nn.Module):
     """Qwen's MoE: softmax router over ``E`` experts, top-``k`` (renormalised if
     ``norm_topk_prob``), SwiGLU experts, plus a shared expert gated by ``sigmoid(w·x)``."""
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg: Any) -> None:
         super().__init__()
         d, E, f = cfg.hidden_size, cfg.num_experts, cfg.moe_intermediate_size
         self.top_k, self.renormalise = cfg.num_experts_per_tok, cfg.norm_topk_prob
         self.router = nn.Parameter(torch.zeros(E, d))
-        self.gate_up = nn.Parameter(torch.zeros(E, 2 * f, d))
-        self.down = nn.Parameter(torch.zeros(E, d, f))
-        fs = cfg.shared_expert_intermediate_size
-        self.shared = nn.ModuleList([_linear(d, fs), _linear(d, fs), _linear(fs, d)])
+        self.experts = SwiGLUExperts(E, d, f)
+        self.shared = GatedMLP(d, cfg.shared_expert_intermediate_size)  # SwiGLU
         self.shared_gate = _linear(d, 1)
-
-    def _expert(self, e: int, x: Tensor) -> Tensor:
-        gate, up = self.gate_up[e].chunk(2, dim=0)  # (d_ff, d) each: gate rows, then up rows
-        return swiglu(x, gate, up, self.down[e])  # (n_e, d)
 
     def forward(self, x: Tensor) -> Tensor:
         B, T, d = x.shape
@@ -354,168 +346,92 @@ class SparseMoE(nn.Module):
         top_p, top_i = probs.topk(self.top_k, dim=-1)  # (N, k)
         if self.renormalise:
             top_p = top_p / top_p.sum(-1, keepdim=True)  # (N, k): sums to 1
-        routed = mix_experts(x, top_i, top_p.to(logits.dtype), self._expert)  # (N, d)
-        gate, up, down = (m.weight for m in self.shared)
-        shared = torch.sigmoid(self.shared_gate(x)) * swiglu(x, gate, up, down)  # (N, d)
+        routed = self.experts(x, top_i, top_p.to(logits.dtype))  # (N, d)
+        shared = torch.sigmoid(self.shared_gate(x)) * self.shared(x)  # (N, d)
         return (routed + shared).reshape(B, T, d)
 
 
-class DenseMLP(nn.Module):
-    """The dense SwiGLU FFN of layers without experts."""
+class Qwen3NextLayer(nn.Module):
+    """Pre-norm layer: ``x + mixer(norm(x))`` (gated attention or Gated DeltaNet, as
+    ``config.layer_types[i]`` says), then ``x + ffn(norm(x))`` (MoE, or a dense SwiGLU)."""
 
-    def __init__(self, cfg) -> None:
+    def __init__(self, cfg: Any, i: int, inv_freq: Tensor, attention_factor: float) -> None:
         super().__init__()
-        d, f = cfg.hidden_size, cfg.intermediate_size
-        self.gate, self.up, self.down = _linear(d, f), _linear(d, f), _linear(f, d)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return swiglu(x, self.gate.weight, self.up.weight, self.down.weight)  # (B, T, d)
-
-
-class Block(nn.Module):
-    """Pre-norm block: ``x + mixer(norm(x))``, then ``x + ffn(norm(x))``."""
-
-    def __init__(self, cfg, i: int) -> None:
-        super().__init__()
+        d, eps = cfg.hidden_size, cfg.rms_norm_eps
         self.kind = cfg.layer_types[i]
-        self.mixer = GatedAttention(cfg) if self.kind == "full_attention" else GatedDeltaNet(cfg)
+        self.mixer = (
+            GatedAttention(cfg, inv_freq, attention_factor)
+            if self.kind == "full_attention"
+            else GatedDeltaNet(cfg)
+        )
         moe = (
             i not in cfg.mlp_only_layers
             and cfg.num_experts > 0
             and (i + 1) % cfg.decoder_sparse_step == 0
         )
-        self.ffn = SparseMoE(cfg) if moe else DenseMLP(cfg)
-        self.norm1 = nn.Parameter(torch.zeros(cfg.hidden_size))
-        self.norm2 = nn.Parameter(torch.zeros(cfg.hidden_size))
-        self.eps = cfg.rms_norm_eps
+        self.ffn = SparseMoE(cfg) if moe else GatedMLP(d, cfg.intermediate_size)
+        self.input_norm = RMSNorm(d, eps, unit_offset=True)
+        self.post_attention_norm = RMSNorm(d, eps, unit_offset=True)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, cache) -> Tensor:
-        h = rms_norm_float32(x, self.norm1, self.eps, unit_offset=True)  # (B, T, d)
-        if self.kind == "full_attention":
-            x = x + self.mixer(h, cos, sin, cache)
-        else:
-            x = x + self.mixer(h, cache)
-        h = rms_norm_float32(x, self.norm2, self.eps, unit_offset=True)
-        return x + self.ffn(h)  # (B, T, d)
+    def forward(
+        self, x: Tensor, positions: Tensor, cache: KVCache | DeltaNetState | None
+    ) -> Tensor:
+        x = x + self.mixer(self.input_norm(x), positions, cache)  # (B, T, d)
+        return x + self.ffn(self.post_attention_norm(x))  # (B, T, d)
 
 
-class Qwen3Next(nn.Module):
-    """A Qwen3-Next causal LM built from this package's pieces (see the module docstring).
+class Qwen3Next(DecoderLM):
+    """A Qwen3-Next causal LM built from :mod:`course_utils.atlas.blocks` (see the module doc).
 
-    ``forward(input_ids, cache=None)``: ``input_ids`` ``(B, T)`` -> logits ``(B, T, vocab)``.
-    With ``cache`` (from :meth:`new_cache`), ``input_ids`` are the NEW tokens: they continue
-    after the ``cache.length`` tokens already seen, the cache is updated in place, and the
-    logits of the new positions are returned.
+    Made by :func:`build` (through ``course_utils.atlas.from_hf``); ``forward(input_ids,
+    cache=None)`` as in :class:`~course_utils.atlas.blocks.DecoderLM`. The cache holds a
+    :class:`~course_utils.kv_cache.KVCache` per attention layer and a :class:`DeltaNetState`
+    (fixed size) per linear-attention layer.
     """
 
-    def __init__(self, cfg) -> None:
-        super().__init__()
+    def __init__(self, cfg: Any) -> None:
         for kind in set(cfg.layer_types):
             if kind not in ("full_attention", "linear_attention"):
                 raise ValueError(
                     f"config.layer_types may hold 'full_attention' and 'linear_attention'; "
                     f"got {kind!r}"
                 )
-        self.vocab = cfg.vocab_size
-        self.eps = cfg.rms_norm_eps
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.num_hidden_layers))
-        self.norm = nn.Parameter(torch.zeros(cfg.hidden_size))
-        self.lm_head = _linear(cfg.hidden_size, cfg.vocab_size)
-        d_head = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        d = cfg.hidden_size
+        d_head = getattr(cfg, "head_dim", None) or d // cfg.num_attention_heads
         rope = dict(cfg.rope_parameters)
         rotary = int(d_head * rope.get("partial_rotary_factor", 1.0))
-        inv_freq, self.attention_factor = rope_inverse_frequencies_float32(
+        inv_freq, factor = rope_inverse_frequencies_float32(
             rotary, rope, cfg.max_position_embeddings
-        )
-        self.register_buffer("inv_freq", inv_freq, persistent=False)  # (rotary / 2,) float32
+        )  # (rotary / 2,) float32
+        layers = (Qwen3NextLayer(cfg, i, inv_freq, factor) for i in range(cfg.num_hidden_layers))
+        super().__init__(cfg.vocab_size, d, layers, RMSNorm(d, cfg.rms_norm_eps, unit_offset=True))
 
-    def new_cache(self) -> Qwen3NextCache:
-        """An empty cache: a KVCache per attention layer, a DeltaNetState per linear layer."""
-        layers = [KVCache() if b.kind == "full_attention" else DeltaNetState() for b in self.blocks]
-        return Qwen3NextCache(layers=layers)
-
-    def forward(self, input_ids: Tensor, cache: Qwen3NextCache | None = None) -> Tensor:
-        ids = check_input_ids(input_ids, self.vocab).long()
-        if cache is not None and not isinstance(cache, Qwen3NextCache):
-            raise TypeError(
-                f"cache must be a Qwen3NextCache from new_cache() or None; got "
-                f"{type(cache).__name__}"
-            )
-        start = 0 if cache is None else cache.length
-        x = self.embed(ids)  # (B, T, d)
-        positions = torch.arange(start, start + ids.shape[1], device=ids.device)  # (T,)
-        cos, sin = rope_cos_sin(self.inv_freq, positions, self.attention_factor, x.dtype)
-        for i, block in enumerate(self.blocks):
-            x = block(x, cos, sin, None if cache is None else cache.layers[i])  # (B, T, d)
-        if cache is not None:
-            cache.length += ids.shape[1]
-        return self.lm_head(rms_norm_float32(x, self.norm, self.eps, unit_offset=True))
-
-
-def _softmax(scores: Tensor, float32: bool) -> Tensor:
-    """Softmax over the keys, in float32 when the reference's "eager" attention was chosen
-    (it rounds there even in a float64 model), otherwise in the scores' dtype (SDPA)."""
-    if float32:
-        return torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
-    return torch.softmax(scores, dim=-1)  # (B, h, T, S)
+    def new_layer_state(self, i: int) -> KVCache | DeltaNetState:
+        return KVCache() if self.layers[i].kind == "full_attention" else DeltaNetState()
 
 
 # --------------------------------------------------------------------------------------------
 # Copying the weights
 # --------------------------------------------------------------------------------------------
 
+#: Ours -> the checkpoint's names within a layer (one map for both kinds of layer and of FFN).
+LAYER_NAMES = {
+    **PRE_NORM_NAMES,
+    **attention_names("mixer"),
+    **{f"mixer.{n}": f"linear_attn.{n}" for n in ("in_proj_qkvz", "in_proj_ba", "out_proj")},
+    "mixer.conv": "linear_attn.conv1d.weight",
+    "mixer.dt_bias": "linear_attn.dt_bias",
+    "mixer.A_log": "linear_attn.A_log",
+    "mixer.norm": "linear_attn.norm.weight",
+    "ffn.router": "mlp.gate.weight",
+    **SwiGLUExperts.checkpoint_names("ffn.experts", "mlp.experts"),
+    **gated_mlp_names("ffn.shared", "mlp.shared_expert"),
+    "ffn.shared_gate": "mlp.shared_expert_gate",
+    **gated_mlp_names("ffn", "mlp"),  # a dense layer
+}
+
 
 def build(model: nn.Module) -> Qwen3Next:
-    """Our :class:`Qwen3Next` with the weights (copies) of ``transformers``'
-    ``Qwen3NextForCausalLM`` ``model``, in its dtype and device,
-    in eval mode, its parameters frozen (an inference copy)."""
-    cfg = getattr(model, "config", None)
-    if getattr(cfg, "model_type", None) != "qwen3_next" or not hasattr(model, "lm_head"):
-        raise TypeError(
-            f"model must be a transformers Qwen3NextForCausalLM (model_type 'qwen3_next'); got "
-            f"{type(model).__name__} with model_type {getattr(cfg, 'model_type', None)!r}"
-        )
-    p = {name: t.detach() for name, t in model.state_dict().items()}
-    dtype, device = p["model.embed_tokens.weight"].dtype, p["model.embed_tokens.weight"].device
-    ours = Qwen3Next(cfg).to(dtype=dtype, device=device)
-    ours.inv_freq = ours.inv_freq.float()  # float32, whatever the model's dtype
-    new: dict[str, Tensor] = {
-        "embed.weight": p["model.embed_tokens.weight"],
-        "norm": p["model.norm.weight"],
-        "lm_head.weight": p.get("lm_head.weight", p["model.embed_tokens.weight"]),
-    }
-    for i, block in enumerate(ours.blocks):
-        hf, me = f"model.layers.{i}.", f"blocks.{i}."
-        new[me + "norm1"] = p[hf + "input_layernorm.weight"]
-        new[me + "norm2"] = p[hf + "post_attention_layernorm.weight"]
-        if block.kind == "full_attention":
-            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-                for part in ("weight", "bias"):
-                    if hf + f"self_attn.{name}.{part}" in p:
-                        new[me + f"mixer.{name}.{part}"] = p[hf + f"self_attn.{name}.{part}"]
-            new[me + "mixer.q_norm"] = p[hf + "self_attn.q_norm.weight"]
-            new[me + "mixer.k_norm"] = p[hf + "self_attn.k_norm.weight"]
-        else:
-            la = hf + "linear_attn."
-            new[me + "mixer.in_proj_qkvz.weight"] = p[la + "in_proj_qkvz.weight"]
-            new[me + "mixer.in_proj_ba.weight"] = p[la + "in_proj_ba.weight"]
-            new[me + "mixer.conv"] = p[la + "conv1d.weight"][:, 0]  # (conv_dim, kernel)
-            new[me + "mixer.dt_bias"] = p[la + "dt_bias"]
-            new[me + "mixer.A_log"] = p[la + "A_log"]
-            new[me + "mixer.norm"] = p[la + "norm.weight"]
-            new[me + "mixer.out_proj.weight"] = p[la + "out_proj.weight"]
-        if isinstance(block.ffn, SparseMoE):
-            m = hf + "mlp."
-            new[me + "ffn.router"] = p[m + "gate.weight"]
-            new[me + "ffn.gate_up"] = p[m + "experts.gate_up_proj"]
-            new[me + "ffn.down"] = p[m + "experts.down_proj"]
-            for j, name in enumerate(("gate_proj", "up_proj", "down_proj")):
-                new[me + f"ffn.shared.{j}.weight"] = p[m + f"shared_expert.{name}.weight"]
-            new[me + "ffn.shared_gate.weight"] = p[m + "shared_expert_gate.weight"]
-        else:
-            for mine, theirs in (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")):
-                new[me + f"ffn.{mine}.weight"] = p[hf + f"mlp.{theirs}.weight"]
-    missing, unexpected = ours.load_state_dict({k: v.clone() for k, v in new.items()}, strict=True)
-    assert not missing and not unexpected
-    return ours.eval().requires_grad_(False)
+    """Our :class:`Qwen3Next` with copies of a ``Qwen3NextForCausalLM``'s weights, frozen."""
+    cfg = checked_config(model, "qwen3_next", "Qwen3NextForCausalLM")
+    return load_weights(Qwen3Next(cfg), model, LAYER_NAMES).requires_grad_(False)
