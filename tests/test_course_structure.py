@@ -865,7 +865,7 @@ LITERALINCLUDE = re.compile(r"\{literalinclude\}\s+(\S+)\n((?:\s*:\w+:.*\n)*)")
 
 def code_line_length() -> int:
     """The notebooks' line length: what a code block of the book holds at 1280 px (measured by
-    ``tests/browser/test_browser_site.py::test_code_fits_the_column_on_desktop``)."""
+    ``tests/browser/test_site_audit.py::test_page_audit``, on every page with code)."""
     lengths = {
         tomllib.loads((folder / "ruff.toml").read_text(encoding="utf-8"))["line-length"]
         for folder in NOTEBOOK_DIRS

@@ -29,7 +29,6 @@ from course_site.browser import (
     site_dir,
     site_pages,
     split_edition,
-    wide_code_blocks,
 )
 from tests.browser.live_page import (
     goto_settled,
@@ -523,41 +522,6 @@ def test_long_inline_maths_scrolls_on_a_phone(site_url: str, browser: Any, page_
         goto_settled(page, f"{site_url}{page_path}")
         cut = page.evaluate(CUT_INLINE_MATH_JS)
         assert not cut, cut
-    finally:
-        context.close()
-
-
-#: Pages with code that the page audit does not measure (it checks the chapters' code too): the
-#: appendix, and any other page of either edition with a code block (the welcome page's install
-#: commands, the instructor guide's shell commands and its 175-character nbgitpuller link, which
-#: course_site.fit_outputs marks so that it wraps on screen and is still copied as one line).
-#: Top folders left to another rule: the chapters (the audit).
-CODE_CHECKED_ELSEWHERE = {"chapters"}
-CODE_PAGES = [
-    rel
-    for rel in (site_pages(_SITE) if _SITE.is_dir() else [])
-    if split_edition(rel)[1].startswith("appendix/")
-    or (
-        split_edition(rel)[1].split("/")[0] not in CODE_CHECKED_ELSEWHERE
-        and "<pre" in (_SITE / rel).read_text(encoding="utf-8")
-    )
-]
-
-
-@pytest.mark.parametrize("rel", CODE_PAGES or ["<no site>"])
-def test_code_fits_the_column_on_desktop(rel: str, site_url: str, browser: Any) -> None:
-    """At 1280x800 no code block of these pages scrolls sideways: neither a cell's code
-    (solutions and folded cells opened), package code shown by ``literalinclude``, a code block of
-    the text (the instructor guide's commands and link), nor what a cell printed (a line wider
-    than the column wraps). The chapters: test_site_audit.py."""
-    if rel == "<no site>":
-        pytest.fail(f"no appendix pages under {_SITE}")  # (the appendix has code)
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    try:
-        page = context.new_page()
-        goto_settled(page, site_url + rel)
-        wide = wide_code_blocks(page, rel)
-        assert not wide, f"{len(wide)} code block(s) too wide: " + "; ".join(wide[:3])
     finally:
         context.close()
 

@@ -27,7 +27,8 @@ grows), then, on that page:
   figure shows its smallest text under 11 px: the smallest text of each figure, in PNG pixels, is
   recorded in its PNG by ``course_utils.plotting`` (font size x dpi / 72), and the browser shows
   the PNG scaled by (shown width / natural width); every figure links to its full-size image, and
-  the page's code fits the desktop column (``wide_code_blocks``, last: it opens folded cells). The
+  on every page with code, the code fits the desktop column (``wide_code_blocks``, last: it opens
+  folded cells; the cells' code, package code, the text's code blocks, printed output). The
   phone is a 390 px window, not a touch context: no course stylesheet or widget script asks about
   touch (``tests/test_course_site.py::test_no_widget_or_site_style_depends_on_touch``), so the
   sizes are the same, and every viewport is measured on the page's one load;
@@ -350,7 +351,9 @@ def test_page_audit(
             check_live(page, record, rel)
         except AssertionError as failure:
             problems.append(f"live: {failure}")
-        if is_chapter:  # last: it opens the folded cells to measure them
+        # Last: it opens the folded cells to measure them. Every page with code, both editions:
+        # cells, package code (literalinclude), the text's code blocks, printed output.
+        if page.evaluate("() => !!document.querySelector('pre')"):
             problems += wide_code_blocks(page, rel)
         assert not problems, "\n".join(problems)
     except BaseException:
