@@ -9,11 +9,13 @@ timed by the wall clock and by the thread's CPU time (see :func:`timings`).
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -77,3 +79,10 @@ def machine() -> dict[str, object]:
         "torch_threads": torch.get_num_threads(),
         "python": platform.python_version(),
     }
+
+
+def save_results(path: Path, result: dict[str, object]) -> None:
+    """Write a benchmark's ``result`` as indented JSON to ``path`` (its folder made if needed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {path}")

@@ -27,12 +27,11 @@ the times wander with the load; the goal is stated for a quiet one.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from pathlib import Path
 
 import torch
-from _floor import load, machine, read_bandwidth, timings
+from _floor import load, machine, read_bandwidth, save_results, timings
 from torch import nn
 
 from course_utils import kv_cache
@@ -184,9 +183,7 @@ def main() -> None:
         "goal_step_over_floor": GOAL,
         "rows": rows,
     }
-    args.save.parent.mkdir(parents=True, exist_ok=True)
-    args.save.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.save}")
+    save_results(args.save, result)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,11 @@ itself). On a shared machine absolute times wander; read the ratios between conf
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import torch
+from _floor import load, machine, save_results
 
 from course_utils._determinism import one_thread
 from course_utils.causal import CausalSelfAttention
@@ -103,15 +101,11 @@ def main() -> None:
         "16 query heads of 64, float32, batch 1, one thread, best of reps",
         "layers": args.layers,
         "reps": args.reps,
-        "torch": torch.__version__,
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        **machine(),
+        "load_average": load(),
         "rows": rows,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print("wrote", RESULTS)
+    save_results(RESULTS, result)
 
 
 if __name__ == "__main__":

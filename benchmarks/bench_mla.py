@@ -17,13 +17,11 @@ Run: ``PYTHONPATH=src python benchmarks/bench_mla.py`` (about a minute on 2 core
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import torch
+from _floor import load, machine, save_results
 
 from course_utils.kv_cache import DEEPSEEK_V2
 from course_utils.mla import MultiHeadLatentAttention, decode_cost
@@ -96,15 +94,11 @@ def main() -> None:
             "d_model": D,
         },
         "reps": args.reps,
-        "torch": torch.__version__,
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        **machine(),
+        "load_average": load(),
         "rows": rows,
     }
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print("wrote", RESULTS)
+    save_results(RESULTS, result)
 
 
 if __name__ == "__main__":

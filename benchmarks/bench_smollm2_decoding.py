@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import statistics
 from pathlib import Path
 
 import torch
-from _floor import load, machine, read_bandwidth, timings
+from _floor import load, machine, read_bandwidth, save_results, timings
 
 RESULTS = Path(__file__).resolve().parent / "results" / "smollm2_decoding.json"
 PROMPT = "Once upon a time, there was a little cat who"  # as benchmarks/smollm2_reproduction.py
@@ -157,9 +156,7 @@ def main() -> None:
         "same_tokens": same,
         "same_tokens_decoding_layout": same_col,
     }
-    args.save.parent.mkdir(parents=True, exist_ok=True)
-    args.save.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.save}")
+    save_results(args.save, result)
 
 
 if __name__ == "__main__":
