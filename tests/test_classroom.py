@@ -58,7 +58,11 @@ def test_a_class_of_three_runs_chapter_one_through_the_hub() -> None:
     start = time.perf_counter()
     result = run_class(plan, ROOT, ROOT / "_build" / "classroom")
     seconds = time.perf_counter() - start
-    print(f"class of 3 on chapter 1: {seconds:.1f} s wall; cells p95 {result['cells']['p95_s']} s")
+    print(
+        f"class of 3 on chapter 1: {seconds:.1f} s wall ({result['phases']}, class "
+        f"{result['wall_s']} s, spawn p50 {result['spawn']['p50_s']} s); "
+        f"cells p95 {result['cells']['p95_s']} s"
+    )
     assert result["failures"] == 0, result["failure_messages"] or result["hub_log_tail"]
     cells = _code_cells(ROOT / FIRST_CHAPTER)
     for learner in result["learners"]:

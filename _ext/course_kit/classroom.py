@@ -47,6 +47,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -257,8 +258,6 @@ class Hub:
             )
         deadline = time.monotonic() + timeout
         url = f"{self.config.base_url}/hub/api/"
-        import urllib.request
-
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
@@ -336,13 +335,6 @@ class Hub:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
         return killed
-
-    def __enter__(self) -> Hub:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # ---------------------------------------------------------------- memory
@@ -877,8 +869,11 @@ def run_class(plan: ClassPlan, source: Path, proxy_cache: Path) -> dict[str, Any
     sampler: MemorySampler | None = None
     killed: list[int] = []
     survivors: list[int] = []
+    phases: dict[str, float] = {}
     try:
+        t0 = time.perf_counter()
         hub.start()
+        phases["hub_start_s"] = round(time.perf_counter() - t0, 1)
         assert hub.process is not None
         sampler = MemorySampler(hub, {}, floor=plan.memory_floor)
         sampler.start()
@@ -898,13 +893,17 @@ def run_class(plan: ClassPlan, source: Path, proxy_cache: Path) -> dict[str, Any
     finally:
         if sampler is not None:
             sampler.stop()
+        t0 = time.perf_counter()
         killed = hub.stop()
+        phases["stop_s"] = round(time.perf_counter() - t0, 1)
         survivors = hub.survivors()
         hub_log = hub.log(6000)
         if os.environ.get("COURSE_CLASSROOM_LOG"):  # the whole hub log, for debugging a run
             shutil.copy(hub.log_path, os.environ["COURSE_CLASSROOM_LOG"])
         shutil.rmtree(workdir, ignore_errors=True)
-    return summarise(plan, results, sampler, cpu, wall, killed, survivors, hub_log, workdir)
+    result = summarise(plan, results, sampler, cpu, wall, killed, survivors, hub_log, workdir)
+    result["phases"] = phases
+    return result
 
 
 def summarise(
