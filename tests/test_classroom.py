@@ -1,8 +1,9 @@
 """The simulated class on a real JupyterHub (``course_kit.classroom``, ``make classroom``).
 
-One test runs a class of 3 through the real hub, proxy, nbgitpuller and kernels, on chapter 1:
-no failures, the chapter came through the nbgitpuller link, every cell ran, memory was measured,
-and no process of the hub is left afterwards. The other tests are quick: the link's form, the
+One test runs a class of 3 through the real hub, proxy, nbgitpuller and kernels, on chapter 1
+and one planted failing cell: no failure but the planted one (which the driver must see), the
+chapter came through the nbgitpuller link, every cell ran, memory was measured, and no process of
+the hub is left afterwards. The other tests are quick: the link's form, the
 capacity arithmetic, bad input, and that the instructor guide quotes the recorded benchmark run
 (``benchmarks/results/classroom.json``) as it is.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from course_kit import classroom
 from course_kit.classroom import (
     DEFAULT_CHAPTERS,
     FIRST_CHAPTER,
@@ -28,6 +30,7 @@ from course_kit.classroom import (
     percentile,
     run_class,
 )
+from course_kit.classroom import _code_cells as _code_cells_of
 from tests.system_tools import require
 
 # The hub test starts servers like the JupyterLab test does, and runs beside it in the browser
@@ -47,11 +50,17 @@ def _code_cells(path: Path) -> int:
     return sum(c["cell_type"] == "code" for c in json.loads(path.read_text("utf-8"))["cells"])
 
 
+#: One cell planted after chapter 1's cells: the driver must count its error as a failure (a
+#: driver that missed errors would report every class as passing).
+PLANTED = "raise ZeroDivisionError('planted by the test')"
+
+
 @pytest.mark.jupyterlab
 @pytest.mark.slow
-def test_a_class_of_three_runs_chapter_one_through_the_hub() -> None:
+def test_a_class_of_three_runs_chapter_one_through_the_hub(monkeypatch) -> None:
     require("node")
     require("npm")
+    monkeypatch.setattr(classroom, "_code_cells", lambda nb: [*_code_cells_of(nb), PLANTED])
     plan = ClassPlan(
         learners=3, chapters=DEFAULT_CHAPTERS[:1], smollm2=False, pace=0.0, deadline_s=300
     )
@@ -63,16 +72,20 @@ def test_a_class_of_three_runs_chapter_one_through_the_hub() -> None:
         f"{result['wall_s']} s, spawn p50 {result['spawn']['p50_s']} s); "
         f"cells p95 {result['cells']['p95_s']} s"
     )
-    assert result["failures"] == 0, result["failure_messages"] or result["hub_log_tail"]
     cells = _code_cells(ROOT / FIRST_CHAPTER)
     for learner in result["learners"]:
+        # Chapter 1's own cells all ran without an error; only the planted cell failed.
+        assert learner["failures"] == [
+            f"{FIRST_CHAPTER} code cell {cells}: ZeroDivisionError: planted by the test"
+        ], learner["failures"] or result["hub_log_tail"]
         assert learner["pulled"], f"{learner['name']}: chapter 1 did not come through nbgitpuller"
         assert learner["pull_s"] > 0
-        assert learner["cells"] == cells, learner
+        assert learner["cells"] == cells + 1, learner
         assert len(learner["open_s"]) == 1
         # The sampler saw the server and the kernel: more than a bare server's ~100 MiB.
         assert learner["peak_pss_mib"] > learner["peak_server_rss_mib"] * 0.5 > 0, learner
         assert learner["peak_rss_mib"] >= learner["peak_uss_mib"] > 0, learner
+    assert result["failures"] == 3
     assert result["memory"]["hub_peak_rss_mib"] > 0 and result["memory"]["proxy_peak_rss_mib"] > 0
     assert result["processes_left"] == []
     assert not _processes_under(result["workdir"]), "processes of the hub outlived it"
