@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: browser-deps help setup book book-zh slides pdf serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
+.PHONY: browser-deps classroom help setup book book-zh slides pdf serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -97,6 +97,19 @@ lab: $(STAMP)
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py chapters/*.ipynb appendix/*.ipynb
 
+# A simulated class on a real JupyterHub on this machine (loopback only): learners log in, open the
+# course through an nbgitpuller link and run chapters cell by cell; prints memory, latency, failures
+# and the class size a 2-core, 24 GiB machine holds. The two runs the instructor guide quotes:
+# LEARNERS (30) on chapters 1 and 3 -> benchmarks/results/classroom.json, and SMOLLM2_LEARNERS (6)
+# through chapters 1-3 and 7 or 10 -> classroom_smollm2.json (30 of those need ~60 GiB; a memory
+# guard stops a run before the machine runs out). Needs node and npm (the hub's proxy, from npm).
+LEARNERS ?= 30
+SMOLLM2_LEARNERS ?= 6
+classroom: $(STAMP)
+	$(BIN)/python benchmarks/classroom.py --learners $(LEARNERS) --chapters 01,03 --no-smollm2
+	$(BIN)/python benchmarks/classroom.py --learners $(SMOLLM2_LEARNERS) \
+	  --json benchmarks/results/classroom_smollm2.json
+
 # The notebooks' code is held to their own line length, what the book's code column holds
 # (chapters/ruff.toml, appendix/ruff.toml: 79); their other lint findings are not checked here.
 lint: $(STAMP)
@@ -119,11 +132,13 @@ test-book: book
 
 # Debian's Chromium drives the browser tests (Playwright cannot download its own browsers here);
 # fonts-noto-cjk lets it draw the book's Chinese (PDF, screenshots, decks); poppler-utils
-# (pdftotext) reads the PDF back in its test; nodejs runs the JavaScript tests.
-BROWSER_PACKAGES := chromium fonts-noto-cjk poppler-utils nodejs
+# (pdftotext) reads the PDF back in its test; nodejs runs the JavaScript tests; npm installs the
+# JupyterHub test's proxy (Debian's nodejs has no npm; NodeSource's has it).
+BROWSER_PACKAGES := chromium fonts-noto-cjk poppler-utils nodejs npm
 browser-deps:
 	@missing=""; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
 	command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \
