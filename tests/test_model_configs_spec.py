@@ -74,6 +74,7 @@ def test_every_citation_is_in_the_bibliography_and_shown_as_the_book_cites_it():
         for key in (cfg.citation, *cfg.extra_citations):
             assert "{" + key + "," in bib, (cfg.name, key)
         assert cfg.cite == author_year(cfg.citation), cfg.name
+        assert list(cfg.extra_cites) == [author_year(k) for k in cfg.extra_citations], cfg.name
         assert cfg.source, cfg.name
 
 
@@ -216,105 +217,92 @@ def _bytes(cache) -> int:
     return total
 
 
-def _windowed(config) -> list[AttentionLayer]:
-    """Gemma 3 and gpt-oss: each layer's shape from its config's layer_types."""
-    h, kv, dh = config.num_attention_heads, config.num_key_value_heads, config.head_dim
+#: Our AttentionLayer's sizes <- the names a transformers config gives them, by kind.
+HF_NAMES = {
+    "full": {"n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+             "d_head": "head_dim"},
+    "deltanet": {"n_heads": "linear_num_value_heads", "n_key_heads": "linear_num_key_heads",
+                 "d_key": "linear_key_head_dim", "d_value": "linear_value_head_dim",
+                 "conv_kernel": "linear_conv_kernel_dim"},
+    "dsa": {"n_heads": "num_attention_heads", "d_latent_kv": "kv_lora_rank",
+            "d_head_rope": "qk_rope_head_dim", "index_n_heads": "index_n_heads",
+            "index_head_dim": "index_head_dim", "index_topk": "index_topk"},
+}  # fmt: skip
+
+
+def _shapes(config) -> list[AttentionLayer]:
+    """Every layer's shape, read from a transformers config as our rebuild reads it."""
+
+    def shape(kind: str, **more) -> AttentionLayer:
+        names = HF_NAMES["full" if kind == "sliding" else kind]
+        return AttentionLayer(kind, **{ours: getattr(config, theirs) for ours, theirs in
+                                       names.items()}, **more)  # fmt: skip
+
+    if config.model_type == "deepseek_v32":  # every layer sparse
+        return [shape("dsa") for _ in range(config.num_hidden_layers)]
+    kinds = {"linear_attention": "deltanet", "sliding_attention": "sliding"}
     return [
-        AttentionLayer(
-            "sliding" if kind == "sliding_attention" else "full",
-            n_heads=h,
-            n_kv_heads=kv,
-            d_head=dh,
-            window=config.sliding_window if kind == "sliding_attention" else None,
-        )
+        shape("sliding", window=config.sliding_window)
+        if kind == "sliding_attention"
+        else shape(kinds.get(kind, "full"))
         for kind in config.layer_types
     ]
 
 
-def _gemma3():
+#: Tiny transformers models of the four atlas types: (model class, config class, settings).
+TINY = {
+    "gemma3": ("Gemma3ForCausalLM", "Gemma3TextConfig", {
+        **TINY_WINDOWED, "intermediate_size": 128, "query_pre_attn_scalar": 16,
+        "num_hidden_layers": 3,
+        "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]}),
+    "gpt_oss": ("GptOssForCausalLM", "GptOssConfig", {
+        **TINY_WINDOWED, "intermediate_size": 32, "num_local_experts": 4,
+        "num_experts_per_tok": 2, "num_hidden_layers": 2,
+        "layer_types": ["sliding_attention", "full_attention"]}),
+    "qwen3_next": ("Qwen3NextForCausalLM", "Qwen3NextConfig", {
+        "vocab_size": 128, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
+        "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+        "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4, "num_experts": 4,
+        "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+        "shared_expert_intermediate_size": 16,
+        "layer_types": ["linear_attention", "full_attention"]}),
+    "dsv32": ("DeepseekV32ForCausalLM", "DeepseekV32Config", {
+        "vocab_size": 128, "hidden_size": 32, "intermediate_size": 48,
+        "moe_intermediate_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+        "num_key_value_heads": 2, "kv_lora_rank": 16, "q_lora_rank": 24, "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 8, "v_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2,
+        "n_group": 2, "topk_group": 1, "first_k_dense_replace": 1, "index_topk": 4,
+        "index_head_dim": 16, "index_n_heads": 8}),
+}  # fmt: skip
+
+
+def _tiny(name: str):
+    """A freshly made (seeded by the caller) tiny model of one atlas type."""
     import transformers
 
-    config = transformers.Gemma3TextConfig(
-        **TINY_WINDOWED,
-        intermediate_size=128,
-        query_pre_attn_scalar=16,
-        num_hidden_layers=3,
-        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
-    )
-    return transformers.Gemma3ForCausalLM(config), _windowed(config)
+    model_class, config_class, settings = TINY[name]
+    config = getattr(transformers, config_class)(**settings, experts_implementation="eager")
+    return getattr(transformers, model_class)(config)
 
 
-def _gpt_oss():
-    import transformers
-
-    config = transformers.GptOssConfig(
-        **TINY_WINDOWED,
-        intermediate_size=32,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        num_hidden_layers=2,
-        layer_types=["sliding_attention", "full_attention"],
-        experts_implementation="eager",
-    )
-    return transformers.GptOssForCausalLM(config), _windowed(config)
+KINDS = {
+    "gemma3": ["sliding", "sliding", "full"],
+    "gpt_oss": ["sliding", "full"],
+    "qwen3_next": ["deltanet", "full"],
+    "dsv32": ["dsa", "dsa"],
+}
 
 
-def _qwen3_next():
-    from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
-
-    config = Qwen3NextConfig(
-        vocab_size=128, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=1, head_dim=16, linear_num_key_heads=2,
-        linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
-        linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
-        moe_intermediate_size=16, shared_expert_intermediate_size=16,
-        layer_types=["linear_attention", "full_attention"], experts_implementation="eager",
-    )  # fmt: skip
-    delta = AttentionLayer(
-        "deltanet",
-        n_heads=config.linear_num_value_heads,
-        n_key_heads=config.linear_num_key_heads,
-        d_key=config.linear_key_head_dim,
-        d_value=config.linear_value_head_dim,
-        conv_kernel=config.linear_conv_kernel_dim,
-    )
-    full = AttentionLayer("full", n_heads=2, n_kv_heads=1, d_head=16)
-    return Qwen3NextForCausalLM(config), [delta, full]
-
-
-def _deepseek_v32():
-    from transformers import DeepseekV32Config, DeepseekV32ForCausalLM
-
-    config = DeepseekV32Config(
-        vocab_size=128, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
-        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, kv_lora_rank=16,
-        q_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8,
-        n_routed_experts=4, num_experts_per_tok=2, n_group=2, topk_group=1,
-        first_k_dense_replace=1, index_topk=4, index_head_dim=16, index_n_heads=8,
-        experts_implementation="eager",
-    )  # fmt: skip
-    dsa = AttentionLayer(
-        "dsa",
-        n_heads=config.num_attention_heads,
-        d_latent_kv=config.kv_lora_rank,
-        d_head_rope=config.qk_rope_head_dim,
-        index_n_heads=config.index_n_heads,
-        index_head_dim=config.index_head_dim,
-        index_topk=config.index_topk,
-    )
-    return DeepseekV32ForCausalLM(config), [dsa, dsa]
-
-
-MODELS = {"gemma3": _gemma3, "gpt_oss": _gpt_oss, "qwen3_next": _qwen3_next, "dsv32": _deepseek_v32}
-
-
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(TINY))
 @pytest.mark.parametrize(("prompt", "n_tokens"), [(1, 5), (11, 20)])  # window 8 / top-k 4
 def test_the_formula_is_what_our_decode_cache_holds(name, prompt, n_tokens):
     """A prompt, then one token at a time; the formula counts what is held after a decoded token
     (a sliding layer then keeps its last ``window`` keys), here in float32 (4 bytes a value)."""
     torch.manual_seed(0)
-    model, layers = MODELS[name]()
+    model = _tiny(name)
+    layers = _shapes(model.config)
+    assert [layer.kind for layer in layers] == KINDS[name]
     ours = from_hf(model.eval().requires_grad_(False))
     ids = torch.randint(0, 128, (2, n_tokens), generator=torch.Generator().manual_seed(1))
     _, cache = decode_ours(ours, ids, prompt)
@@ -325,7 +313,8 @@ def test_the_formula_is_what_our_decode_cache_holds(name, prompt, n_tokens):
 
 def test_past_the_window_a_sliding_layer_holds_the_window_and_a_full_one_everything():
     torch.manual_seed(0)
-    model, layers = _gemma3()
+    model = _tiny("gemma3")
+    layers = _shapes(model.config)
     ours = from_hf(model.eval().requires_grad_(False))
     ids = torch.randint(0, 128, (1, 30), generator=torch.Generator().manual_seed(2))
     _, cache = decode_ours(ours, ids, 4)

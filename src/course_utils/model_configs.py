@@ -25,10 +25,11 @@ none of them): the year, the attention kind of every layer as a repeated cycle (
 indexer's heads, width and top-k; a linear layer's heads and state), learned sinks, gated
 attention, the experts, and the total and active parameters. ``chapters`` names the chapters a
 record appears in (:func:`configs_in_chapter`); ``extra_citations`` are further keys of
-``references.bib`` the record was read from; ``guessed`` names the fields whose values no source
-gave (a spec sheet marks them). :meth:`ModelConfig.layers` turns a record into
-:class:`course_utils.kv_cache.AttentionLayer` shapes, and :meth:`ModelConfig.spec` gives the
-cache it holds and the FLOPs of a decoded token at several context lengths:
+``references.bib`` the record was read from (``extra_cites``: how the book shows them);
+``guessed`` names the fields whose values no source gave (a spec sheet marks them).
+:meth:`ModelConfig.layers` turns a record into :class:`course_utils.kv_cache.AttentionLayer`
+shapes, and :meth:`ModelConfig.spec` gives the cache it holds and the FLOPs of a decoded token at
+several context lengths:
 
 >>> g = MODEL_CONFIGS["Gemma 3 27B"]
 >>> g.layer_counts()
@@ -104,6 +105,7 @@ class ModelConfig:
     year: int | None = None  # of the cited release
     chapters: tuple[int, ...] = ()  # the chapters that show this record
     extra_citations: tuple[str, ...] = ()  # further references.bib keys read for it
+    extra_cites: tuple[str, ...] = ()  # how the book shows each of them (author, year)
     layer_cycle: tuple[tuple[str, int], ...] = ()  # (kind, count) repeated, cut at n_layers
     sliding_window: int | None = None
     sinks: bool = False  # a learned attention-sink logit per head (gpt-oss)
@@ -171,8 +173,13 @@ class ModelConfig:
         for field_name in ("sinks", "gated_attention"):
             if not isinstance(getattr(self, field_name), bool):
                 self._fail(f"{field_name} must be True or False; got {getattr(self, field_name)!r}")
-        for field_name in ("chapters", "extra_citations", "guessed"):
+        for field_name in ("chapters", "extra_citations", "extra_cites", "guessed"):
             object.__setattr__(self, field_name, tuple(getattr(self, field_name)))
+        if len(self.extra_cites) != len(self.extra_citations):
+            self._fail(
+                f"extra_cites must give one (author, year) label per key of extra_citations "
+                f"{list(self.extra_citations)}; got {list(self.extra_cites)}"
+            )
         cycle = []
         for step in self.layer_cycle:
             if not isinstance(step, (list, tuple)) or len(step) != 2:
