@@ -21,7 +21,7 @@ function render({ model, el }) {
   const H = 40;
   const ctxLabel = (T) => (T >= 2 ** 20 ? `${T / 2 ** 20}M` : `${T / 1024}k`);
   const kib = (x) => (x >= 1024 ? `${CU.fmt(x / 1024, 2)} MiB` : `${CU.fmt(x, x >= 100 ? 0 : 1)} KiB`);
-  const gib = (x) => (x >= 1024 ? `${CU.fmt(x / 1024, 2)} TiB` : x >= 1 ? `${CU.fmt(x, x >= 100 ? 0 : 2)} GiB` : `${CU.fmt(x * 1024, 1)} MiB`);
+  const mib = (x) => (x >= 2 ** 20 ? `${CU.fmt(x / 2 ** 20, 2)} TiB` : x >= 1024 ? `${CU.fmt(x / 1024, x >= 102400 ? 0 : 2)} GiB` : `${CU.fmt(x, x >= 100 ? 0 : 1)} MiB`);
   const gflop = (x) => (x >= 1000 ? `${CU.fmt(x / 1000, 2)} TFLOP` : `${CU.fmt(x, x >= 100 ? 0 : 1)} GFLOP`);
 
   const models = model.get("models");
@@ -95,7 +95,7 @@ function render({ model, el }) {
       const [th, c1, c2, c3] = rows[r];
       th.textContent = `${ctxLabel(T)}${over ? " †" : ""}`;
       c1.textContent = kib(perToken);
-      c2.textContent = gib(held);
+      c2.textContent = mib(held);
       c3.textContent = gflop(flops);
     });
     dagger.textContent = beyond

@@ -79,11 +79,11 @@ def _record(cfg: ModelConfig) -> dict[str, Any]:
         "gated": cfg.gated_attention,
         "experts": experts,
         "params": [_params_label(cfg.total_params_b), _params_label(cfg.active_params_b)],
-        # per context: KiB per token, GiB held, GFLOP per decoded token, beyond the trained one
+        # per context: KiB per token, MiB held, GFLOP per decoded token, beyond the trained one
         "rows": [
             [
                 round(r["bytes_per_token"] / 2**10, 2),
-                round(r["held_bytes"] / 2**30, 3),
+                round(r["held_bytes"] / 2**20, 1),
                 round(r["decode_flops"] / 1e9, 1),
                 r["beyond_context"],
             ]
