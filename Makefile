@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: browser-deps classroom help setup book book-zh slides pdf serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
+.PHONY: browser-deps classroom help setup book book-zh slides pdf grade otter serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -25,6 +25,8 @@ help:
 	@echo "make execute-zh  re-execute them with COURSE_LANG=zh into locale/zh_CN/notebooks (中文 outputs)"
 	@echo "make gettext     refresh the 中文 message catalogues locale/zh_CN/LC_MESSAGES/*.po"
 	@echo "make i18n-coverage  report, per page, the share of messages translated"
+	@echo "make grade SUBMISSIONS=<folder or .zip> [GRADEBOOK=path]  grade learners' notebooks into a CSV"
+	@echo "make otter   export the exercises as otter-grader assignments into _build/otter"
 	@echo "make clean   remove build outputs (keeps .venv)"
 
 setup: $(STAMP)
@@ -85,6 +87,18 @@ slides: $(STAMP)
 pdf: $(STAMP) browser-deps book
 	$(KIT) pdf --site _build/html --out _build/pdf
 	@ls -l _build/pdf/*.pdf
+
+# Grade a folder (or .zip) of learners' notebooks with the course's checkers: one row per learner,
+# per exercise its points and the checker's feedback (course_kit.grading). No Docker, no kernel.
+GRADEBOOK ?= _build/grades/grades.csv
+GRADE_LANG ?= en
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder or .zip> [GRADEBOOK=path] [GRADE_LANG=zh]"; exit 2; }
+	$(KIT) grade "$(SUBMISSIONS)" --gradebook "$(GRADEBOOK)" --lang $(GRADE_LANG)
+
+# The exercises as otter-grader assignments: student notebooks, tests, autograder.zip per chapter.
+otter: $(STAMP)
+	$(KIT) otter --out _build/otter
 
 serve:
 	@test -d _build/html || { echo "No site yet: run 'make book' first."; exit 1; }
