@@ -34,22 +34,6 @@ CHAPTERS = grading.load_chapters()
 ALL = [ex for c in CHAPTERS.values() for ex in c.exercises]
 
 
-def with_answers(chapter: grading.Chapter, answers: dict[str, str]) -> dict:
-    """The learner copy with the exercise cells of ``answers`` (id -> code) replaced; each cell
-    keeps its checker call, as a learner's does."""
-    nb = learner_copy(chapter.notebook)
-    by_checker = {f"{ex.module}.{ex.checker}(": ex for ex in chapter.exercises}
-    for cell in nb["cells"]:
-        if "exercise" not in cell.get("metadata", {}).get("tags", []):
-            continue
-        ex = next((e for k, e in by_checker.items() if k in source(cell)), None)
-        if ex is not None and ex.id in answers:
-            # the learner keeps the stub's imports and rewrites the rest
-            imports = "".join(f"{line}\n" for line in grading.stub_imports(ex.stub))
-            cell["source"] = f"{imports}{answers[ex.id]}\n\n{ex.call}\n"
-    return nb
-
-
 def write_class(folder: Path) -> None:
     """The synthetic class: ``<learner>/<chapter>.ipynb`` and one flat file."""
     for chapter in CHAPTERS.values():
@@ -63,7 +47,7 @@ def write_class(folder: Path) -> None:
                 if k < len(WRONG_ANSWERS[ex.id])
             }
             if answers:
-                nb = with_answers(chapter, answers)
+                nb = grading.answered_copy(chapter, answers)
                 write_notebook(nb, folder / f"wrong{k + 1}" / f"{chapter.stem}.ipynb")
     broken = folder / "broken"
     broken.mkdir()
@@ -71,7 +55,7 @@ def write_class(folder: Path) -> None:
     chapter = CHAPTERS["ch01"]
     first, second = chapter.exercises[:2]
     endless = "while True:\n    pass\n"  # a loop that never ends
-    nb = with_answers(chapter, {first.id: endless})
+    nb = grading.answered_copy(chapter, {first.id: endless})
     nb["cells"] = [c for c in nb["cells"] if f"{second.module}.{second.checker}(" not in source(c)]
     write_notebook(nb, broken / f"{chapter.stem}.ipynb")
     cheat = (
@@ -79,7 +63,7 @@ def write_class(folder: Path) -> None:
         "ch01.check_dot_product = lambda f: Feedback(True, 'dot product')\n\n\n"
         "def dot(q, k):\n    return 0.0\n"
     )
-    nb = with_answers(chapter, {first.id: cheat})
+    nb = grading.answered_copy(chapter, {first.id: cheat})
     write_notebook(nb, folder / "cheat" / f"{chapter.stem}.ipynb")
 
 

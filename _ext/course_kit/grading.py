@@ -177,18 +177,28 @@ def load_chapters(root: Path = ROOT) -> dict[str, Chapter]:
     return chapters
 
 
-def solved_copy(chapter: Chapter) -> Notebook:
-    """The learner copy with every exercise cell holding its worked solution: what a learner who
-    solved everything hands in (it scores 100 %)."""
+def answered_copy(chapter: Chapter, answers: dict[str, str]) -> Notebook:
+    """The learner copy with the exercise cells of ``answers`` (exercise id -> code) replaced, as
+    a learner fills them in: the stub's imports kept, the code, then the cell's checker call
+    (unless the code makes it already)."""
     nb = learner_copy(chapter.notebook)
     by_call = {ex.call: ex for ex in chapter.exercises}
     for cell in nb["cells"]:
-        if "exercise" in cell.get("metadata", {}).get("tags", []):
-            calls = _check_calls(source(cell))
-            ex = by_call.get(ast.unparse(calls[-1])) if calls else None
-            if ex is not None:  # the stub's imports stay: the solution may use them
-                cell["source"] = "\n".join([*stub_imports(ex.stub), ex.solution])
+        if "exercise" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        calls = _check_calls(source(cell))
+        ex = by_call.get(ast.unparse(calls[-1])) if calls else None
+        if ex is not None and ex.id in answers:
+            code = answers[ex.id].rstrip("\n")
+            call = [] if ex.call in code else ["", ex.call]
+            cell["source"] = "\n".join([*stub_imports(ex.stub), code, *call]) + "\n"
     return nb
+
+
+def solved_copy(chapter: Chapter) -> Notebook:
+    """The learner copy with every exercise cell holding its worked solution: what a learner who
+    solved everything hands in (it scores 100 %)."""
+    return answered_copy(chapter, {ex.id: ex.solution for ex in chapter.exercises})
 
 
 def stub_imports(text: str) -> list[str]:

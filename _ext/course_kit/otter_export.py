@@ -53,7 +53,7 @@ class _FromEnv(ast.NodeTransformer):
         return ast.copy_location(subscript, node)
 
 
-def test_file(ex: Exercise) -> str:
+def otter_test_file(ex: Exercise) -> str:
     """The otter test file of one exercise."""
     call = _FromEnv(ex.module).visit(ast.parse(ex.call, mode="eval"))
     name = question(ex)
@@ -128,7 +128,7 @@ def export_chapter(chapter: Chapter, out: Path, *, autograder: bool = True) -> P
     tests = folder / "student" / "tests"
     tests.mkdir(parents=True)
     for ex in chapter.exercises:
-        (tests / f"{question(ex)}.py").write_text(test_file(ex), encoding="utf-8")
+        (tests / f"{question(ex)}.py").write_text(otter_test_file(ex), encoding="utf-8")
     write_notebook(student_notebook(chapter), folder / "student" / f"{chapter.stem}.ipynb")
     solved = student_notebook(chapter, solved_copy(chapter))
     write_notebook(solved, folder / "solution" / f"{chapter.stem}.ipynb")
