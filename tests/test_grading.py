@@ -1,7 +1,8 @@
 """``make grade`` and the otter export, on a synthetic class (``course_kit.grading``).
 
-One grading run covers it all (the grader's cost is mostly its start and each notebook's
-checkers, so one class of many notebooks is cheaper than many small runs): for every chapter,
+One grading run, of the whole class handed in as one zip, covers it all (the grader's cost is
+mostly its start and each notebook's checkers, so one class of many notebooks is cheaper than many
+small runs): for every chapter,
 
 * the solved copy (the learner copy with each exercise cell holding its worked solution) scores
   100 %;
@@ -19,9 +20,11 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import shutil
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from course_kit import grading
@@ -71,8 +74,10 @@ def write_class(folder: Path) -> None:
 def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[grading.Gradebook, Path]:
     folder = tmp_path_factory.mktemp("class")
     write_class(folder)
+    # handed in as one zip, as a learning platform's "download all" gives it
+    archive = shutil.make_archive(str(folder), "zip", folder)
     # a short limit of CPU time: the endless loop of "broken" costs that much
-    book = grading.grade_folder(folder, jobs=2, timeout=3)
+    book = grading.grade_folder(Path(archive), jobs=2, timeout=3)
     path = grading.write_gradebook(book, folder.parent / "grades.csv")
     return book, path
 
@@ -163,7 +168,9 @@ def test_otter_export(tmp_path):
 
     chapter = CHAPTERS["ch01"]
     folder = export_chapter(chapter, tmp_path, autograder=False)
-    student = json.loads((folder / "student" / f"{chapter.stem}.ipynb").read_text("utf-8"))
+    student_path = folder / "student" / f"{chapter.stem}.ipynb"
+    nbformat.validate(nbformat.read(student_path, as_version=4))  # cell ids included
+    student = json.loads(student_path.read_text("utf-8"))
     checks = [c for c in student["cells"] if "grader.check(" in source(c)]
     assert len(checks) == len(chapter.exercises)
     assert all(c["metadata"]["nbgrader"]["points"] == 1 for c in checks)

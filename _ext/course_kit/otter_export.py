@@ -87,10 +87,11 @@ def _nbgrader(cell: dict[str, Any], grade_id: str, *, answer: bool) -> None:
     cell.setdefault("metadata", {})["nbgrader"] = meta
 
 
-def _code_cell(text: str, tags: list[str]) -> dict[str, Any]:
+def _code_cell(text: str, tags: list[str], cell_id: str) -> dict[str, Any]:
     return {
         "cell_type": "code",
         "execution_count": None,
+        "id": cell_id,  # nbformat 4.5 wants one on every cell
         "metadata": {"tags": tags},
         "outputs": [],
         "source": text,
@@ -105,7 +106,7 @@ def student_notebook(chapter: Chapter, nb: Notebook | None = None) -> Notebook:
     cells = []
     for cell in nb["cells"]:
         if not cells and cell.get("cell_type") == "code":
-            cells.append(_code_cell(INIT, ["otter"]))
+            cells.append(_code_cell(INIT, ["otter"], "otter-init"))
         cells.append(cell)
         if "exercise" not in cell.get("metadata", {}).get("tags", []):
             continue
@@ -113,7 +114,7 @@ def student_notebook(chapter: Chapter, nb: Notebook | None = None) -> Notebook:
         if ex is None:
             continue
         _nbgrader(cell, f"{question(ex)}_answer", answer=True)
-        check = _code_cell(f'grader.check("{question(ex)}")', ["otter"])
+        check = _code_cell(f'grader.check("{question(ex)}")', ["otter"], f"otter-{question(ex)}")
         _nbgrader(check, question(ex), answer=False)
         cells.append(check)
     nb["cells"] = cells
