@@ -160,6 +160,9 @@ def main() -> int:
         if pid == 0:  # the child: grade, then end without running the parent's cleanup
             code = 0
             try:
+                # the jobs come on standard input: a learner's input() must not read them
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+                sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
                 print(json.dumps({"event": "child", "pid": os.getpid()}), file=out)
                 grade(job, out)
             except BaseException:  # reported to the parent: the exercise had no result
