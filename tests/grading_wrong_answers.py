@@ -22,8 +22,11 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
     ],
     "ch01.all_scores": [
         ("def all_scores(Q, K):\n    return K @ Q.T\n", "K·Qᵀ"),
+        (
+            "def all_scores(Q, K):\n    return Q @ K.T / np.sqrt(Q.shape[1])\n",
+            "already divided by √d_k",
+        ),
         ("def all_scores(Q, K):\n    total = Q @ K.T\n", NO_RETURN),
-        ("def all_scores(Q, K):\n    return Q @ K\n", "raised"),
     ],
     "ch01.attend_one": [
         (
@@ -138,8 +141,14 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
         ),
         (
             "def attention(Q, K, V, mask=None):\n    scores = Q @ K.T / math.sqrt(Q.shape[-1])\n"
-            "    weights = softmax(scores, axis=-1)\n",
-            NO_RETURN,
+            "    return softmax(scores, axis=-1) @ V\n",
+            "the mask was not applied",
+        ),
+        (
+            "def attention(Q, K, V, mask=None):\n    scores = Q @ K.T\n"
+            "    if mask is not None:\n        scores = np.where(mask, scores, -np.inf)\n"
+            "    return softmax(scores, axis=-1) @ V\n",
+            "forget to divide by √d_k",
         ),
     ],
     # --- chapter 4 ---
@@ -388,7 +397,7 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
     "ch06.attention_half_length": [
         ("def T_half(d_model, d_ff):\n    return d_ff\n", "projections W_Q, W_K, W_V, W_O"),
         ("def T_half(d_model, d_ff):\n    return d_ff / 2\n", "solve for T"),
-        ("def T_half(d_model, d_ff):\n    d_ff - 2 * d_model\n", NO_RETURN),
+        ("def T_half(d_model, d_ff):\n    return d_ff - d_model\n", "not 4·d_model²"),
     ],
     # --- chapter 7 ---
     "ch07.cache_mask": [
