@@ -213,10 +213,13 @@ def test_zh_notebook_prints_the_same_numbers(rel: str) -> None:
     assert zh.is_file(), f"{zh.relative_to(REPO)} missing: run make execute-zh"
     english, chinese = code(read(REPO / rel)), code(read(zh))
     assert len(english) == len(chinese)
+    # A cell excused from nbval times the reader's machine (test_course_structure's whitelist
+    # says why, cell by cell): its numbers differ at every run, in either edition.
     differ = [
         f"code cell {i}: {printed_numbers(e)[:12]} vs {printed_numbers(z)[:12]}"
         for i, (e, z) in enumerate(zip(english, chinese, strict=True))
         if printed_numbers(e) != printed_numbers(z)
+        and "nbval-ignore-output" not in e.get("metadata", {}).get("tags", [])
     ]
     assert not differ, "\n".join(differ)
     # The same kinds of output, cell by cell (a figure stays a figure, a widget a widget).
