@@ -32,6 +32,7 @@ MLA     ``d_c + d_h^R``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -52,6 +53,8 @@ from .positions import apply_rope
 
 __all__ = [
     "DEEPSEEK_V2",
+    "LAYER_KINDS",
+    "AttentionLayer",
     "KVCache",
     "PreallocatedKVCache",
     "StreamingKVCache",
@@ -60,6 +63,7 @@ __all__ = [
     "cached_self_attention_checked",
     "check_cache",
     "kv_cache_bytes",
+    "layers_cache_bytes",
     "max_batch",
     "mla_cache_bytes",
     "values_per_token_gqa",
@@ -203,6 +207,138 @@ def mla_cache_bytes(
     """
     per_token = values_per_token_mla(d_latent_kv, d_head_rope)
     return _cache_bytes(n_layers, per_token, seq_len, batch, bytes_per_value)
+
+
+#: What one layer of a model can be, by what it keeps for past tokens (chapter 14's atlas):
+#: ``full`` (MHA/GQA/MQA, every key and value), ``sliding`` (the last ``window`` of them), ``mla``
+#: (one latent and one shared RoPE key per token), ``dsa`` (MLA's cache plus the lightning indexer's
+#: key per token), ``linear`` (a fixed state per head, e.g. lightning attention) and ``deltanet``
+#: (the same fixed state, updated by the gated delta rule, plus a short convolution's inputs).
+LAYER_KINDS = ("full", "sliding", "mla", "dsa", "linear", "deltanet")
+
+#: The sizes each kind needs beyond ``kind`` and ``n_heads`` (and where a bad one is caught).
+_KIND_FIELDS = {
+    "full": ("n_kv_heads", "d_head"),
+    "sliding": ("n_kv_heads", "d_head", "window"),
+    "mla": ("d_latent_kv", "d_head_rope"),
+    "dsa": ("d_latent_kv", "d_head_rope", "index_n_heads", "index_head_dim", "index_topk"),
+    "linear": ("d_key", "d_value"),
+    "deltanet": ("n_key_heads", "d_key", "d_value"),
+}
+
+
+@dataclass(frozen=True)
+class AttentionLayer:
+    """The shape of one attention layer, by kind: what its cache holds and what a decoded token
+    reads. Sizes only, no tensors; a size the kind does not use stays 0 (``window`` ``None``).
+
+    ``n_heads`` is the number of query heads (for ``linear`` and ``deltanet``: value heads, one
+    state each). ``d_head_rope`` may be 0 (MLA without decoupled RoPE); ``conv_kernel`` 0 means
+    no convolution state (``deltanet`` only).
+
+    >>> local = AttentionLayer("sliding", n_heads=8, n_kv_heads=4, d_head=256, window=1024)
+    >>> local.held_values(4096)                   # 2 · 4 · 256 values a token, 1024 tokens
+    2097152
+    >>> AttentionLayer("mla", n_heads=128, d_latent_kv=512, d_head_rope=64).held_values(1)
+    576
+    >>> AttentionLayer("dsa", n_heads=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: a 'dsa' layer needs d_latent_kv (an int >= 1); got 0
+    """
+
+    kind: str
+    n_heads: int
+    n_kv_heads: int = 0
+    d_head: int = 0
+    window: int | None = None
+    d_latent_kv: int = 0
+    d_head_rope: int = 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
+    n_key_heads: int = 0
+    d_key: int = 0
+    d_value: int = 0
+    conv_kernel: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in LAYER_KINDS:
+            raise ValueError(f"kind must be one of {list(LAYER_KINDS)}; got {self.kind!r}")
+        check_count(self.n_heads, "n_heads")
+        for name in _KIND_FIELDS[self.kind]:
+            value = getattr(self, name)
+            optional = name == "d_head_rope"  # MLA without decoupled RoPE caches c_KV only
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < (0 if optional else 1)
+            ):
+                low = 0 if optional else 1
+                raise ValueError(
+                    f"a {self.kind!r} layer needs {name} (an int >= {low}); got {value!r}"
+                )
+        if self.kind == "deltanet":
+            check_count(self.conv_kernel, "conv_kernel", low=0)
+            if self.n_heads % self.n_key_heads:
+                raise ValueError(
+                    f"n_key_heads = {self.n_key_heads} must divide the value heads "
+                    f"n_heads = {self.n_heads}"
+                )
+
+    def reads(self, seq_len: int) -> int:
+        """How many past tokens a query at position ``seq_len - 1`` attends to (itself included):
+        ``min(T, window)`` for a sliding layer, ``min(T, top_k)`` for DSA, ``T`` for full and MLA,
+        0 for a recurrent layer (it reads its state, not the tokens)."""
+        T = check_count(seq_len, "seq_len")
+        if self.kind == "sliding":
+            return min(T, self.window or T)
+        if self.kind == "dsa":
+            return min(T, self.index_topk)
+        return 0 if self.kind in ("linear", "deltanet") else T
+
+    def held_values(self, seq_len: int) -> int:
+        """Numbers this layer keeps for one sequence once ``seq_len`` tokens are decoded.
+
+        ``full``: ``2 n_kv d_head T``; ``sliding``: the same over ``min(T, window)`` tokens;
+        ``mla``: ``(d_c + d_h^R) T`` (DeepSeek-V2, Table 1); ``dsa``: ``(d_c + d_h^R + D_I) T``
+        (the indexer keeps one key of width ``D_I`` per token); ``linear``: ``n_heads d_k d_v``,
+        whatever ``T``; ``deltanet``: that state plus the convolution's last ``kernel - 1`` inputs
+        of ``2 n_key_heads d_k + n_heads d_v`` channels.
+        """
+        T = check_count(seq_len, "seq_len")
+        if self.kind in ("full", "sliding"):
+            return values_per_token_gqa(self.n_kv_heads, self.d_head) * self.reads(T)
+        if self.kind in ("mla", "dsa"):
+            per_token = values_per_token_mla(self.d_latent_kv, self.d_head_rope)
+            return (per_token + (self.index_head_dim if self.kind == "dsa" else 0)) * T
+        state = self.n_heads * self.d_key * self.d_value  # one (d_k, d_v) matrix per head
+        if self.kind == "linear" or not self.conv_kernel:
+            return state
+        conv_dim = 2 * self.n_key_heads * self.d_key + self.n_heads * self.d_value  # q, k, v
+        return state + (self.conv_kernel - 1) * conv_dim
+
+
+def layers_cache_bytes(
+    layers: Sequence[AttentionLayer], seq_len: int, *, batch: int = 1, bytes_per_value: int = 2
+) -> int:
+    """Bytes a model's cache holds after ``seq_len`` tokens: each layer's
+    :meth:`AttentionLayer.held_values`, summed, times ``batch`` and ``bytes_per_value``.
+
+    A model of full-attention layers only gives :func:`kv_cache_bytes`; five sliding layers per
+    full one (Gemma 3) stop most of the cache growing past the window:
+
+    >>> full = AttentionLayer("full", n_heads=8, n_kv_heads=4, d_head=256)
+    >>> local = AttentionLayer("sliding", n_heads=8, n_kv_heads=4, d_head=256, window=1024)
+    >>> layers_cache_bytes([full] * 6, 8192) == kv_cache_bytes(6, 4, 256, 8192)
+    True
+    >>> layers_cache_bytes([local] * 5 + [full], 8192) / layers_cache_bytes([full] * 6, 8192)
+    0.2708333333333333
+    """
+    if not layers or not all(isinstance(layer, AttentionLayer) for layer in layers):
+        raise TypeError("layers must be a non-empty sequence of AttentionLayer")
+    values = sum(layer.held_values(seq_len) for layer in layers)
+    return values * check_count(batch, "batch") * check_count(bytes_per_value, "bytes_per_value")
 
 
 class KVCache:

@@ -16,13 +16,27 @@ FFN                    ``4 d d_ff``       ``W_1`` (d × d_ff) and ``W_2`` (d_ff 
 The ``T``-dependent part ``4 T d`` overtakes the FFN when ``T > d_ff``, and all the rest of the
 block when ``T > 2 d + d_ff`` (``T > 6 d`` with ``d_ff = 4 d``). The number of heads does not
 appear anywhere: heads share out the same columns.
+
+Decoding one token of a real model (:func:`decode_flops_per_token`, chapter 14) costs ``2`` FLOPs
+per *active* weight (a mixture of experts runs only the experts it picks) plus the attention part of
+each layer, which depends on the kind of layer (:class:`course_utils.kv_cache.AttentionLayer`):
+the keys it reads grow with ``T`` for full attention and MLA, stop at the window or the top-k for
+sliding and sparse layers, and a linear layer reads a fixed state instead.
 """
 
 from __future__ import annotations
 
-from ._validation import check_int
+from collections.abc import Sequence
 
-__all__ = ["block_flops_per_token", "block_parameter_count"]
+from ._validation import check_count, check_int, check_positive_finite
+from .kv_cache import AttentionLayer
+
+__all__ = [
+    "attention_decode_flops",
+    "block_flops_per_token",
+    "block_parameter_count",
+    "decode_flops_per_token",
+]
 
 
 def block_parameter_count(
@@ -71,3 +85,65 @@ def block_flops_per_token(d_model: int, d_ff: int, T: int) -> dict[str, int]:
         "ffn": ffn,
         "total": projections + scores + ffn,
     }
+
+
+def attention_decode_flops(layer: AttentionLayer, seq_len: int) -> int:
+    """FLOPs of one layer's attention for the token at position ``seq_len - 1`` (its scores and
+    weighted sum, or its state update; the projections are weights, counted apart).
+
+    With ``R`` = the keys it reads (:meth:`AttentionLayer.reads`), ``h`` query heads:
+
+    - ``full``, ``sliding``: ``4 h d_head R`` (``q·k`` over ``R`` keys, then ``R`` weighted
+      values; the same ``4 T d`` as :func:`block_flops_per_token`);
+    - ``mla``: ``2 h (d_c + d_h^R) R + 2 h d_c R``, the absorbed form decoding uses: every head
+      scores the cached latent and RoPE key, then mixes latents (its up-projections are weights);
+    - ``dsa``: MLA over ``R = min(T, top_k)`` tokens plus the indexer scoring all ``T``:
+      ``2 H_I D_I T``;
+    - ``linear``: ``4 h d_k d_v`` (write ``k vᵀ`` into the state, read ``Sᵀ q``), whatever ``T``;
+    - ``deltanet``: ``6 h d_k d_v`` (also ``Sᵀ k``, what the state predicts for ``k``).
+
+    Element-wise work (softmax, decays, gates, a sink's one extra logit) is left out, as in the
+    rest of this module.
+
+    >>> gqa = AttentionLayer("full", n_heads=32, n_kv_heads=8, d_head=128)
+    >>> attention_decode_flops(gqa, 1024)                    # 4 · 32 · 128 · 1024
+    16777216
+    >>> local = AttentionLayer("sliding", n_heads=32, n_kv_heads=8, d_head=128, window=128)
+    >>> attention_decode_flops(local, 10**6) == attention_decode_flops(local, 128)
+    True
+    """
+    if not isinstance(layer, AttentionLayer):
+        raise TypeError(f"layer must be an AttentionLayer; got {type(layer).__name__}")
+    T = check_count(seq_len, "seq_len")
+    h, R = layer.n_heads, layer.reads(T)
+    if layer.kind in ("full", "sliding"):
+        return 4 * h * layer.d_head * R
+    if layer.kind in ("mla", "dsa"):
+        d_c, d_r = layer.d_latent_kv, layer.d_head_rope
+        flops = 2 * h * (d_c + d_r) * R + 2 * h * d_c * R  # scores on latents, then latent mix
+        if layer.kind == "dsa":
+            flops += 2 * layer.index_n_heads * layer.index_head_dim * T  # the indexer reads all
+        return flops
+    per_head = layer.d_key * layer.d_value
+    return (6 if layer.kind == "deltanet" else 4) * h * per_head
+
+
+def decode_flops_per_token(
+    active_params: float, layers: Sequence[AttentionLayer], seq_len: int
+) -> float:
+    """FLOPs to decode the token at position ``seq_len - 1``: ``2 · active_params`` (one
+    multiply-add per weight the token goes through) plus every layer's
+    :func:`attention_decode_flops`.
+
+    ``active_params`` is the count a model card gives (embeddings included, as they usually are,
+    although an embedding lookup is not a product: a small overestimate).
+
+    >>> gqa = AttentionLayer("full", n_heads=32, n_kv_heads=8, d_head=128)
+    >>> decode_flops_per_token(8e9, [gqa] * 32, 1024) / 1e9  # Llama-3-8B-like, at 1k tokens
+    16.536870912
+    """
+    weights = 2.0 * check_positive_finite(active_params, "active_params")
+    if not layers or not all(isinstance(layer, AttentionLayer) for layer in layers):
+        raise TypeError("layers must be a non-empty sequence of AttentionLayer")
+    check_count(seq_len, "seq_len")
+    return weights + sum(attention_decode_flops(layer, seq_len) for layer in layers)

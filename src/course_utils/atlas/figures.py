@@ -39,11 +39,18 @@ __all__ = [
     "plot_sink_weights",
 ]
 
-#: One colour (and one hatch, for print and colour-blind readers) per kind of layer.
+#: One colour (and one hatch, for print and colour-blind readers) per kind of layer, by the kinds
+#: of :data:`course_utils.kv_cache.LAYER_KINDS`.
 LAYER_STYLE = {
-    "sliding_attention": (OKABE_ITO["sky blue"], "", "local (sliding window)"),
-    "full_attention": (OKABE_ITO["vermillion"], "//", "global (full attention)"),
-    "linear_attention": (OKABE_ITO["bluish green"], "..", "linear (Gated DeltaNet)"),
+    "sliding": (OKABE_ITO["sky blue"], "", "local (sliding window)"),
+    "full": (OKABE_ITO["vermillion"], "//", "global (full attention)"),
+    "deltanet": (OKABE_ITO["bluish green"], "..", "linear (Gated DeltaNet)"),
+}
+#: ``config.layer_types`` of ``transformers`` names the same kinds otherwise.
+_HF_KINDS = {
+    "sliding_attention": "sliding",
+    "full_attention": "full",
+    "linear_attention": "deltanet",
 }
 _LINE_STYLES = ("-", "--", ":", "-.")
 _LINE_COLOURS = ("vermillion", "blue", "bluish green", "reddish purple")
@@ -85,13 +92,13 @@ def plot_interleave(
     window: int,
 ) -> Figure:
     """Top: the layers of a model as a strip of cells, one per layer, by kind (``kinds`` holds
-    ``config.layer_types``). Bottom: the KV cache held against the context, one line per entry
+    :meth:`~course_utils.model_configs.ModelConfig.layer_kinds` or ``config.layer_types``). Bottom: the KV cache held against the context, one line per entry
     of ``series`` (already computed: tokens held, summed over the layers, at each context of
     ``contexts``), with the window marked.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
-    >>> fig = plot_interleave(["sliding_attention"] * 5 + ["full_attention"], [1, 10],
+    >>> fig = plot_interleave(["sliding"] * 5 + ["full"], [1, 10],
     ...                       {"all global": [6, 60], "5:1": [6, 15]}, window=3)
     >>> len(fig.axes[0].patches)                            # one cell per layer
     6
@@ -99,6 +106,7 @@ def plot_interleave(
     """
     import matplotlib.pyplot as plt
 
+    kinds = [_HF_KINDS.get(k, k) for k in kinds]
     unknown = sorted({k for k in kinds if k not in LAYER_STYLE})
     if not kinds or unknown:
         raise ValueError(f"kinds must be layer kinds among {list(LAYER_STYLE)}; got {unknown}")

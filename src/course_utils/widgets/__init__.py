@@ -20,6 +20,7 @@ from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
 from .sparse_patterns import SparsePatterns
+from .spec_sheet import SpecSheet
 from .temperature_mix import TemperatureMix
 from .tiling_explorer import TilingExplorer
 from .topic_word_focus import TopicWordFocus
@@ -39,6 +40,7 @@ __all__ = [
     "ScalingExplorer",
     "SentenceAttention",
     "SparsePatterns",
+    "SpecSheet",
     "TemperatureMix",
     "TilingExplorer",
     "TopicWordFocus",

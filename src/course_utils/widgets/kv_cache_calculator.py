@@ -1,6 +1,7 @@
 """Chapter 10's KV-cache calculator: pick a real model or set the shape, drag the context.
 
-A select picks a row of :data:`course_utils.model_configs.MODEL_CONFIGS` (or "custom"); sliders set
+A select picks one of chapter 10's rows of :data:`course_utils.model_configs.MODEL_CONFIGS`
+(:func:`~course_utils.model_configs.configs_in_chapter`, or "custom"); sliders set
 the layers, query heads, k/v heads and head width; selects set the number type and the memory
 left for the cache; a slider sets the context length. Python precomputes, with
 :func:`course_utils.kv_cache.kv_cache_bytes`, the cache bytes per token for every combination of
@@ -25,10 +26,13 @@ import traitlets
 from ..gqa import head_groups
 from ..i18n import t_literal
 from ..kv_cache import kv_cache_bytes, max_batch
-from ..model_configs import MODEL_CONFIGS
+from ..model_configs import configs_in_chapter
 from ._base import CourseWidget, pack_array
 
 __all__ = ["KVCacheCalculator"]
+
+#: The models of the select: chapter 10's rows of the sourced table (its grids fit them).
+MODELS = configs_in_chapter(10)
 
 LAYERS = [12, 16, 24, 30, 32, 40, 48, 60, 64, 80, 96, 126]
 HEADS = [8, 9, 12, 16, 24, 32, 40, 48, 64, 71, 96, 128]
@@ -39,7 +43,7 @@ CONTEXTS = [2**k for k in range(10, 18)]  # 1k .. 128k tokens
 MEMORIES_GIB = [8, 16, 24, 40, 80, 160]
 #: How many positions each control has (the models' select has one more: "custom").
 INDEX_SIZES = {
-    "model_index": len(MODEL_CONFIGS) + 1,
+    "model_index": len(MODELS) + 1,
     "layers_index": len(LAYERS),
     "heads_index": len(HEADS),
     "kv_index": len(KV_HEADS),
@@ -85,14 +89,14 @@ class KVCacheCalculator(CourseWidget):
             "at every context on a log scale.",
         )
         super().__init__(**kwargs)
-        if model not in MODEL_CONFIGS:
-            raise ValueError(f"model must be one of {list(MODEL_CONFIGS)}; got {model!r}")
+        if model not in MODELS:
+            raise ValueError(f"model must be one of {list(MODELS)}; got {model!r}")
         if context not in CONTEXTS:
             raise ValueError(f"context must be one of {CONTEXTS}; got {context!r}")
         if memory_gib not in MEMORIES_GIB:
             raise ValueError(f"memory_gib must be one of {MEMORIES_GIB}; got {memory_gib!r}")
         presets = []
-        for cfg in MODEL_CONFIGS.values():
+        for cfg in MODELS.values():
             presets.append(
                 {
                     "name": cfg.name,
@@ -119,7 +123,7 @@ class KVCacheCalculator(CourseWidget):
             }
             self.dtype_names = [n for n, _ in DTYPES]
         self._recompute()
-        self.model_index = list(MODEL_CONFIGS).index(model)
+        self.model_index = list(MODELS).index(model)
         self._apply_preset()
         self.context_index = CONTEXTS.index(context)
         self.memory_index = MEMORIES_GIB.index(memory_gib)
