@@ -92,9 +92,10 @@ def plot_interleave(
     window: int,
 ) -> Figure:
     """Top: the layers of a model as a strip of cells, one per layer, by kind (``kinds`` holds
-    :meth:`~course_utils.model_configs.ModelConfig.layer_kinds` or ``config.layer_types``). Bottom: the KV cache held against the context, one line per entry
-    of ``series`` (already computed: tokens held, summed over the layers, at each context of
-    ``contexts``), with the window marked.
+    :meth:`~course_utils.model_configs.ModelConfig.layer_kinds` or ``config.layer_types``).
+    Bottom: the KV cache held against the context, one line per entry of ``series`` (already
+    computed: tokens held, summed over the layers, at each context of ``contexts``), with the
+    window marked.
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
