@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: browser-deps help setup book book-zh slides pdf serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
+.PHONY: browser-deps classroom help setup book book-zh slides pdf grade otter serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -25,6 +25,8 @@ help:
 	@echo "make execute-zh  re-execute them with COURSE_LANG=zh into locale/zh_CN/notebooks (中文 outputs)"
 	@echo "make gettext     refresh the 中文 message catalogues locale/zh_CN/LC_MESSAGES/*.po"
 	@echo "make i18n-coverage  report, per page, the share of messages translated"
+	@echo "make grade SUBMISSIONS=<folder or .zip> [GRADEBOOK=path]  grade learners' notebooks into a CSV"
+	@echo "make otter   export the exercises as otter-grader assignments into _build/otter"
 	@echo "make clean   remove build outputs (keeps .venv)"
 
 setup: $(STAMP)
@@ -86,6 +88,18 @@ pdf: $(STAMP) browser-deps book
 	$(KIT) pdf --site _build/html --out _build/pdf
 	@ls -l _build/pdf/*.pdf
 
+# Grade a folder (or .zip) of learners' notebooks with the course's checkers: one row per learner,
+# per exercise its points and the checker's feedback (course_kit.grading). No Docker, no kernel.
+GRADEBOOK ?= _build/grades/grades.csv
+GRADE_LANG ?= en
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=<folder or .zip> [GRADEBOOK=path] [GRADE_LANG=zh]"; exit 2; }
+	$(KIT) grade "$(SUBMISSIONS)" --gradebook "$(GRADEBOOK)" --lang $(GRADE_LANG)
+
+# The exercises as otter-grader assignments: student notebooks, tests, autograder.zip per chapter.
+otter: $(STAMP)
+	$(KIT) otter --out _build/otter
+
 serve:
 	@test -d _build/html || { echo "No site yet: run 'make book' first."; exit 1; }
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C stops)"
@@ -96,6 +110,19 @@ lab: $(STAMP)
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute_notebooks.py chapters/*.ipynb appendix/*.ipynb
+
+# A simulated class on a real JupyterHub on this machine (loopback only): learners log in, open the
+# course through an nbgitpuller link and run chapters cell by cell; prints memory, latency, failures
+# and the class size a 2-core, 24 GiB machine holds. The two runs the instructor guide quotes:
+# LEARNERS (30) on chapters 1 and 3 -> benchmarks/results/classroom.json, and SMOLLM2_LEARNERS (6)
+# through chapters 1-3 and 7 or 10 -> classroom_smollm2.json (30 of those need ~60 GiB; a memory
+# guard stops a run before the machine runs out). Needs node and npm (the hub's proxy, from npm).
+LEARNERS ?= 30
+SMOLLM2_LEARNERS ?= 6
+classroom: $(STAMP)
+	$(BIN)/python benchmarks/classroom.py --learners $(LEARNERS) --chapters 01,03 --no-smollm2
+	$(BIN)/python benchmarks/classroom.py --learners $(SMOLLM2_LEARNERS) \
+	  --json benchmarks/results/classroom_smollm2.json
 
 # The notebooks' code is held to their own line length, what the book's code column holds
 # (chapters/ruff.toml, appendix/ruff.toml: 79); their other lint findings are not checked here.
@@ -119,11 +146,13 @@ test-book: book
 
 # Debian's Chromium drives the browser tests (Playwright cannot download its own browsers here);
 # fonts-noto-cjk lets it draw the book's Chinese (PDF, screenshots, decks); poppler-utils
-# (pdftotext) reads the PDF back in its test; nodejs runs the JavaScript tests.
-BROWSER_PACKAGES := chromium fonts-noto-cjk poppler-utils nodejs
+# (pdftotext) reads the PDF back in its test; nodejs runs the JavaScript tests; npm installs the
+# JupyterHub test's proxy (Debian's nodejs has no npm; NodeSource's has it).
+BROWSER_PACKAGES := chromium fonts-noto-cjk poppler-utils nodejs npm
 browser-deps:
 	@missing=""; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	fc-list :lang=zh 2>/dev/null | grep -q . || missing="$$missing fonts-noto-cjk"; \
 	command -v pdftotext >/dev/null || missing="$$missing poppler-utils"; \

@@ -31,67 +31,29 @@ import statistics
 from pathlib import Path
 
 import torch
-from _floor import load, machine, read_bandwidth, save_results, timings
-from torch import nn
+from _floor import load, machine, save_results
 
 from course_utils import kv_cache
-from course_utils.transformer import TransformerBlock
+from course_utils.memory_floor import (
+    BlockStack,
+    fill_cache,
+    read_bandwidth,
+    time_cached_steps,
+    timings,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "decode_floor.json"
 D_MODEL, N_HEADS, D_FF, N_LAYERS = 768, 12, 3072, 12
 GOAL = 1.5
 
 
-class Stack(nn.Module):
-    """``N_LAYERS`` pre-LN blocks with the ``forward(x, cache)`` protocol of ``generate``."""
-
-    def __init__(self, cache_kind: str) -> None:
-        super().__init__()
-        self.blocks = nn.ModuleList(
-            TransformerBlock(D_MODEL, N_HEADS, D_FF) for _ in range(N_LAYERS)
-        )
-        self.cache_class = {
-            "plain": kv_cache.KVCache,
-            "preallocated": getattr(kv_cache, "PreallocatedKVCache", None),
-        }[cache_kind]
-        if self.cache_class is None:
-            raise SystemExit("this version of course_utils has no PreallocatedKVCache")
-
-    def new_cache(self) -> list[kv_cache.KVCache]:
-        return [self.cache_class() for _ in self.blocks]
-
-    def forward(self, x: torch.Tensor, cache: list[kv_cache.KVCache] | None = None) -> torch.Tensor:
-        for i, block in enumerate(self.blocks):
-            x = block(x, causal=True) if cache is None else block(x, cache=cache[i])
-        return x  # (B, T, d_model)
-
-
-def crop(cache: kv_cache.KVCache, n: int) -> None:
-    """Keep the first ``n`` tokens (``crop`` if the cache has it, else slices of its tensors)."""
-    if hasattr(cache, "crop"):
-        cache.crop(n)
-    else:
-        cache.keys, cache.values = cache.keys[:, :, :n], cache.values[:, :, :n]
-
-
-def measure(model: Stack, c: int, reps: int, full_pass: bool) -> dict[str, object]:
+def measure(model: BlockStack, cache_class: type, c: int, reps: int, full_pass: bool) -> dict:
     g = torch.Generator().manual_seed(c)
-    caches = model.new_cache()
-    d_k = D_MODEL // N_HEADS
-    for cache in caches:
-        shape = (1, N_HEADS, c, d_k)  # (B, n_kv_heads, c, d_k)
-        cache.append(torch.randn(shape, generator=g), torch.randn(shape, generator=g))
+    caches = fill_cache(model, c, g, cache_class)
     x = torch.randn(1, 1, D_MODEL, generator=g)  # (B, 1, d_model): the new token
     row: dict[str, object] = {"context": c, "load_before": load()}
-    wall, cpu = [], []
     with torch.no_grad():
-        for i in range(reps + 2):  # two warm-up steps (the first may grow the cache)
-            w, t = timings(lambda: model(x, cache=caches), 1, warmup=0)
-            for cache in caches:
-                crop(cache, c)
-            if i >= 2:
-                wall += w
-                cpu += t
+        wall, cpu = time_cached_steps(model, caches, x, reps)
         if full_pass:
             seq = torch.randn(1, c + 1, D_MODEL, generator=g)  # (B, c + 1, d_model)
             w, t = timings(lambda: model(seq), 2, warmup=0)
@@ -126,10 +88,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    kind = args.cache
-    if kind == "auto":
-        kind = "preallocated" if hasattr(kv_cache, "PreallocatedKVCache") else "plain"
-    model = Stack(kind).eval()
+    kind = "preallocated" if args.cache == "auto" else args.cache
+    cache_class = {"plain": kv_cache.KVCache, "preallocated": kv_cache.PreallocatedKVCache}[kind]
+    model = BlockStack(N_LAYERS, D_MODEL, N_HEADS, D_FF).eval()
     print(f"{machine()}\ncache: {kind}; load average {load()}")
     bandwidths = [read_bandwidth()]
     rows = []
@@ -139,7 +100,9 @@ def main() -> None:
 
             decoding_layout(model)
         for c in args.contexts:
-            rows.append({"layout": layout} | measure(model, c, args.reps, args.full_pass))
+            rows.append(
+                {"layout": layout} | measure(model, cache_class, c, args.reps, args.full_pass)
+            )
         bandwidths.append(read_bandwidth())
     bw = {clock: max(b[clock] for b in bandwidths) for clock in ("wall", "cpu")}
     print(
@@ -177,6 +140,8 @@ def main() -> None:
         "3072, float32, batch 1) against bytes read / read bandwidth measured in the same run; "
         "best of reps, by the wall clock and by the thread's CPU time",
         "cache": kind,
+        "n_layers": N_LAYERS,
+        "d_model": D_MODEL,
         "reps": args.reps,
         **machine(),
         "read_bandwidth_bytes_per_s": bandwidths,

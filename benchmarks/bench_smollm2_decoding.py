@@ -30,7 +30,9 @@ import statistics
 from pathlib import Path
 
 import torch
-from _floor import load, machine, read_bandwidth, save_results, timings
+from _floor import load, machine, save_results
+
+from course_utils.memory_floor import read_bandwidth, timings
 
 RESULTS = Path(__file__).resolve().parent / "results" / "smollm2_decoding.json"
 PROMPT = "Once upon a time, there was a little cat who"  # as benchmarks/smollm2_reproduction.py

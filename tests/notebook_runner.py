@@ -14,6 +14,8 @@ from typing import Any
 import matplotlib
 import nbformat
 
+from course_kit.notebooks import cells_needed_from  # noqa: F401 (the tests import it from here)
+
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 
 
@@ -55,58 +57,6 @@ def run_notebook_cells(
     if mutate is not None:
         assert replaced, f"mutation target not found in {notebook.name}: {mutate[0]!r}"
     return namespace
-
-
-def _names(source: str) -> tuple[set[str], set[str]] | None:
-    """(names a cell's code binds at top level, global names it reads anywhere); None if it
-    does not parse. IPython lines (``%...``, ``!...``) are left out."""
-    import symtable
-
-    code = "\n".join(
-        line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
-    )
-    try:
-        top = symtable.symtable(code, "<cell>", "exec")
-    except SyntaxError:
-        return None
-    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()} | {
-        t.get_name() for t in top.get_children()
-    }  # def and class
-    read: set[str] = set()
-    tables = [top]
-    while tables:
-        table = tables.pop()
-        for s in table.get_symbols():
-            referenced = s.is_referenced()
-            if referenced and (table is top or s.is_global()):
-                read.add(s.get_name())
-        tables.extend(table.get_children())
-    return bound, read
-
-
-def cells_needed_from(sources: list[str], first: int) -> list[int]:
-    """Indices of the code cells to run so that cells ``first``, ``first + 1``, ... see every name
-    they read: all cells from ``first`` on, and each earlier cell that binds a name a kept cell
-    reads (followed back transitively). A cell that does not parse is kept.
-
-    Lets a test run a notebook's end (e.g. its exercises) without the slow cells before it that the
-    end does not use; the whole notebook is run by nbval anyway.
-
-    >>> cells = ["import math", "slow = sum(range(10**8))", "x = 2", "y = math.sqrt(x)"]
-    >>> cells_needed_from(cells, 3)
-    [0, 2, 3]
-    """
-    keep = set(range(first, len(sources)))
-    needed: set[str] = set()
-    for i in keep:
-        names = _names(sources[i])
-        needed |= names[1] if names else set()
-    for i in range(first - 1, -1, -1):
-        names = _names(sources[i])
-        if names is None or names[0] & needed:
-            keep.add(i)
-            needed |= names[1] if names else set()
-    return sorted(keep)
 
 
 def included_pyobjects(stem: str, module: str) -> dict[str, list[str]]:

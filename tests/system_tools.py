@@ -32,6 +32,8 @@ class SystemTool:
 
 SYSTEM_TOOLS = {
     "node": SystemTool("node", "nodejs", "the JavaScript tests of the widgets and the web model"),
+    # Debian's nodejs has no npm (NodeSource's does); the hub test installs its proxy with it.
+    "npm": SystemTool("npm", "npm", "installing JupyterHub's proxy (configurable-http-proxy)"),
     "chromium": SystemTool(
         os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"),
         "chromium",

@@ -61,3 +61,32 @@ def test_the_claims_about_the_timings(glued: dict[str, float]) -> None:
     assert glued["speedup_stack_1024"] > glued["speedup_stack_64"] > 1
     # "A cached step is not free either ... gets slower as the context grows"
     assert glued["ms_cache_stack_1024"] > glued["ms_cache_stack_64"]
+
+
+FLOOR_SAVED = REPO / "benchmarks" / "results" / "decode_floor.json"
+
+
+def test_the_memory_floor_numbers_are_the_saved_measurement(glued: dict[str, float]) -> None:
+    """The floor ratios are recomputed here from the raw saved bytes, times and bandwidths (not
+    with ``DecodeFloor``, which the chapter used), and the words' claims hold for them: the cached
+    step is "not far from" its floor (under 2x) and the full pass costs many cached steps."""
+    saved = json.loads(FLOOR_SAVED.read_text(encoding="utf-8"))
+    bandwidth = max(b["wall"] for b in saved["read_bandwidth_bytes_per_s"])
+    rows = {r["context"]: r for r in saved["rows"] if r["layout"] == "as-built"}
+    assert sorted(rows) == [1024, 4096]
+    for context, r in rows.items():
+        floor_ms = 1e3 * (r["weight_bytes"] + r["cache_bytes"]) / bandwidth
+        ratio = r["step_ms_wall"] / floor_ms
+        assert glued[f"floor_ratio_{context}"] == round(ratio, 1)
+        assert glued[f"floor_full_{context}"] == round(r["full_pass_ms_wall"] / r["step_ms_wall"])
+        assert 1 < ratio < 2, ratio  # "not far from the time it takes merely to read"
+        # the stack's bytes: 12 blocks of 4 d² + 2 d d_ff weights (+ biases, norms), float32,
+        # and 2 · 12 · (context + 1) · d cached numbers
+        assert r["cache_bytes"] == 2 * 12 * (context + 1) * 768 * 4
+        assert (
+            12 * (4 * 768**2 + 2 * 768 * 3072) * 4
+            < r["weight_bytes"]
+            < 1.01 * 12 * (4 * 768**2 + 2 * 768 * 3072) * 4
+        )
+    # "each new token costs a whole pass": many cached steps, more at the longer context
+    assert 50 < glued["floor_full_1024"] < glued["floor_full_4096"]

@@ -57,8 +57,13 @@ PLACEHOLDER = "(This chapter is being written.)"
 
 #: nbval exemptions that are allowed, as {(notebook file name, cell id): reason}. The course's rule
 #: is that a result cell is never excused from comparison; only truly volatile output (a timing, a
-#: memory address) may be, and then the reason is written here. Currently there are none.
-NBVAL_WHITELIST: dict[tuple[str, str], str] = {}
+#: memory address) may be, and then the reason is written here.
+NBVAL_WHITELIST: dict[tuple[str, str], str] = {
+    ("07_causal_attention.ipynb", "f18de7c4"): (
+        "times a decoding step on the reader's own machine (measure_decode_floor): wall-clock "
+        "times and the bandwidth change at every run; the saved benchmark above it is compared"
+    ),
+}
 NBVAL_TAGS = {"nbval-ignore-output", "nbval-skip", "nbval-raises-exception", "raises-exception"}
 NBVAL_COMMENT = re.compile(r"^\s*#\s*NBVAL_(IGNORE_OUTPUT|SKIP|RAISES_EXCEPTION)\b", re.M)
 

@@ -24,8 +24,8 @@ def nothing_installed(monkeypatch):
 
 @pytest.mark.parametrize(
     ("name", "package"),
-    [("node", "nodejs"), ("chromium", "chromium"), ("pdftotext", "poppler-utils"),
-     ("fc-list", "fontconfig")],
+    [("node", "nodejs"), ("npm", "npm"), ("chromium", "chromium"),
+     ("pdftotext", "poppler-utils"), ("fc-list", "fontconfig")],
 )  # fmt: skip
 @pytest.mark.parametrize("ci", ["true", ""])
 def test_a_missing_tool_names_its_package_and_fails_in_ci(
@@ -54,7 +54,7 @@ def test_every_tool_is_installed_by_ci_and_listed_in_the_readme():
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
-    for package in ("nodejs", "chromium", "poppler-utils", "fonts-noto-cjk"):
+    for package in ("nodejs", "npm", "chromium", "poppler-utils", "fonts-noto-cjk"):
         assert f'missing="$missing {package}"' in ci, package
         assert f'still="$still {package}"' in ci, package
         assert f"`{package}`" in readme, package
