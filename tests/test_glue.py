@@ -51,6 +51,7 @@ GLUED_CHAPTERS = (
     "11_multi_head_latent_attention",
     "12_efficient_attention",
     "13_topic_words",
+    "14_attention_atlas",
 )
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "rotate_half",
     "rotate_pairs",
     "softmax_weights",
+    "top_k_softmax",
 ]
 
 
@@ -185,6 +186,22 @@ def mix_experts(
         y = expert(e, x[token])  # (n_e, d)
         out.index_add_(0, token, y * weights[token, slot, None])  # (N, d)
     return out
+
+
+def top_k_softmax(logits: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """A router's choice: each token's ``k`` highest logits and their softmax, ``(N, k)`` weights
+    (summing to 1) and ``(N, k)`` expert ids, from ``logits`` ``(N, E)``.
+
+    gpt-oss routes this way. Qwen3-Next takes the softmax over all ``E`` experts first, keeps the
+    top ``k`` and renormalises them: the same weights, since ``e^{x_i} / sum_{top-k} e^{x_j}``
+    does not depend on the experts left out.
+
+    >>> weights, ids = top_k_softmax(torch.tensor([[0.0, 2.0, 1.0, 2.0 - math.log(3)]]), k=2)
+    >>> ids.tolist(), [round(w, 3) for w in weights[0].tolist()]
+    ([[1, 2]], [0.731, 0.269])
+    """
+    top, indices = torch.topk(logits, k, dim=-1)  # (N, k), (N, k): the k best experts
+    return torch.softmax(top, dim=-1), indices  # (N, k): softmax over the chosen k only
 
 
 # --------------------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ from .blocks import (
     checked_inv_freq,
     load_weights,
     mix_experts,
+    top_k_softmax,
 )
 
 __all__ = ["ClampedSwiGLUExperts", "GptOss", "GptOssLayer", "build"]
@@ -89,8 +90,7 @@ class ClampedSwiGLUExperts(nn.Module):
         B, T, d = x.shape
         tokens = x.reshape(B * T, d)  # (N, d)
         logits = self.router(tokens)  # (N, E)
-        top, indices = torch.topk(logits, self.k, dim=-1)  # (N, k), (N, k)
-        weights = torch.softmax(top, dim=-1)  # (N, k): softmax over the chosen k only
+        weights, indices = top_k_softmax(logits, self.k)  # (N, k), (N, k)
         return mix_experts(tokens, indices, weights, self.expert).reshape(B, T, d)  # (B, T, d)
 
 
