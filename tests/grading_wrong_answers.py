@@ -909,4 +909,61 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "that is a sum",
         ),
     ],
+    # --- chapter 14 ---
+    "ch14.cache_ratio": [
+        (
+            "def cache_ratio(n_local, n_global, window, T):\n"
+            "    return (n_global * T + n_local * min(T, window)) / ((n_local + n_global) * T)\n",
+            "how many times SMALLER",
+        ),
+        (
+            "def cache_ratio(n_local, n_global, window, T):\n"
+            "    return (n_local + n_global) / n_global\n",
+            "the local layers hold a cache too",
+        ),
+        (
+            "def cache_ratio(n_local, n_global, window, T):\n"
+            "    return (n_local + n_global) * T / (n_global * T + n_local * window)\n",
+            "min(T, window), not window",
+        ),
+    ],
+    "ch14.sink_weights": [
+        (
+            "def sink_weights(scores, sinks):\n"
+            "    return torch.softmax(torch.as_tensor(scores), dim=-1)\n",
+            "these rows sum to 1",
+        ),
+        (
+            "def sink_weights(scores, sinks):\n"
+            "    e = torch.exp(torch.as_tensor(scores))\n"
+            "    return e / (e.sum(-1, keepdim=True) + torch.as_tensor(sinks)[:, None, None])\n",
+            "not as sink",
+        ),
+        (
+            "def sink_weights(scores, sinks):\n"
+            "    e = torch.exp(torch.as_tensor(scores))\n"
+            "    return e / (e.sum(-1, keepdim=True) + torch.exp(torch.as_tensor(sinks)[0]))\n",
+            "each head has its own sink",
+        ),
+    ],
+    "ch14.route": [
+        (
+            "def route(logits, k):\n"
+            "    p = torch.softmax(torch.as_tensor(logits), dim=-1)\n"
+            "    top_p, top_i = p.topk(k, dim=-1)\n"
+            "    return torch.zeros_like(p).scatter(1, top_i, top_p)\n",
+            "renormalise the k kept probabilities",
+        ),
+        (
+            "def route(logits, k):\n    return torch.softmax(torch.as_tensor(logits), dim=-1)\n",
+            "keep only the k highest probabilities",
+        ),
+        (
+            "def route(logits, k):\n"
+            "    x = torch.as_tensor(logits)\n"
+            "    top_x, top_i = x.topk(k, dim=-1)\n"
+            "    return torch.zeros_like(x).scatter(1, top_i, top_x)\n",
+            "not the raw logits",
+        ),
+    ],
 }
