@@ -32,6 +32,10 @@ from course_kit.notebooks import learner_copy, source, write_notebook
 
 from .grading_wrong_answers import WRONG_ANSWERS
 
+# One worker grades the class once: its module-scoped fixture would otherwise run on both
+# pytest-xdist workers (the whole class graded twice).
+pytestmark = pytest.mark.xdist_group("grading")
+
 ROUNDS = max(len(v) for v in WRONG_ANSWERS.values())
 CHAPTERS = grading.load_chapters()
 ALL = [ex for c in CHAPTERS.values() for ex in c.exercises]

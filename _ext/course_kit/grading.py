@@ -74,6 +74,18 @@ MIN_WALL = 60.0
 POINTS = 1
 #: Seconds a worker may take to import torch and the checkers before it grades anything.
 STARTUP_TIMEOUT = 600.0
+#: CPython 3.11's ``ast.parse`` can fail with "SystemError: AST constructor recursion depth
+#: mismatch" when two threads parse at once (its recursion-depth counter is shared; reported from
+#: threaded programs in python/cpython#106905, seen here in a clean-clone test run), and
+#: :func:`grade_folder` grades submissions in threads: one parse at a time.
+_AST_LOCK = threading.Lock()
+
+
+def _parse(text: str) -> ast.Module:
+    with _AST_LOCK:
+        return ast.parse(text)
+
+
 CHECK_CALL = re.compile(r"\b(ch\d\d)\.(check_\w+)\s*\(")
 
 
@@ -98,7 +110,7 @@ class Exercise:
 def _check_calls(text: str | ast.Module) -> list[ast.Call]:
     """The top-level ``chNN.check_*(...)`` calls of a cell (as statements), in order."""
     try:
-        tree = ast.parse(_python_only(text)) if isinstance(text, str) else text
+        tree = _parse(_python_only(text)) if isinstance(text, str) else text
     except SyntaxError:
         return []
     return [
@@ -204,7 +216,7 @@ def solved_copy(chapter: Chapter) -> Notebook:
 def stub_imports(text: str) -> list[str]:
     """The top-level ``import`` statements of a cell, as source lines."""
     try:
-        tree = ast.parse(_python_only(text))
+        tree = _parse(_python_only(text))
     except SyntaxError:
         return []
     return [ast.unparse(s) for s in tree.body if isinstance(s, ast.Import | ast.ImportFrom)]
@@ -239,7 +251,7 @@ def chapter_units(nb: Notebook) -> tuple[list[Unit], int]:
         if "course_utils.exercises import" in text:
             section = i
         try:
-            tree = ast.parse(text)
+            tree = _parse(text)
         except SyntaxError:
             continue
         imports = [s for s in tree.body if isinstance(s, ast.Import | ast.ImportFrom)]
@@ -383,7 +395,7 @@ def _strip_check_calls(text: str) -> str:
     that counts)."""
     code = _python_only(text)
     try:
-        tree = ast.parse(code)
+        tree = _parse(code)
     except SyntaxError:
         return code  # the worker reports the SyntaxError
     calls = {id(c) for c in _check_calls(tree)}
