@@ -857,6 +857,30 @@ def capacity(
     return int((machine_bytes - headroom_bytes) // per_learner_bytes)
 
 
+def _run_in_own_loop(coroutine: Any) -> Any:
+    """``asyncio.run(coroutine)``, in a thread of its own when this thread already runs an event
+    loop (Playwright's sync API keeps one running in a test worker that drove a browser before;
+    Jupyter kernels run one too), where ``asyncio.run`` refuses to start."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop here: the usual case, a script or make classroom
+        return asyncio.run(coroutine)
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(coroutine)
+        except BaseException as error:  # handed back to the caller's thread below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="classroom-loop")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def run_class(plan: ClassPlan, source: Path, proxy_cache: Path) -> dict[str, Any]:
     """Start the hub, run the class, stop everything; return the measurements."""
     if plan.learners < 1:
@@ -885,7 +909,7 @@ def run_class(plan: ClassPlan, source: Path, proxy_cache: Path) -> dict[str, Any
         if proxy_pid:
             cpu0["proxy"] = cpu_seconds(proxy_pid)
         wall0 = time.perf_counter()
-        results = asyncio.run(run_class_async(plan, hub, repo.as_uri(), branch, sampler))
+        results = _run_in_own_loop(run_class_async(plan, hub, repo.as_uri(), branch, sampler))
         wall = time.perf_counter() - wall0
         cpu = {"hub": cpu_seconds(hub.process.pid) - cpu0["hub"]}
         if proxy_pid:

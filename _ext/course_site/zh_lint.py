@@ -359,6 +359,13 @@ PAGE_ENGLISH_ALLOWED = frozenset(
             "nbgitpuller",
         ],
         "Hugging Face",
+        "Gated",  # of "Gated DeltaNet", Qwen3-Next's layer type: a name (chapter 14)
+        *["Mixtral", "Qwen", "gpt-oss"],  # model names (chapter 14)
+        # tools a teacher installs or meets (the instructor guide's classroom and grading)
+        *["Jupyter", "Markdown", "Otter", "otter", "otter-grader", "nbgrader", "npm"],
+        "configurable-http-proxy",
+        "Helm",
+        "The Littlest",  # of "The Littlest JupyterHub", a product (the instructor guide)
         "Web Worker",
         "Show, Attend and",
         "sentence-transformers",
@@ -397,6 +404,7 @@ PAGE_ENGLISH_ALLOWED = frozenset(
             "token",
             "bug",
             "top-k",
+            "sigmoid",
             "top-",
             "log-sum-exp",
             "flash",
