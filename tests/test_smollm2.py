@@ -158,6 +158,94 @@ def test_the_gguf_file_is_read_by_the_gguf_package_reader(tmp_path, gguf_library
         read_gguf(bad)
 
 
+def test_the_model_maps_the_gguf_weights_from_one_float32_file(ours):
+    """``load_smollm2`` holds exactly the dequantised GGUF weights (bit for bit), and every weight
+    lives in a read-only-shared map of the one float32 file (so that kernels share the pages),
+    not in the process's own memory."""
+    from course_utils.pretrained.smollm2 import (
+        SmolLM2Config,
+        _state_from_gguf,
+        read_gguf,
+        smollm2_gguf_path,
+        smollm2_weights_path,
+    )
+
+    meta, tensors = read_gguf(smollm2_gguf_path())
+    want = _state_from_gguf(SmolLM2Config.from_gguf(meta), tensors)
+    got = ours.state_dict()
+    assert sorted(got) == sorted(want)
+    assert all(torch.equal(got[name], want[name]) for name in want)
+    path = str(smollm2_weights_path().resolve())
+    maps = []  # (start, end, file) of every mapping of this process
+    with open("/proc/self/maps", encoding="utf-8") as f:
+        for line in f:
+            fields = line.split()
+            start, end = (int(a, 16) for a in fields[0].split("-"))
+            maps.append((start, end, fields[5] if len(fields) > 5 else ""))
+    for name, p in ours.named_parameters():
+        where = [m for m in maps if m[0] <= p.data_ptr() < m[1]]
+        assert where and where[0][2] == path, f"{name} is not mapped from {path}: {where}"
+
+
+def test_the_weights_file_is_written_once_by_one_of_many_callers(tmp_path, monkeypatch):
+    """Callers that find no file at once (a class opening chapter 7 together): one dequantises and
+    writes while the others wait on the lock, and all get the same whole file."""
+    import threading
+
+    from course_utils.pretrained import smollm2 as sm
+
+    made = []
+    monkeypatch.setattr(sm, "read_gguf", lambda path: ({}, {}))
+    monkeypatch.setattr(sm.SmolLM2Config, "from_gguf", classmethod(lambda cls, meta: cls()))
+
+    def slow_state(cfg, w):
+        made.append(1)
+        threading.Event().wait(0.3)  # long enough for the other callers to reach the lock
+        return {"w": torch.arange(4.0)}
+
+    monkeypatch.setattr(sm, "_state_from_gguf", slow_state)
+    target = tmp_path / "weights.pt"
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(sm.prepare_smollm2_weights(target)))
+        for _ in range(4)
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    assert results == [target] * 4 and made == [1]
+    assert torch.equal(sm._load_weights_file(target)["w"], torch.arange(4.0))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["weights.pt", "weights.pt.lock"]
+
+
+def test_where_the_weights_file_goes(tmp_path, monkeypatch):
+    from course_utils.pretrained import smollm2 as sm
+
+    monkeypatch.setenv("COURSE_SMOLLM2_WEIGHTS", str(tmp_path / "mine.pt"))
+    assert sm.smollm2_weights_path() == tmp_path / "mine.pt"
+    monkeypatch.delenv("COURSE_SMOLLM2_WEIGHTS")
+    gguf = tmp_path / "env" / "model.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(b"x" * 10)
+    monkeypatch.setattr(sm, "smollm2_gguf_path", lambda: gguf)
+    assert sm.smollm2_weights_path() == gguf.with_name("model.10.float32.pt")  # beside it
+    monkeypatch.setattr(sm.os, "access", lambda path, mode: False)  # a read-only environment
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert (
+        sm.smollm2_weights_path() == tmp_path / "cache" / "attention-course" / "model.10.float32.pt"
+    )
+
+
+def test_a_damaged_weights_file_is_named_with_what_to_do(tmp_path):
+    from course_utils.pretrained.smollm2 import _load_weights_file
+
+    bad = tmp_path / "cut.pt"
+    bad.write_bytes(b"PK\x03\x04 not a whole file")
+    with pytest.raises(RuntimeError, match=r"cut\.pt .*delete it and load again"):
+        _load_weights_file(bad)
+
+
 def test_chapter7_labels_the_seed_sentence_with_characters_not_replacement_marks(ours):
     """Chapter 7's heatmap of 看书真好 labels its byte-level pieces with ``tokenizer.labels``: a
     character on its last piece, "·" before (decoding one piece alone gives "\ufffd")."""

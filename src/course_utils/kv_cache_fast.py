@@ -15,7 +15,9 @@ path
 - rotates ``q`` and ``k`` (RoPE) together, with ``cos``/``sin`` tables computed once per width and
   base (:func:`rope_cos_sin`) instead of at every call, by :func:`rotate_half`;
 - appends to the cache without re-checking (``_append_trusted``) and calls
-  ``scaled_dot_product_attention`` directly.
+  ``scaled_dot_product_attention`` directly, except for one new token after a
+  :class:`~course_utils.kv_cache.PreallocatedKVCache`: its keys are stored transposed, and
+  :func:`one_query_attention` reads ``Kᵀ`` and ``V`` in memory order.
 
 The module imports nothing from :mod:`course_utils.kv_cache` (which imports it): the cache and the
 attention module come in as arguments. ``tests/test_kv_cache_fast.py`` holds every piece to the
@@ -34,7 +36,14 @@ from torch import Tensor, nn
 
 from .positions import rope_frequencies
 
-__all__ = ["decode_attention", "decoding_layout", "rope_cos_sin", "rotate_half", "stacked_qkv"]
+__all__ = [
+    "decode_attention",
+    "decoding_layout",
+    "one_query_attention",
+    "rope_cos_sin",
+    "rotate_half",
+    "stacked_qkv",
+]
 
 # attention module -> (what the stacked weight was made from, stacked weight, stacked bias)
 _STACKED: weakref.WeakKeyDictionary[nn.Module, tuple[Any, Tensor, Tensor | None]] = (
@@ -200,6 +209,7 @@ def decode_attention(
     q = qk[:, :, :h].transpose(1, 2)  # (B, h, T, d_k)
     k = qk[:, :, h:].transpose(1, 2)  # (B, h_kv, T, d_k)
     v = v.transpose(1, 2)  # (B, h_kv, T, d_k)
+    k_new = k  # (B, h_kv, T, d_k)
     if cache is not None:
         finite = cache._held_finite() and finite  # the held keys and values were checked once
         k, v = cache._append_trusted(k, v, finite)  # (B, h_kv, L, d_k) each, L = past + T
@@ -209,7 +219,41 @@ def decode_attention(
         mask = torch.ones(T, L, dtype=torch.bool, device=x.device).tril(L - T)  # (T, L)
     if not finite:
         return q, k, v, None if mask is None else mask[None, None]  # mask (1, 1, T, L)
-    context = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, enable_gqa=h_kv != h
-    )  # (B, h, T, d_k)
+    keys_t = getattr(cache, "transposed_keys", None)  # (B, h_kv, d_k, L): PreallocatedKVCache
+    if T == 1 and keys_t is not None:
+        context = one_query_attention(q, keys_t, v)  # (B, h, 1, d_k)
+    else:
+        if keys_t is not None:
+            # SDPA's fused kernel reads each key's d_k numbers side by side: on the transposed
+            # storage's view it falls back to a path 20x slower, so it gets them so stored (the
+            # new keys themselves when the cache held none; a copy after a past)
+            k = k_new if past == 0 else k.contiguous()  # (B, h_kv, L, d_k)
+        context = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, enable_gqa=h_kv != h
+        )  # (B, h, T, d_k)
     return attn.W_O(context.transpose(1, 2).reshape(B, T, h * d_k))  # (B, T, d_model)
+
+
+def one_query_attention(q: Tensor, keys_t: Tensor, v: Tensor) -> Tensor:
+    """Softmax attention of one new token ``q`` ``(B, h, 1, d_k)`` over keys given transposed,
+    ``keys_t`` ``(B, h_kv, d_k, L)``, and values ``v`` ``(B, h_kv, L, d_v)``; ``h`` a multiple of
+    ``h_kv`` (query head ``i`` reads key/value head ``i // (h / h_kv)``, as grouped-query attention
+    and ``scaled_dot_product_attention(enable_gqa=True)`` pair them). Returns ``(B, h, 1, d_v)``.
+
+    A decoding step's attention: two products of a few rows by a row-major matrix (``q Kᵀ``, then
+    the weights times ``V``), each of which reads its matrix once, in memory order. The queries of
+    one group share their key head, so each group's keys are read once for all its heads.
+
+    >>> _ = torch.manual_seed(0)
+    >>> q, k, v = torch.randn(1, 4, 1, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    >>> out = one_query_attention(q, k.transpose(-1, -2), v)
+    >>> ref = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    >>> tuple(out.shape), bool((out - ref).abs().max() < 1e-6)
+    ((1, 4, 1, 8), True)
+    """
+    B, h, _, d_k = q.shape
+    h_kv = keys_t.size(1)
+    grouped = q.reshape(B, h_kv, h // h_kv, d_k)  # (B, h_kv, g, d_k): the heads of one key head
+    scores = torch.matmul(grouped * d_k**-0.5, keys_t)  # (B, h_kv, g, L)
+    weights = torch.softmax(scores, dim=-1)  # (B, h_kv, g, L): max subtracted inside, stable
+    return torch.matmul(weights, v).reshape(B, h, 1, v.size(-1))  # (B, h, 1, d_v)

@@ -22,6 +22,7 @@ load; the ratios are what to read. ``benchmarks/bench_decode_floor.py`` uses the
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -290,12 +291,15 @@ def measure_decode_floor(
     """
     reps = check_count(reps, "reps")
     generator = torch.Generator().manual_seed(seed)
+    # the bandwidth's 256 MiB tensor and the stack are never held at once (a class of learners
+    # running this cell together on one machine): measured before the stack is built, and after
+    # it is dropped when it was built here
+    bandwidths = [read_bandwidth()["wall"]]
     if stack is None:
         with torch.random.fork_rng():  # random weights without moving the caller's generator
             torch.manual_seed(seed)
             stack = BlockStack(n_layers, d_model, n_heads, d_ff).eval()
     n_layers, d_model = len(stack.blocks), stack.blocks[0].attn.d_model
-    bandwidths = [read_bandwidth()["wall"]]
     with torch.no_grad():
         caches = fill_cache(stack, context, generator)
         x = torch.randn(1, 1, d_model, generator=generator)  # (B, 1, d_model): the new token
@@ -303,10 +307,11 @@ def measure_decode_floor(
         full = None
         if full_pass:
             seq = torch.randn(1, context + 1, d_model, generator=generator)  # (B, T, d_model)
-            full = min(timings(lambda: stack(seq), 1, warmup=0)[0])
-    bandwidths.append(read_bandwidth()["wall"])
+            full = min(timings(functools.partial(stack, seq), 1, warmup=0)[0])
     weight_bytes = sum(p.numel() * p.element_size() for p in stack.parameters())
     kv_values = sum(2 * c.keys[0, :, 0].numel() for c in caches)  # k and v per token, all blocks
+    del stack, caches  # the caller's own stack stays alive through its reference
+    bandwidths.append(read_bandwidth()["wall"])
     return DecodeFloor(
         n_layers=n_layers,
         d_model=d_model,
