@@ -151,3 +151,63 @@ def test_uniform_pool_names_the_mistake(wrong, hint):
 def test_uniform_pool_broken_answers_get_feedback(answer):
     fb = ch13.check_uniform_pool(answer)
     assert not fb and fb.messages
+
+
+# --- exercise 13.6: comprehensiveness and sufficiency by hand ----------------------------------
+
+
+def _eraser_by_formula():
+    # DeYoung et al.'s definitions written out from the table, independently of the package
+    tab = ch13.ERASER_TABLE
+    p = tab["p_full"]
+    comp = np.mean([p - q for q in tab["p_without"]])
+    suff = np.mean([p - q for q in tab["p_only"]])
+    return comp, suff
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _eraser_by_formula(),
+        [round(v, 2) for v in _eraser_by_formula()],
+        np.array(_eraser_by_formula(), dtype=np.float32),
+        torch.tensor(_eraser_by_formula()),
+        {"comprehensiveness": 0.517, "Sufficiency": 0.09},
+    ],
+)
+def test_eraser_by_hand_accepts_every_right_form(answer):
+    fb = ch13.check_eraser_by_hand(answer)
+    assert fb, str(fb)
+
+
+def test_eraser_by_hand_expected_is_the_papers_formula():
+    comp, suff = _eraser_by_formula()
+    assert comp == pytest.approx(0.5167, abs=1e-4) and suff == pytest.approx(0.09, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        ((0.09, 0.52), "swapped"),
+        ((0.70, 0.02), "only the last bin"),
+        ((0.30, 0.20), "only the first bin"),
+        ((1.55, 0.27), "summed over the bins"),
+        ((0.667, 0.333), "attention weights"),
+        ((0.233, 0.567), "attention weights"),
+        ((0.52, 0.333), "attention weights"),  # one half right
+        ((0.383, 0.81), "probabilities after the change"),
+        ((-0.52, -0.09), "signs are reversed"),
+    ],
+)
+def test_eraser_by_hand_names_the_mistake(wrong, hint):
+    fb = ch13.check_eraser_by_hand(wrong)
+    assert not fb
+    assert any(hint in h for h in fb.hints), str(fb)
+
+
+@pytest.mark.parametrize(
+    "answer", [..., None, "0.5, 0.1", (1.0, 2.0, 3.0), (float("nan"), 0.1), {"a": 1}, len, [[]]]
+)
+def test_eraser_by_hand_broken_answers_get_feedback(answer):
+    fb = ch13.check_eraser_by_hand(answer)
+    assert not fb and fb.messages

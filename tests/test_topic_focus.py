@@ -7,6 +7,7 @@ gradient × input of a linear model equals f(x) − f(0) exactly; the attention 
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 import pytest
 import torch
@@ -14,18 +15,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils.topic_focus import (
+    ERASER_BINS,
     TOPICS,
     AttentionPoolingClassifier,
     ablate,
     ablation_study,
+    attention_flow,
     attention_rollout,
     bootstrap_ci,
+    classifier_eraser,
     classifier_gradient_x_input,
+    classifier_integrated_gradients,
+    eraser_faithfulness,
     gradient_x_input,
+    integrated_gradients,
     make_batch,
     make_split,
     real_sentences,
+    residual_attention,
     template_sentences,
+    top_fraction_masks,
     top_k_precision,
     topic_mask,
     train_classifier,
@@ -368,3 +377,283 @@ def test_bootstrap_ci_is_seeded_and_brackets_the_mean():
     assert bootstrap_ci([0.5] * 5) == (0.5, 0.5, 0.5)
     with pytest.raises(ValueError, match="level"):
         bootstrap_ci(v, level=1.5)
+
+
+# --- attention flow, integrated gradients, ERASER (issue 35) ------------------------------------
+# Oracles we did not write: networkx's maximum_flow_value for attention flow; the closed forms of
+# integrated gradients for a linear and a quadratic score (the paper's Riemann sum, worked out by
+# hand); DeYoung et al.'s definitions of comprehensiveness and sufficiency on hand-made tables.
+
+
+def _random_maps(rng: np.random.Generator, L: int, H: int, T: int) -> np.ndarray:
+    w = rng.random((L, H, T, T)) ** 3 + 1e-3  # cubed: uneven weights, narrow edges
+    return w / w.sum(axis=-1, keepdims=True)
+
+
+def _networkx_flow(maps: np.ndarray, residual: float = 0.5) -> np.ndarray:
+    """Max flow from every input to every output in the layer graph, by networkx."""
+    A = residual_attention(maps, residual=residual)  # (L, T, T)
+    L, T, _ = A.shape
+    G = nx.DiGraph()
+    for layer in range(L):
+        for i in range(T):
+            for j in range(T):
+                G.add_edge((layer, j), (layer + 1, i), capacity=float(A[layer, i, j]))
+    return np.array(
+        [[nx.maximum_flow_value(G, (0, j), (L, i)) for j in range(T)] for i in range(T)]
+    )
+
+
+# --- attention flow ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("L", "H", "T", "seed", "residual"),
+    [
+        (1, 1, 2, 0, 0.5),
+        (2, 1, 3, 1, 0.5),
+        (3, 2, 4, 2, 0.5),
+        (4, 3, 5, 3, 0.5),
+        (2, 2, 6, 4, 0.0),
+        (3, 1, 4, 5, 0.9),
+        (6, 2, 3, 6, 0.5),
+    ],
+)
+def test_attention_flow_equals_networkx_maximum_flow(L, H, T, seed, residual):
+    maps = _random_maps(np.random.default_rng(seed), L, H, T)
+    flow = attention_flow(maps, residual=residual)
+    np.testing.assert_allclose(flow, _networkx_flow(maps, residual), atol=1e-9)
+
+
+def test_attention_flow_two_layers_by_hand():
+    # A_0 = [[1, 0], [1/4, 3/4]], A_1 = [[1/2, 1/2], [0, 1]] (the rollout example's matrices).
+    # Into output 0 at most A_1[0, 0] + A_1[0, 1] = 1 can arrive. From input 0: via token 0
+    # below layer 1, min(A_0[0, 0], A_1[0, 0]) = 1/2; via token 1, min(A_0[1, 0], A_1[0, 1]) =
+    # 1/4: 3/4. From input 1: only via token 1, min(3/4, 1/2) = 1/2.
+    A0 = [[1.0, 0.0], [0.5, 0.5]]
+    A1 = [[0.0, 1.0], [0.0, 1.0]]
+    flow = attention_flow(np.array([[A0], [A1]]))
+    np.testing.assert_allclose(flow, [[0.75, 0.5], [0.25, 0.75]], atol=1e-12)
+    np.testing.assert_allclose(attention_flow(np.array([[A0], [A1]]), outputs=[1]), flow[1:])
+
+
+def test_attention_flow_of_one_layer_is_the_layer():
+    maps = _random_maps(np.random.default_rng(7), 1, 3, 5)
+    np.testing.assert_allclose(attention_flow(maps), residual_attention(maps)[0], atol=1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(L=st.integers(1, 4), H=st.integers(1, 3), T=st.integers(1, 5), seed=st.integers(0, 999))
+def test_attention_flow_lies_between_rollout_and_one(L, H, T, seed):
+    # rollout's paths, each carrying the product of its capacities, are a feasible flow, so
+    # rollout <= flow; everything reaching output i enters through capacities summing to 1.
+    maps = _random_maps(np.random.default_rng(seed), L, H, T)
+    flow = attention_flow(maps)
+    assert (attention_rollout(maps) <= flow + 1e-9).all()
+    assert (flow <= 1 + 1e-9).all()
+    # and no more leaves input j than its edges into the first layer carry
+    column = residual_attention(maps)[0].sum(axis=0)  # (T,)
+    assert (flow <= column[None, :] + 1e-9).all()
+
+
+def test_attention_flow_on_the_real_model():
+    from course_utils.pretrained import attention_maps
+
+    tokens, maps = attention_maps("Rain again today.")
+    flow = attention_flow(maps, outputs=[0])
+    assert flow.shape == (1, len(tokens))
+    assert (attention_rollout(maps)[:1] <= flow + 1e-6).all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"outputs": [5]}, r"outputs\[\.\.\.\] must be"),
+        ({"residual": -0.1}, "residual must be in"),
+    ],
+)
+def test_attention_flow_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        attention_flow(np.full((1, 1, 2, 2), 0.5), **kwargs)
+
+
+# --- integrated gradients ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("seed", "steps"), [(0, 1), (1, 7), (2, 50)])
+def test_integrated_gradients_of_a_linear_score_is_exact(seed, steps):
+    g = torch.Generator().manual_seed(seed)
+    w, x, base = (torch.randn(4, 3, generator=g, dtype=torch.float64) for _ in range(3))
+    ig = integrated_gradients(lambda xs: (w * xs).sum(dim=(1, 2)) + 2.0, x, base, steps=steps)
+    torch.testing.assert_close(ig, (w * (x - base)).sum(dim=-1))  # closed form, any m
+
+
+@pytest.mark.parametrize(("seed", "steps"), [(0, 1), (1, 4), (2, 100)])
+def test_integrated_gradients_of_a_square_matches_the_riemann_sum_worked_out(seed, steps):
+    # score = Σ x²: the gradient at x' + (k/m)(x − x') is 2x' + 2(k/m)(x − x'); averaged over
+    # k = 1..m it is 2x' + (m + 1)/m · (x − x'), so IG = (x − x')(x + x') + (x − x')²/m.
+    g = torch.Generator().manual_seed(seed)
+    x, base = (torch.randn(3, 5, generator=g, dtype=torch.float64) for _ in range(2))
+    ig = integrated_gradients(lambda xs: (xs**2).sum(dim=(1, 2)), x, base, steps=steps)
+    d = x - base
+    torch.testing.assert_close(ig, (d * (x + base) + d**2 / steps).sum(dim=-1))
+
+
+def test_classifier_integrated_gradients_completeness_improves_with_steps(trained):
+    sentence = list(real_sentences())[3]
+    batch = make_batch([sentence], trained.vocab)
+    with torch.no_grad():
+        x = trained.model.embed(batch.ids)  # (1, T, d)
+        full, _ = trained.model.forward_embeddings(x, batch.mask)
+        zero, _ = trained.model.forward_embeddings(torch.zeros_like(x), batch.mask)
+    c = int(full.argmax())
+    change = float((full[0, c] - full[0].mean()) - (zero[0, c] - zero[0].mean()))
+    errors = [
+        abs(classifier_integrated_gradients(trained, sentence, steps=m).sum() - change)
+        for m in (8, 64, 512)
+    ]
+    assert errors[2] < errors[1] < errors[0]
+    assert errors[2] < 0.01 * abs(change)
+
+
+def test_classifier_integrated_gradients_with_one_step_is_gradient_x_input_at_x(trained):
+    # m = 1: the only point of the sum is x itself (k/m = 1)
+    sentence = next(iter(real_sentences()))
+    np.testing.assert_allclose(
+        classifier_integrated_gradients(trained, sentence, steps=1),
+        classifier_gradient_x_input(trained, sentence),
+        rtol=1e-6,
+        atol=1e-9,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"x": torch.ones(3)}, r"x must be a floating \(T, d\) tensor"),
+        ({"baseline": torch.zeros(2, 3)}, "baseline must have the shape of x"),
+        ({"steps": 0}, "steps must be"),
+        ({"score": lambda xs: xs.sum()}, r"score must return a \(50,\) tensor"),
+    ],
+)
+def test_integrated_gradients_bad_input(kwargs, match):
+    args = {"score": lambda xs: xs.sum(dim=(1, 2)), "x": torch.ones(2, 2)} | kwargs
+    with pytest.raises(ValueError, match=match):
+        integrated_gradients(**args)
+
+
+# --- ERASER: comprehensiveness and sufficiency -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("p_full", "p_without", "p_only", "expected"),
+    [
+        # one bin: the paper's definitions, p(c|x) − p(c|x∖r) and p(c|x) − p(c|r)
+        ([0.8, 0.2], [[0.3, 0.7]], [[0.75, 0.25]], (0.5, 0.05)),
+        # the predicted class is the argmax of the full prediction (class 1 here), in every bin
+        (
+            [0.1, 0.6, 0.3],
+            [[0.2, 0.5, 0.3], [0.5, 0.1, 0.4]],
+            [[0.0, 0.7, 0.3], [0, 0.6, 0.4]],
+            (0.3, -0.05),
+        ),
+        # AOPC: the mean over the bins, not the sum, not the last bin
+        (
+            [0.9, 0.1],
+            [[0.6, 0.4], [0.35, 0.65], [0.2, 0.8]],
+            [[0.7, 0.3], [0.85, 0.15], [0.88, 0.12]],
+            (0.55 / 3 + 0.30 / 3 + 0.70 / 3, 0.27 / 3),
+        ),
+    ],
+)
+def test_eraser_faithfulness_hand_made_cases(p_full, p_without, p_only, expected):
+    np.testing.assert_allclose(eraser_faithfulness(p_full, p_without, p_only), expected, atol=1e-12)
+
+
+def test_top_fraction_masks_counts_and_ties():
+    masks = top_fraction_masks(np.array([0.2, 0.9, 0.2, 0.1, 0.5, 0.0, 0.3, 0.4, 0.6, 0.7]))
+    # 10 tokens: 1 %, 5 %, 10 % -> 1 token (at least one), 20 % -> 2, 50 % -> 5
+    assert masks.sum(axis=1).tolist() == [1, 1, 1, 2, 5]
+    assert np.flatnonzero(masks[4]).tolist() == [1, 4, 7, 8, 9]
+    # a tie goes to the earlier token
+    assert top_fraction_masks([0.5, 0.5, 0.1], (0.3,)).tolist() == [[True, False, False]]
+
+
+def test_classifier_eraser_equals_the_definitions_by_ablation(trained):
+    sentence = list(real_sentences())[5]
+    (p_full,), (w,) = (x for x in trained.predict([sentence]))
+    masks = top_fraction_masks(w)
+    p_without, p_only = ablate(trained, sentence, masks), ablate(trained, sentence, ~masks)
+    c = p_full.argmax()
+    comp, suff = classifier_eraser(trained, sentence, w)
+    assert comp == pytest.approx(np.mean(p_full[c] - p_without[:, c]), abs=1e-12)
+    assert suff == pytest.approx(np.mean(p_full[c] - p_only[:, c]), abs=1e-12)
+    assert ERASER_BINS == (0.01, 0.05, 0.1, 0.2, 0.5)
+
+
+def test_classifier_eraser_attention_beats_reversed_ranking(trained):
+    # a sanity check with a direction: ranking by attention must be more comprehensive than
+    # ranking by the opposite of attention, on the hand-written sentences
+    real = list(real_sentences())
+    _, weights = trained.predict(real)
+    best = np.mean(
+        [classifier_eraser(trained, s, w)[0] for s, w in zip(real, weights, strict=True)]
+    )
+    worst = np.mean(
+        [classifier_eraser(trained, s, -w)[0] for s, w in zip(real, weights, strict=True)]
+    )
+    assert best > worst + 0.1
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (([0.9, 0.1], [[0.5, 0.5]], [[0.5, 0.5], [0.5, 0.5]]), "the same bins"),
+        (
+            ([0.9, 0.1], [0.5, 0.5], [[0.5, 0.5]]),
+            r"p_without must have at least 2 dimensions \(B, 2\)",
+        ),
+        (([1.0], [[1.0]], [[1.0]]), "C >= 2"),
+        (([0.9, 0.3], [[0.5, 0.5]], [[0.5, 0.5]]), "p_full must hold probabilities"),
+    ],
+)
+def test_eraser_faithfulness_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        eraser_faithfulness(*args)
+
+
+@pytest.mark.parametrize(
+    ("scores", "fractions", "match"),
+    [
+        ([], ERASER_BINS, "non-empty"),
+        ([1.0, 2.0], (0.0,), r"fractions must be"),
+        ([1.0, np.nan], (0.5,), "NaN"),
+    ],
+)
+def test_top_fraction_masks_bad_input(scores, fractions, match):
+    with pytest.raises(ValueError, match=match):
+        top_fraction_masks(scores, fractions)
+
+
+# --- the MiniLM ablation -----------------------------------------------------------------------
+
+
+def test_zero_shot_after_removing_nothing_is_the_measured_zero_shot():
+    from course_utils.topic_focus.measures import minilm_measures, zero_shot_after_removal
+
+    sentence = list(real_sentences())[16]
+    T = len(minilm_measures(sentence).tokens)
+    sims = zero_shot_after_removal(sentence, np.zeros((1, T), dtype=bool))
+    np.testing.assert_allclose(sims[0], minilm_measures(sentence).zero_shot, atol=1e-6)
+    with pytest.raises(ValueError, match=r"\[CLS\] and \[SEP\]"):
+        zero_shot_after_removal(sentence, np.eye(1, T, dtype=bool))
+
+
+def test_minilm_ablation_shapes_on_two_sentences():
+    from course_utils.topic_focus.measures import ABLATION_MEASURES, minilm_ablation
+
+    studies = minilm_ablation(list(real_sentences())[:2], (1,), n_random=2)
+    (study,) = studies
+    assert set(study.drop) == {*ABLATION_MEASURES, "random"}
+    assert all(v.shape == (2,) for v in study.drop.values())
+    assert all(((v >= 0) & (v <= 1)).all() for v in study.flip.values())

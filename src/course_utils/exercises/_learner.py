@@ -73,6 +73,7 @@ __all__ = [
     "call_learner",
     "fail_on",
     "not_a_function",
+    "not_answered",
     "run_cases",
 ]
 
@@ -157,6 +158,24 @@ def _trace_until_stopped() -> None:
         frame.f_trace = _stop_tracer
         frame.f_trace_lines = True
         frame = frame.f_back
+
+
+def not_answered(title: str, answer: Any) -> Feedback | None:
+    """Feedback when a value to type in is still the starter ``...`` (or ``None``); else None.
+
+    >>> print(not_answered("share", ...))
+    ✗ share: not yet right
+      - answer is still Ellipsis
+      hint: replace the `...` with your answer
+    """
+    if answer is Ellipsis or answer is None:
+        return Feedback(
+            False,
+            title,
+            (t("answer is still {answer!r}", answer=answer),),
+            ("replace the `...` with your answer",),
+        )
+    return None
 
 
 def not_a_function(title: str, answer: Any, name: str) -> Feedback | None:

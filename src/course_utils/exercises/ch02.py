@@ -34,7 +34,7 @@ from ..scaling import sample_scores, saturation_sweep
 from ..softmax import softmax
 from ._checks import answer_tolerance, as_answer_array, check_number
 from ._feedback import Feedback
-from ._learner import run_cases
+from ._learner import not_answered, run_cases
 
 __all__ = ["check_jacobian", "check_saturation_threshold", "check_score_variance"]
 
@@ -240,13 +240,8 @@ def check_saturation_threshold(answer: Any) -> Feedback:
       hint: look for the first d_k whose value is above 0.9, e.g. with np.argmax(values > 0.9)
     """
     title = "saturation threshold"
-    if answer is Ellipsis or answer is None:
-        return Feedback(
-            False,
-            title,
-            (t("answer is still {answer!r}", answer=answer),),
-            ("replace the `...` with your answer",),
-        )
+    if (starter := not_answered(title, answer)) is not None:
+        return starter
     try:
         arr = as_answer_array(answer, "answer")
     except TypeError as err:

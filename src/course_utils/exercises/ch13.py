@@ -8,7 +8,9 @@ The learner writes a function; the checker runs it on its own seeded cases and c
 - :func:`check_rollout`: ``rollout(maps)``, attention rollout of ``(L, H, T, T)`` maps;
 - :func:`check_precision_at_k`: ``precision_at_k(scores, is_topic, k)``;
 - :func:`check_uniform_pool`: ``uniform_pool(x, keep)``, the sentence vector of the
-  uniform-attention baseline: every real token gets the weight ``1/n``, padding none.
+  uniform-attention baseline: every real token gets the weight ``1/n``, padding none;
+- :func:`check_eraser_by_hand`: ``(comprehensiveness, sufficiency)`` computed by hand from
+  :data:`ERASER_TABLE`, one prediction removed and kept at three sizes (ERASER's AOPC).
 
 >>> import numpy as np
 >>> bool(check_topic_share(lambda w, m: (np.asarray(w) * m).sum(axis=-1)))
@@ -28,12 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from ..topic_focus.attribution import attention_rollout, top_k_precision
-from ._checks import Mistake, check_array
+from ..i18n import t
+from ..topic_focus.attribution import attention_rollout, eraser_faithfulness, top_k_precision
+from ._checks import Mistake, as_answer_array, check_array
 from ._feedback import Feedback
-from ._learner import run_cases
+from ._learner import not_answered, run_cases
 
 __all__ = [
+    "ERASER_TABLE",
+    "check_eraser_by_hand",
     "check_precision_at_k",
     "check_rollout",
     "check_topic_share",
@@ -216,11 +221,11 @@ def _pool_cases() -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
     rng = np.random.default_rng(_SEED + 3)
     lengths = ([4], [6, 3, 5], [1, 4])
     cases = []
-    for (t, d), n in zip(((4, 3), (6, 4), (4, 2)), lengths, strict=True):
-        x = rng.normal(size=(len(n), t, d)).round(2)  # (B, T, d)
-        keep = np.arange(t)[None, :] < np.array(n)[:, None]  # (B, T): real tokens first
+    for (width, d), n in zip(((4, 3), (6, 4), (4, 2)), lengths, strict=True):
+        x = rng.normal(size=(len(n), width, d)).round(2)  # (B, T, d)
+        keep = np.arange(width)[None, :] < np.array(n)[:, None]  # (B, T): real tokens first
         x[~keep] = rng.normal(size=(int((~keep).sum()), d)).round(2) + 5  # padding: not zero
-        described = f"B = {len(n)}, n = {n}, T = {t}, d = {d}"  # n: real tokens
+        described = f"B = {len(n)}, n = {n}, T = {width}, d = {d}"  # n: real tokens
         cases.append((described, (x, keep)))
     return cases
 
@@ -265,3 +270,149 @@ def check_uniform_pool(uniform_pool: Callable[[Any, Any], Any]) -> Feedback:
 
     passed = "right on all {n} cases, padding left out"
     return run_cases(title, uniform_pool, "uniform_pool", _pool_cases(), compare, passed)
+
+
+# --- exercise 13.6: comprehensiveness and sufficiency by hand ----------------------------------
+
+#: The prediction table of exercise 13.6: a sentence predicted *sport* with p = 0.90, and its
+#: top 1, 2 and 3 words by attention removed (``p_without``) or kept alone (``p_only``). The
+#: attention weight on those words is there because a learner may be tempted to use it.
+ERASER_TABLE = {
+    "p_full": 0.90,
+    "words": ("striker", "striker, team", "striker, team, match"),
+    "attention": (0.45, 0.70, 0.85),
+    "p_without": (0.60, 0.35, 0.20),
+    "p_only": (0.70, 0.85, 0.88),
+}
+
+
+def _eraser_expected() -> tuple[float, float]:
+    """The answer, by :func:`~course_utils.topic_focus.eraser_faithfulness` on two classes."""
+    p = ERASER_TABLE["p_full"]
+    rows = {k: [[q, 1 - q] for q in ERASER_TABLE[k]] for k in ("p_without", "p_only")}
+    return eraser_faithfulness([p, 1 - p], rows["p_without"], rows["p_only"])
+
+
+_ERASER_ATOL = 0.006  # a hand computation rounded to two decimals is right
+
+
+def _eraser_mistakes() -> list[tuple[tuple[float, float], str]]:
+    comp, suff = _eraser_expected()
+    p = ERASER_TABLE["p_full"]
+    without, only = np.array(ERASER_TABLE["p_without"]), np.array(ERASER_TABLE["p_only"])
+    att = np.array(ERASER_TABLE["attention"])
+    return [
+        (
+            (suff, comp),
+            "the two are swapped: comprehensiveness removes the words, p(x) − p(x without "
+            "them); sufficiency keeps only them, p(x) − p(only them)",
+        ),
+        (
+            (-comp, -suff),
+            "the signs are reversed: subtract the probability after the change from the "
+            "original p = 0.90",
+        ),
+        (
+            (float(p - without[-1]), float(p - only[-1])),
+            "you used only the last bin: AOPC averages over all three bins",
+        ),
+        (
+            (float(p - without[0]), float(p - only[0])),
+            "you used only the first bin: AOPC averages over all three bins",
+        ),
+        (
+            (float((p - without).sum()), float((p - only).sum())),
+            "you summed over the bins: AOPC is their mean (divide by 3)",
+        ),
+        (
+            (float(without.mean()), float(only.mean())),
+            "those are the probabilities after the change: subtract each from the original "
+            "p = 0.90",
+        ),
+        (
+            (float(att.mean()), float((1 - att).mean())),
+            "you used the attention weights: ERASER measures the model's probability of its "
+            "prediction, not how much attention the words had",
+        ),
+        (
+            (float((p - att).mean()), float((p - (1 - att)).mean())),
+            "you used the attention weights: ERASER measures the model's probability of its "
+            "prediction, not how much attention the words had",
+        ),
+    ]
+
+
+def _as_eraser_pair(answer: Any) -> tuple[float, float] | str:
+    """The learner's two numbers, or the problem with the answer (a message to show)."""
+    if isinstance(answer, dict):
+        keys = {str(k).lower(): v for k, v in answer.items()}
+        if {"comprehensiveness", "sufficiency"} <= set(keys):
+            answer = (keys["comprehensiveness"], keys["sufficiency"])
+        else:
+            return t(
+                "a dict needs the keys 'comprehensiveness' and 'sufficiency'; got {keys}",
+                keys=sorted(map(str, answer)),
+            )
+    try:
+        arr = as_answer_array(answer, "answer")
+    except TypeError as err:
+        return str(err)
+    if arr.size != 2 or not np.issubdtype(arr.dtype, np.number):
+        return t(
+            "expected two numbers (comprehensiveness, sufficiency); got {answer!r:.60}",
+            answer=answer,
+        )
+    a, b = (float(v) for v in arr.reshape(-1))
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return t("both numbers must be finite; got {a} and {b}", a=a, b=b)
+    return a, b
+
+
+def check_eraser_by_hand(answer: Any) -> Feedback:
+    """Check ``(comprehensiveness, sufficiency)`` for :data:`ERASER_TABLE`, each the mean over the
+    three bins (AOPC); within 0.006, so numbers rounded to two decimals pass. A pair, a list, an
+    array or a dict with those two keys is accepted.
+
+    >>> bool(check_eraser_by_hand((0.52, 0.09)))
+    True
+    >>> print(check_eraser_by_hand((0.09, 0.52)).hints[0])  # doctest: +ELLIPSIS
+    the two are swapped: ...
+    """
+    title = "comprehensiveness and sufficiency"
+    if (starter := not_answered(title, answer)) is not None:
+        return starter
+    pair = _as_eraser_pair(answer)
+    if isinstance(pair, str):
+        return Feedback(
+            False, title, (pair,), ("give two numbers: (comprehensiveness, sufficiency)",)
+        )
+    comp, suff = _eraser_expected()
+
+    def near(x: tuple[float, float], y: tuple[float, float]) -> bool:
+        return abs(x[0] - y[0]) <= _ERASER_ATOL and abs(x[1] - y[1]) <= _ERASER_ATOL
+
+    if near(pair, (comp, suff)):
+        return Feedback(
+            True,
+            title,
+            (
+                t(
+                    "comprehensiveness {comp:.3f}: removing the words costs the prediction a lot; "
+                    "sufficiency {suff:.3f}: the words alone nearly keep it",
+                    comp=comp,
+                    suff=suff,
+                ),
+            ),
+        )
+    mistakes = _eraser_mistakes()
+    hints = [hint for value, hint in mistakes if near(pair, value)]
+    if not hints:  # one of the two right: name the mistake in the other
+        for i, want in enumerate((comp, suff)):
+            if abs(pair[i] - want) <= _ERASER_ATOL:
+                other = 1 - i
+                hints = [h for v, h in mistakes[1:] if abs(pair[other] - v[other]) <= _ERASER_ATOL]
+    messages = []
+    for name, got, want in (("comprehensiveness", pair[0], comp), ("sufficiency", pair[1], suff)):
+        if abs(got - want) > _ERASER_ATOL:
+            messages.append(t("{name} = {got:.3f} is not right", name=name, got=got))
+    return Feedback(False, title, tuple(messages), tuple(hints[:1]))

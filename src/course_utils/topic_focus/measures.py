@@ -8,6 +8,8 @@ have the ``[CLS]`` token, whose vector is often used instead. For one sentence,
 * ``cls_raw`` / ``mean_raw``: the last layer's attention, averaged over its 12 heads, in the row
   of ``[CLS]`` / averaged over every row (what the mean-pooled vector gathers in that layer);
 * ``cls_rollout`` / ``mean_rollout``: the same rows of :func:`attention_rollout` over all 6 layers;
+* (for the ablation) ``cls_flow``: attention flow (Abnar & Zuidema 2020), the maximum flow from
+  each token to ``[CLS]`` through the same graph rollout follows;
 * ``gradient``: gradient × input of a zero-shot topic score (below) with respect to the word
   embeddings, signed (positive = evidence for the topic); ``gradient_abs``: its magnitude;
   ``saliency``: the length of the gradient, ``‖∂score/∂x_t‖`` (Simonyan et al. 2014).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,18 +36,23 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 from torch import Tensor
 
+from .._validation import check_int
 from ..pretrained import load_tokenizer, run_encoder, tokenize, word_vectors
-from .attribution import attention_rollout, input_gradient
+from .attribution import attention_flow, attention_rollout, input_gradient
 from .classifier import one_thread
 from .dataset import TOPICS, TopicSentence, topic_mask
 
 __all__ = [
+    "ABLATION_MEASURES",
     "MEASURES",
+    "MiniLMAblation",
     "MiniLMMeasures",
     "label_vectors",
+    "minilm_ablation",
     "minilm_measures",
     "sentence_vector",
     "to_words",
+    "zero_shot_after_removal",
 ]
 
 #: The names of the per-token scores, in the order the chapter shows them.
@@ -150,3 +158,103 @@ def to_words(measures: MiniLMMeasures, name: str, word_spans: list[tuple[int, in
         inside = topic_mask(measures.spans, [span])  # (T,) tokens overlapping this word
         out[w] = scores[inside].sum()
     return out
+
+
+#: What :func:`minilm_ablation` removes by: five of the chapter's measures plus attention flow.
+ABLATION_MEASURES = ("cls_raw", "mean_raw", "cls_rollout", "cls_flow", "saliency")
+
+
+def zero_shot_after_removal(sentence: TopicSentence, remove: Any) -> NDArray[np.float64]:
+    """``(R, n_topics)`` cosine similarities of the sentence vector with each topic's label, after
+    deleting the tokens marked in each row of ``remove`` (bool ``(R, T)`` over ``[CLS] … [SEP]``).
+
+    A deleted token is gone from the input, as if it had not been written: the others move up a
+    position. A row of ``False`` gives :class:`MiniLMMeasures`' ``zero_shot`` again.
+    """
+    _, ids = tokenize(sentence.text)
+    r = np.asarray(remove)
+    T = len(ids)
+    if r.dtype != np.bool_ or r.ndim != 2 or r.shape[1] != T or r[:, [0, -1]].any():
+        raise ValueError(
+            f"remove must be a bool array of shape (R, {T}) with [CLS] and [SEP] (the first and "
+            f"last columns) kept; got shape {r.shape}, dtype {r.dtype}"
+        )
+    labels = label_vectors()  # (C, d)
+    rows = []
+    with torch.no_grad(), one_thread():
+        for row in r:
+            kept = [i for i, gone in zip(ids, row, strict=True) if not gone]
+            states, _ = run_encoder(word_vectors(kept))  # (L + 1, T', d)
+            rows.append((labels @ sentence_vector(states)).double().numpy())  # (C,)
+    return np.stack(rows)  # (R, C)
+
+
+@dataclass(frozen=True)
+class MiniLMAblation:
+    """Per-sentence effects of deleting the top-``k`` tokens of each measure (and ``k`` random
+    ones): ``drop[name]`` is the fall of the zero-shot margin (the true topic's similarity minus
+    the mean of the others), ``flip[name]`` whether the zero-shot topic changed; ``(N,)`` each."""
+
+    k: int
+    drop: dict[str, NDArray[np.float64]]
+    flip: dict[str, NDArray[np.float64]]
+
+
+def _margin(sims: NDArray[np.float64], c: int) -> NDArray[np.float64]:
+    others = np.delete(sims, c, axis=-1)  # (..., C - 1)
+    return sims[..., c] - others.mean(axis=-1)
+
+
+def minilm_ablation(
+    sentences: list[TopicSentence],
+    ks: tuple[int, ...] = (1, 2, 3),
+    *,
+    n_random: int = 10,
+    seed: int = 0,
+) -> list[MiniLMAblation]:
+    """Delete the top-``k`` WordPiece tokens by each of :data:`ABLATION_MEASURES` (``[CLS]`` and
+    ``[SEP]`` never), or ``k`` random ones (``n_random`` seeded draws, averaged), and re-run
+    all-MiniLM-L6-v2: the erasure test of the chapter's classifier, asked of the real model.
+
+    Sentences with at most ``max(ks)`` word tokens are skipped. One forward pass per removal:
+    about a minute for the 32 English sentences (``benchmarks/minilm_ablation.py``).
+    """
+    for k in ks:
+        check_int(k, "ks[...]", low=1)
+    rng = np.random.default_rng(seed)
+    names = (*ABLATION_MEASURES, "random")
+    out = {k: ({n: [] for n in names}, {n: [] for n in names}) for k in ks}
+    for sentence in sentences:
+        m = minilm_measures(sentence)
+        words = np.flatnonzero(~m.is_special)  # candidate positions
+        if len(words) <= max(ks):
+            continue
+        with torch.no_grad(), one_thread():
+            _, maps = run_encoder(word_vectors(tokenize(sentence.text)[1]))  # (L, H, T, T)
+        scores = dict(m.scores, cls_flow=attention_flow(maps.double().numpy(), outputs=[0])[0])
+        c, before = sentence.label, int(m.zero_shot.argmax())
+        T = len(m.tokens)
+        for k in ks:
+            rows = []
+            for name in ABLATION_MEASURES:
+                top = words[np.argsort(-scores[name][words], kind="stable")[:k]]
+                rows.append(np.isin(np.arange(T), top))
+            for _ in range(n_random):
+                rows.append(np.isin(np.arange(T), rng.choice(words, size=k, replace=False)))
+            sims = zero_shot_after_removal(sentence, np.array(rows))  # (R, C)
+            drop = _margin(m.zero_shot, c) - _margin(sims, c)  # (R,)
+            flip = (sims.argmax(axis=1) != before).astype(float)  # (R,)
+            drops, flips = out[k]
+            for i, name in enumerate(ABLATION_MEASURES):
+                drops[name].append(drop[i])
+                flips[name].append(flip[i])
+            drops["random"].append(float(drop[len(ABLATION_MEASURES) :].mean()))
+            flips["random"].append(float(flip[len(ABLATION_MEASURES) :].mean()))
+    return [
+        MiniLMAblation(
+            k,
+            {n: np.asarray(v) for n, v in out[k][0].items()},
+            {n: np.asarray(v) for n, v in out[k][1].items()},
+        )
+        for k in ks
+    ]
