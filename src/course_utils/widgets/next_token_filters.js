@@ -72,7 +72,10 @@ function render({ model, el }) {
       const hBefore = (TALL * x) / top;
       const hAfter = (TALL * after[j]) / top;
       if (alive) {
-        CU.svg("rect", { x: x0 + 2, y: BASE - hAfter, width: step - 4, height: Math.max(hAfter, 0.5), class: "cu-ntf-kept" }, bars);
+        CU.svg("rect", {
+          x: x0 + 2, y: BASE - hAfter, width: step - 4, height: Math.max(hAfter, 0.5), class: "cu-ntf-kept",
+          "data-p": after[j], // the renormalised probability, for the tests
+        }, bars);
       }
       CU.svg("rect", {
         x: x0 + 2, y: BASE - hBefore, width: step - 4, height: Math.max(hBefore, 0.5),
