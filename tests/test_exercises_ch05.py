@@ -3,11 +3,14 @@ their specific hint, and nothing raises."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
 
 from course_utils.exercises import ch05
+from course_utils.positions import rope_inverse_frequencies
 
 
 def sinusoid(n_positions, d_model, *, swap=False, exponent=2.0, halves=False, start=0):
@@ -211,3 +214,68 @@ def test_slow_pairs_mistakes(answer, hint):
 @pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: None])
 def test_new_checkers_never_raise(checker, answer):
     assert not checker(answer)
+
+
+def interpolated_angle(m, i, d, base, factor, *, exponent=2.0, first=0, mode="divide"):
+    theta = base ** (-exponent * (i + first) / d)
+    if mode == "multiply":
+        return m * theta * factor
+    if mode == "plain":
+        return m * theta
+    if mode == "floor":
+        return (m // factor) * theta
+    if mode == "twice":
+        return m * theta / factor**2
+    return m * theta / factor
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        interpolated_angle,
+        lambda m, i, d, b, s: np.float32(interpolated_angle(m, i, d, b, s)),
+        lambda m, i, d, b, s: torch.tensor(interpolated_angle(m, i, d, b, s)),
+        lambda m, i, d, b, s: (m / s) / b ** (2 * i / d),
+        lambda m, i, d, b, s: (
+            float(rope_inverse_frequencies(d, b, {"type": "linear", "factor": s})[0][i]) * m
+        ),
+    ],
+    ids=["float", "float32", "torch", "position-over-s", "package"],
+)
+def test_interpolated_angle_right(answer):
+    assert ch05.check_interpolated_angle(answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (partial(interpolated_angle, mode="multiply"), "divide by the factor, do not multiply"),
+        (partial(interpolated_angle, mode="plain"), "plain RoPE's angle"),
+        (partial(interpolated_angle, exponent=1.0), "the exponent has 2i"),
+        (partial(interpolated_angle, first=1), "pairs are counted from 0"),
+        (partial(interpolated_angle, mode="floor"), "not rounded"),
+        (partial(interpolated_angle, mode="twice"), "divide by the factor once"),
+    ],
+    ids=["multiplied", "plain", "exponent", "from-1", "floor", "twice"],
+)
+def test_interpolated_angle_mistakes(answer, hint):
+    fb = ch05.check_interpolated_angle(answer)
+    assert not fb and hint in fb.hints[0], fb
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda m, i, d, b, s: ...,
+        lambda m, i, d, b, s: 1 / 0,
+        lambda m, i, d, b, s: "3.0",
+        lambda m, i, d, b, s: [1.0, 2.0],
+        lambda m, i, d, b, s: float("nan"),
+        lambda m, i, d, b, s: None,
+        "not a function",
+    ],
+    ids=["stub", "raises", "text", "array", "nan", "none", "not-callable"],
+)
+def test_interpolated_angle_broken_answers_get_feedback(answer):
+    fb = ch05.check_interpolated_angle(answer)
+    assert not fb and fb.messages

@@ -563,6 +563,10 @@ def redirect_page(target: str, title: str, language: str = "en") -> str:
 BROWSER_MODEL_DIR = "_static/minilm"
 #: Pages that need the browser model hold a saved head explorer (its state names its class).
 NEEDS_BROWSER_MODEL = re.compile(r'"_anywidget_id":\s*"course_utils\.widgets\.head_explorer\.')
+#: Where SmolLM2's browser path goes (the writer widget's ``worker_path`` is relative to _static).
+SMOLLM2_MODEL_DIR = "_static/smollm2"
+#: Pages that need it hold a saved writer widget.
+NEEDS_SMOLLM2 = re.compile(r'"_anywidget_id":\s*"course_utils\.widgets\.smollm2_writer\.')
 
 
 def write_browser_model(outdir: str | Path) -> Path:
@@ -654,16 +658,23 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     drop_source_maps(Path(app.outdir) / "_static")
     drop_unused_theme_scripts(Path(app.outdir) / "_static")
     write_widget_code(Path(app.outdir) / "_static")
-    needs_model = False
+    needs_model = needs_smollm2 = False
     for page in Path(app.outdir).rglob("*.html"):
         html = page.read_text(encoding="utf-8")
         needs_model = needs_model or bool(NEEDS_BROWSER_MODEL.search(html))
+        needs_smollm2 = needs_smollm2 or bool(NEEDS_SMOLLM2.search(html))
         mended = link_figures(name_toc_toggles(html), page.parent, app.config.language)
         mended = translate_theme_chrome(mended, app.config.language)
         if mended != html:
             page.write_text(mended, encoding="utf-8")
     if needs_model:
         write_browser_model(app.outdir)
+    if needs_smollm2:
+        # SmolLM2 for the writer widget: the ES modules, kernels.wasm and the model files
+        # (exported once and kept between builds; identical in both editions, so shared)
+        from course_utils.pretrained.smollm2_web import write_browser_files
+
+        write_browser_files(Path(app.outdir) / SMOLLM2_MODEL_DIR)
     index = Path(app.outdir) / "index.html"
     if not index.is_file():
         return

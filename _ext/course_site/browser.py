@@ -1039,3 +1039,38 @@ def contrast(a: list[float], b: list[float]) -> float:
 
     high, low = sorted((lum(a), lum(b)), reverse=True)
     return (high + 0.05) / (low + 0.05)
+
+
+#: A page that drives SmolLM2's browser worker (``_static/smollm2/smollm2_worker.mjs``) directly,
+#: without the widget: ``await window.smollm2(request)`` resolves to the run's messages (prompt,
+#: tokens, done). Served beside a folder ``smollm2/`` written by
+#: :func:`course_utils.pretrained.smollm2_web.write_browser_files`; used by
+#: ``tests/browser/test_browser_smollm2.py`` and ``benchmarks/bench_browser_smollm2.py``.
+SMOLLM2_HARNESS_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>SmolLM2 worker</title>
+<link rel="icon" href="data:,"></head><body><p>SmolLM2 worker harness</p>
+<script type="module">
+const worker = new Worker("smollm2/smollm2_worker.mjs", { type: "module" });
+let waiting = null;
+let runs = new Map();
+window.smollm2Ready = new Promise((resolve, reject) => { waiting = { resolve, reject }; });
+worker.onmessage = (ev) => {
+  const m = ev.data;
+  m.at = performance.now();
+  if (m.type === "ready") return waiting.resolve(m);
+  if (m.type === "error" && m.id === undefined) return waiting.reject(new Error(m.message));
+  const run = runs.get(m.id);
+  if (!run) return;
+  if (m.weights) m.weights = run.keepWeights(m.index) ? Array.from(m.weights) : null;
+  run.messages.push(m);
+  if (["done", "too-long", "error"].includes(m.type)) run.resolve(run.messages);
+};
+worker.postMessage({ type: "load" });
+window.smollm2 = (request, keepSteps = []) => new Promise((resolve) => {
+  const keep = new Set(keepSteps);
+  runs.set(request.id, { messages: [{ type: "asked", at: performance.now() }], resolve,
+    keepWeights: (i) => keep.has(i) });
+  worker.postMessage({ type: "generate", ...request });
+});
+</script></body></html>
+"""

@@ -47,7 +47,9 @@ __all__ = [
     "CausalSelfAttention",
     "CharTokenizer",
     "TinyCausalLM",
+    "check_sampling_args",
     "generate",
+    "next_token",
     "sequence_log_prob",
     "top_k_filter",
     "top_p_filter",
@@ -309,9 +311,15 @@ def top_p_filter(logits: Tensor, p: float) -> Tensor:
     return logits.masked_fill(remove, float("-inf"))  # (..., vocab)
 
 
-def _check_sampling_args(
+def check_sampling_args(
     temperature: Any, top_k: Any, top_p: Any, num_beams: Any, seed: Any, generator: Any
 ) -> tuple[float, int | None, float | None, int, torch.Generator | None]:
+    """:func:`generate`'s decoding arguments checked (each bad one named with its value):
+    ``(temperature, top_k, top_p, num_beams, generator)``, a seed turned into a generator.
+
+    >>> check_sampling_args(0, None, None, 1, None, None)
+    (0.0, None, None, 1, None)
+    """
     if (
         isinstance(temperature, bool)
         or not isinstance(temperature, int | float)
@@ -348,6 +356,32 @@ def _check_sampling_args(
             )
         generator = torch.Generator().manual_seed(seed)
     return float(temperature), top_k, top_p, num_beams, generator
+
+
+def next_token(
+    logits: Tensor,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    generator: torch.Generator | None,
+) -> Tensor:
+    """The next token ``(B, 1)`` from the last position's ``logits`` ``(B, vocab)``, as
+    :func:`generate` picks it (arguments already checked there): the largest logit when
+    ``temperature == 0``, else a draw from the softmax of ``logits / temperature`` after
+    :func:`top_k_filter` and :func:`top_p_filter`.
+
+    >>> next_token(torch.tensor([[0.5, 2.0, 1.0]]), 0.0, None, None, None)
+    tensor([[1]])
+    """
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+    scaled = logits.double() / temperature  # (B, vocab)
+    if top_k is not None:
+        scaled = top_k_filter(scaled, top_k)  # (B, vocab), -inf outside the top k
+    if top_p is not None:
+        scaled = top_p_filter(scaled, top_p)  # (B, vocab), -inf outside the nucleus
+    probs = torch.softmax(scaled, dim=-1)  # (B, vocab)
+    return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
 
 
 def generate(
@@ -415,7 +449,7 @@ def generate(
         raise TypeError("generate() needs n_new, the number of tokens to append")
     name = "n_new" if max_new_tokens is None else "max_new_tokens"
     n_new = check_int(n_new if max_new_tokens is None else max_new_tokens, name, low=0)
-    temperature, top_k, top_p, num_beams, generator = _check_sampling_args(
+    temperature, top_k, top_p, num_beams, generator = check_sampling_args(
         temperature, top_k, top_p, num_beams, seed, generator
     )
     use_cache = check_bool(use_cache, "use_cache")
@@ -432,16 +466,7 @@ def generate(
         step_input = ids  # (B, T): the prompt first, then one token per step
         for _ in range(n_new):
             logits = model(step_input if use_cache else out, cache=cache)[:, -1]  # (B, vocab)
-            if temperature == 0:
-                nxt = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
-            else:
-                scaled = logits.double() / temperature  # (B, vocab)
-                if top_k is not None:
-                    scaled = top_k_filter(scaled, top_k)  # (B, vocab), -inf outside the top k
-                if top_p is not None:
-                    scaled = top_p_filter(scaled, top_p)  # (B, vocab), -inf outside the nucleus
-                probs = torch.softmax(scaled, dim=-1)  # (B, vocab)
-                nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+            nxt = next_token(logits, temperature, top_k, top_p, generator)  # (B, 1)
             out = torch.cat([out, nxt], dim=1)  # (B, T + step + 1)
             step_input = nxt  # (B, 1)
     return out

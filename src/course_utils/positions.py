@@ -276,12 +276,43 @@ def _as_positions(positions: Any, x: Tensor) -> Tensor:
     return positions.to(x.device)
 
 
+def _as_inv_freq(inv_freq: Any, d: int) -> Tensor:
+    """``inv_freq`` as a float64 ``(d/2,)`` tensor of positive finite frequencies, or an error
+    that names it, its shape or values, and what was expected."""
+    if isinstance(inv_freq, Tensor):
+        arr = inv_freq.detach().cpu().to(torch.float64)
+    elif isinstance(inv_freq, np.ndarray | list | tuple):
+        try:
+            arr = torch.as_tensor(np.asarray(inv_freq, dtype=np.float64))
+        except (TypeError, ValueError) as err:
+            raise TypeError(
+                f"inv_freq must hold numbers, shape (d/2,) = ({d // 2},); got {inv_freq!r}"
+            ) from err
+    else:
+        raise TypeError(
+            f"inv_freq must be a tensor of shape (d/2,) = ({d // 2},) (the frequencies of "
+            f"rope_inverse_frequencies); got {type(inv_freq).__name__}"
+        )
+    if tuple(arr.shape) != (d // 2,):
+        raise ValueError(
+            f"inv_freq must have shape (d/2,) = ({d // 2},) for x with d = {d}; got shape "
+            f"{shape_str(tuple(arr.shape))}"
+        )
+    if not bool(torch.isfinite(arr).all()) or not bool((arr > 0).all()):
+        raise ValueError(
+            f"inv_freq must hold positive finite frequencies; got min {float(arr.min())!r}, "
+            f"max {float(arr.max())!r}"
+        )
+    return arr
+
+
 def apply_rope(
     x: Any,
     positions: Any = None,
     *,
     base: float = 10000.0,
     interleaved: bool = False,
+    inv_freq: Any = None,
 ) -> Tensor:
     """Rotate every 2-D pair of dimensions of ``x`` by ``position * theta_i`` (RoPE, 旋转位置编码).
 
@@ -303,6 +334,12 @@ def apply_rope(
         ``False`` (default): rotate-half pairing, dimension ``i`` with ``i + d/2``, as in GPT-NeoX
         and ``transformers``' ``apply_rotary_pos_emb`` (its Llama models included). ``True``: the
         pairing of ``2i`` with ``2i + 1`` of the RoFormer paper and Meta's reference Llama code.
+    inv_freq:
+        The ``d/2`` frequencies to use instead of ``base^(-2i/d)`` (then ``base`` is not read):
+        the scaled ones of a long-context model, :func:`rope_inverse_frequencies`. Its
+        ``attention_factor`` (YaRN's) multiplies cos and sin, i.e. the rotated query and key:
+        ``apply_rope(q, p, inv_freq=f) * attention_factor``. Positive finite numbers,
+        shape ``(d/2,)``.
 
     Each pair ``(a, b)`` becomes ``(a cos(p theta_i) - b sin(p theta_i),
     a sin(p theta_i) + b cos(p theta_i))``: a rotation, so norms are preserved and
@@ -315,12 +352,18 @@ def apply_rope(
     >>> perm = interleaved_to_half(8)
     >>> torch.allclose(apply_rope(x, interleaved=True)[..., perm], apply_rope(x[..., perm]))
     True
+    >>> slow, _ = rope_inverse_frequencies(2, scaling={"rope_type": "linear", "factor": 4.0})
+    >>> apply_rope(q, torch.tensor([4]), inv_freq=slow).round(decimals=4)  # position 4 turns 1 rad
+    tensor([[0.5403, 0.8415]])
     """
     x = _as_x(x)
     interleaved = check_bool(interleaved, "interleaved")
     d = x.shape[-1]
     pos = _as_positions(positions, x)  # (T,) or (..., T)
-    theta = torch.from_numpy(rope_frequencies(d, base=base)).to(x.device)  # (d/2,) float64
+    if inv_freq is None:
+        theta = torch.from_numpy(rope_frequencies(d, base=base)).to(x.device)  # (d/2,) float64
+    else:
+        theta = _as_inv_freq(inv_freq, d).to(x.device)  # (d/2,) float64
     angles = pos.to(torch.float64)[..., None] * theta  # (..., T, d/2)
     work = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
     cos = angles.cos().to(work)  # (..., T, d/2)

@@ -354,3 +354,87 @@ def check_slow_pairs(count: Callable[[int, float, int], Any]) -> Feedback:
     ]
     passed = "all {n} cases right"
     return run_cases(title, count, "count", cases, compare, passed)
+
+
+# --- exercise 5.8: the angle after position interpolation -----------------------------------------
+
+__all__ += ["check_interpolated_angle"]
+
+
+def check_interpolated_angle(angle: Callable[[int, int, int, float, float], Any]) -> Feedback:
+    """Check ``angle(m, i, d, base, factor)``: the angle by which pair ``i`` turns at position
+    ``m`` under linear position interpolation with factor ``s`` (Chen et al. 2023),
+    ``m · θ_i / s`` with ``θ_i = base^(-2i/d)``, against
+    :func:`~course_utils.positions.rope_inverse_frequencies` (``"linear"``).
+
+    >>> bool(check_interpolated_angle(lambda m, i, d, b, s: m * b ** (-2 * i / d) / s))
+    True
+    >>> print(check_interpolated_angle(lambda m, i, d, b, s: m * b ** (-2 * i / d) * s).hints[0])
+    ... # doctest: +ELLIPSIS
+    interpolation squeezes the positions, m becomes m/s: divide by the factor, ...
+    """
+    title = "interpolated angle"
+    from ..positions import rope_inverse_frequencies
+    from ._checks import check_number
+
+    def compare(result: Any, m: int, i: int, d: int, base: float, factor: float) -> Feedback:
+        inv_freq, _ = rope_inverse_frequencies(d, base, {"rope_type": "linear", "factor": factor})
+        expected = m * float(inv_freq[i])
+
+        def theta(exponent: float = 2.0, first: int = 0) -> float:
+            return base ** (-exponent * (i + first) / d)
+
+        mistakes = [
+            (
+                m * theta() * factor,
+                "interpolation squeezes the positions, m becomes m/s: divide by the factor, "
+                "do not multiply",
+            ),
+            (
+                m * theta(),
+                "that is plain RoPE's angle m·θ_i: position interpolation divides it by the "
+                "factor s",
+            ),
+            (
+                m * theta(exponent=1.0) / factor,
+                "θ_i = base^(-2i/d): the exponent has 2i, because pair i holds dimensions 2i and "
+                "2i + 1",
+            ),
+            (
+                m * theta(first=1) / factor,
+                "pairs are counted from 0: pair 0 has θ_0 = base^0 = 1",
+            ),
+            (
+                (m // factor) * theta(),
+                "the interpolated position m/s is not rounded: it may fall between two integers",
+            ),
+            (
+                m * theta() / factor**2,
+                "divide by the factor once: the angle is (m/s)·θ_i",
+            ),
+        ]
+        wrong = "got {value:.6g} radians, expected {expected:.6g}"
+        return check_number(title, result, expected, mistakes, wrong)
+
+    sizes = [
+        (12000, 0, 128, 10000.0, 4.0),
+        (100, 5, 64, 10000.0, 4.0),
+        (50001, 30, 64, 500000.0, 8.0),
+        (7, 2, 16, 100.0, 2.0),
+    ]
+    cases = [
+        (
+            t(
+                "m = {m}, i = {i}, d = {d}, base = {base:g}, factor = {factor:g}",
+                m=m,
+                i=i,
+                d=d,
+                base=b,
+                factor=s,
+            ),
+            (m, i, d, b, s),
+        )
+        for m, i, d, b, s in sizes
+    ]
+    passed = "all {n} cases right"
+    return run_cases(title, angle, "angle", cases, compare, passed)

@@ -16,6 +16,11 @@ After training on length ``T`` every model is also tested on longer sequences (`
 learned table has no row for positions past ``T - 1``, so that test is not possible for it
 (reported as ``None``): the reason learned absolute embeddings cannot go past the trained length.
 
+:func:`run_rope_scaling_experiment` takes the RoPE model further: trained on ``T`` tokens, it is
+tested on ``s T`` tokens with its frequencies left alone or changed the way a model config's
+``rope_scaling`` changes them (:func:`course_utils.positions.rope_inverse_frequencies`: position
+interpolation, dynamic NTK, YaRN), with no further training.
+
 The run is seeded and deterministic (``torch.use_deterministic_algorithms``, one thread).
 """
 
@@ -33,15 +38,19 @@ from .._determinism import deterministic as _deterministic
 from .._shared_results import shared_result
 from .._training import ExperimentConfig, batch_loss, held_out_loss, train_adam, with_settings
 from ..attention import default_scale
-from ..positions import apply_rope, sinusoidal_encoding
+from ..positions import apply_rope, rope_inverse_frequencies, sinusoidal_encoding
 
 __all__ = [
     "KINDS",
+    "SCALINGS",
     "PositionResult",
     "PositionsConfig",
     "PreviousTokenModel",
+    "ScalingResult",
     "make_previous_token_batch",
+    "rope_scaling_for",
     "run_positions_experiment",
+    "run_rope_scaling_experiment",
 ]
 
 #: The four variants, in the order the chapter reports them.
@@ -102,6 +111,10 @@ class PreviousTokenModel(nn.Module):
         self.W_O = nn.Linear(d_model, d_model)
         self.norm = nn.LayerNorm(d_model)
         self.out = nn.Linear(d_model, V)
+        # RoPE's frequencies (None: base 10000, as trained) and YaRN's attention factor; set only
+        # to test a trained "rope" model with scaled frequencies
+        self.rope_inv_freq: Tensor | None = None
+        self.rope_attention_factor = 1.0
 
     def embed(self, x: Tensor) -> Tensor:
         T = x.size(1)
@@ -123,7 +136,10 @@ class PreviousTokenModel(nn.Module):
         h = self.embed(x)  # (B, T, d_model)
         q, k = self.W_Q(h), self.W_K(h)  # (B, T, d_model) each
         if self.kind == "rope":
-            q, k = apply_rope(q), apply_rope(k)  # positions 0..T-1
+            # positions 0..T-1; the attention factor multiplies cos and sin, so q and k alike
+            factor, inv_freq = self.rope_attention_factor, self.rope_inv_freq
+            q = apply_rope(q, inv_freq=inv_freq) * factor  # (B, T, d_model)
+            k = apply_rope(k, inv_freq=inv_freq) * factor  # (B, T, d_model)
         scores = q @ k.transpose(-2, -1) * default_scale(self.d_model)  # (B, T, T)
         return torch.softmax(scores, dim=-1)  # (B, T, T)
 
@@ -206,4 +222,111 @@ def run_positions_experiment(
                         accuracy_long=long,
                     )
                 )
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# Longer than trained: RoPE with the scaled frequencies of a model config's rope_scaling
+# --------------------------------------------------------------------------------------------
+
+#: What :func:`run_rope_scaling_experiment` compares: RoPE left alone, and three ``rope_type``s.
+SCALINGS = ("none", "linear", "dynamic", "yarn")
+
+
+def rope_scaling_for(scaling: str, factor: float, T: int) -> dict[str, Any] | None:
+    """The ``rope_scaling`` dict of a config that stretches a context of ``T`` by ``factor``.
+
+    As configs write them: ``factor`` for every type and, for YaRN, the trained length ``T`` as
+    ``original_max_position_embeddings`` (its ``beta_fast`` and ``beta_slow`` are left at the
+    paper's 32 and 1). ``"none"`` is ``None``: plain RoPE.
+
+    >>> rope_scaling_for("yarn", 2.0, 12)
+    {'rope_type': 'yarn', 'factor': 2.0, 'original_max_position_embeddings': 12}
+    >>> rope_scaling_for("none", 2.0, 12) is None
+    True
+    """
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS}; got {scaling!r}")
+    if scaling == "none":
+        return None
+    params: dict[str, Any] = {"rope_type": scaling, "factor": float(factor)}
+    if scaling == "yarn":
+        params["original_max_position_embeddings"] = T
+    return params
+
+
+@dataclass(frozen=True)
+class ScalingResult:
+    seed: int
+    scaling: str  # one of SCALINGS
+    factor: int  # the test sequences are factor * T tokens long
+    accuracy: float  # previous-token accuracy on them (positions 1..factor*T - 1)
+
+
+@shared_result  # trained once per test session (see _shared_results)
+def run_rope_scaling_experiment(
+    seeds: Sequence[int] = (0, 1, 2),
+    factors: Sequence[int] = (2, 4),
+    scalings: Sequence[str] = SCALINGS,
+    *,
+    config: PositionsConfig | None = None,
+    **settings: Any,
+) -> list[ScalingResult]:
+    """Train the ``"rope"`` model on ``T`` tokens, test it on ``s T`` tokens with each scaling.
+
+    One model per seed, trained exactly as :func:`run_positions_experiment` trains its ``"rope"``
+    model (same seeds, batches and settings, so the same weights). Each is then tested, without
+    any further training, on 512 sequences of ``s T`` tokens for every ``s`` in ``factors``: with
+    plain RoPE (``"none"``) and with the frequencies (and YaRN's attention factor) that
+    :func:`rope_scaling_for` gives, from :func:`~course_utils.positions.rope_inverse_frequencies`
+    (dynamic NTK computed for the test length ``s T``, the trained length being ``T``). With
+    ``s = 2`` the test sequences are those of ``run_positions_experiment``'s default
+    ``T_long = 2 T``. Settings as in :func:`run_positions_experiment`; ``T_long`` is not read.
+
+    >>> r = run_rope_scaling_experiment(seeds=(0,), factors=(2,), steps=2, eval_every=1)
+    >>> [(x.scaling, x.factor) for x in r]
+    [('none', 2), ('linear', 2), ('dynamic', 2), ('yarn', 2)]
+    """
+    for scaling in scalings:
+        if scaling not in SCALINGS:
+            raise ValueError(f"scalings must hold names from {SCALINGS}; got {scaling!r}")
+    for factor in factors:
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+            raise ValueError(
+                f"factors must hold whole numbers >= 1 (test length / T); got {factor!r}"
+            )
+    cfg = with_settings(PositionsConfig, config, settings, "run_rope_scaling_experiment")
+    V, T, d_model = cfg.V, cfg.T, cfg.d_model
+    results = []
+    with _deterministic():
+        test_x, test_y = make_previous_token_batch(1024, T, V, torch.Generator().manual_seed(99))
+        tests = {  # the same long sequences for every seed and scaling
+            s: make_previous_token_batch(512, s * T, V, torch.Generator().manual_seed(7))
+            for s in factors
+        }
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = PreviousTokenModel("rope", V, T, d_model)
+            data = torch.Generator().manual_seed(1000 + seed)  # as run_positions_experiment's
+            next_batch = partial(make_previous_token_batch, cfg.schedule.batch, T, V, data)
+            train_adam(
+                model,
+                partial(batch_loss, model, next_batch, IGNORE),  # (B, T) x 2 a step
+                cfg.schedule,
+                evaluate=partial(held_out_loss, model, test_x, test_y, IGNORE),
+            )
+            for s, (long_x, long_y) in tests.items():
+                for scaling in scalings:
+                    inv_freq, attention_factor = rope_inverse_frequencies(
+                        d_model,
+                        10000.0,  # the base apply_rope's default gave the model in training
+                        rope_scaling_for(scaling, s, T),
+                        max_position_embeddings=T,
+                        seq_len=s * T,
+                    )
+                    model.rope_inv_freq = inv_freq
+                    model.rope_attention_factor = attention_factor
+                    with torch.no_grad():
+                        accuracy = _accuracy(model, long_x, long_y)
+                    results.append(ScalingResult(seed, scaling, s, accuracy))
     return results

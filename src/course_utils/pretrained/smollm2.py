@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -46,11 +48,14 @@ from ..transformer import SwiGLU
 __all__ = [
     "SmolLM2",
     "SmolLM2Config",
+    "WriterStep",
+    "knocked_out_heads",
     "load_smollm2",
     "prepare_smollm2_weights",
     "read_gguf",
     "smollm2_gguf_path",
     "smollm2_weights_path",
+    "writer_steps",
 ]
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -315,7 +320,11 @@ class _Tokenizer:
 
         Joining the labels without the ``'·'`` gives ``text`` back.
         """
-        ids = self.encode(text)
+        return self.labels_of(self.encode(text))
+
+    def labels_of(self, ids: Sequence[int]) -> list[str]:
+        """:meth:`labels` for token ids (e.g. a prompt and the tokens generated after it)."""
+        ids = [int(i) for i in ids]
         labels, done = [], ""
         for k in range(len(ids)):
             # The characters complete after token k: decode the prefix and drop the replacement
@@ -419,3 +428,113 @@ def _state_from_gguf(cfg: SmolLM2Config, w: dict[str, np.ndarray]) -> dict[str, 
             q + "mlp.down.weight": t(w[p + "ffn_down.weight"]),
         }
     return state
+
+
+# -- the writer widget's steps (chapter 7): every head's attention, heads knocked out ----------
+
+
+@contextmanager
+def knocked_out_heads(model: SmolLM2, heads: Iterable[tuple[int, int]]) -> Iterator[SmolLM2]:
+    """Within the block, the output of each ``(layer, head)`` in ``heads`` is zero: the slice of
+    the heads' concatenated outputs that ``W_O`` reads from that head is set to 0 before ``W_O``
+    (a forward pre-hook, removed on exit). The head's attention weights are still computed.
+
+    >>> m = load_smollm2()
+    >>> ids = torch.tensor([m.tokenizer.encode("The cat")])
+    >>> with knocked_out_heads(m, [(0, 0)]):
+    ...     changed = m(ids)
+    >>> bool((changed - m(ids)).abs().max() > 0)
+    True
+    """
+    cfg = model.config
+    d_k = cfg.d_model // cfg.n_heads
+    by_layer: dict[int, list[int]] = {}
+    for pair in heads:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2):
+            raise ValueError(f"each head must be a (layer, head) pair; got {pair!r}")
+        layer, head = pair
+        if not (isinstance(layer, int) and 0 <= layer < cfg.n_layers):
+            raise ValueError(f"layer must be an int in [0, {cfg.n_layers}); got {layer!r}")
+        if not (isinstance(head, int) and 0 <= head < cfg.n_heads):
+            raise ValueError(f"head must be an int in [0, {cfg.n_heads}); got {head!r}")
+        by_layer.setdefault(layer, []).append(head)
+
+    def silence(heads_here: list[int]) -> Any:
+        def hook(_module: nn.Module, args: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+            x = args[0].clone()  # (B, T, n_heads * d_k): the heads' outputs side by side
+            for h in heads_here:
+                x[..., h * d_k : (h + 1) * d_k] = 0
+            return (x, *args[1:])
+
+        return hook
+
+    handles = [
+        model.layers[layer].attn.mha.W_O.register_forward_pre_hook(silence(hs))
+        for layer, hs in by_layer.items()
+    ]
+    try:
+        yield model
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@dataclass(frozen=True)
+class WriterStep:
+    """One generated token: its id, the attention weights of every layer and head for it over
+    every token so far ``(n_layers, n_heads, n)`` (float32), the next-token logits it was
+    chosen from ``(vocab,)`` and the seconds the step took."""
+
+    token: int
+    weights: np.ndarray
+    logits: np.ndarray
+    seconds: float
+
+
+def writer_steps(
+    model: SmolLM2,
+    ids: Sequence[int],
+    n_new: int,
+    *,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = None,
+    knockout: Iterable[tuple[int, int]] = (),
+) -> Iterator[WriterStep]:
+    """Generate ``n_new`` tokens after ``ids`` one by one, as :func:`course_utils.causal.generate`
+    picks them (same arguments), yielding a :class:`WriterStep` per token: what the writer widget
+    shows in JupyterLab. The weights are those of the query that produced each token (the last
+    position of the step's input), with ``knockout``'s heads silenced throughout.
+
+    >>> m = load_smollm2()
+    >>> steps = list(writer_steps(m, m.tokenizer.encode("The cat"), 2))
+    >>> [s.weights.shape for s in steps]       # 30 layers x 9 heads over 2, then 3 tokens
+    [(30, 9, 2), (30, 9, 3)]
+    """
+    import time
+
+    from ..causal import check_sampling_args, next_token
+
+    prompt = torch.tensor([list(ids)], dtype=torch.long)  # (1, T)
+    if prompt.numel() == 0:
+        raise ValueError("ids must hold at least one token; got none")
+    if int(prompt.min()) < 0 or int(prompt.max()) >= model.config.vocab_size:
+        raise ValueError(
+            f"ids must be token ids in [0, {model.config.vocab_size}); got {list(ids)}"
+        )
+    temperature, top_k, top_p, _, generator = check_sampling_args(
+        temperature, top_k, top_p, 1, seed, None
+    )
+    with knocked_out_heads(model, list(knockout)), torch.no_grad():
+        cache = model.new_cache(prompt.size(1) + n_new)
+        step_input = prompt  # (1, T): the prompt first, then one token per step
+        for _ in range(n_new):
+            start = time.perf_counter()
+            logits, maps = model(step_input, cache=cache, return_weights=True)  # (1, T, vocab)
+            last = logits[:, -1]  # (1, vocab)
+            nxt = next_token(last, temperature, top_k, top_p, generator)  # (1, 1)
+            weights = torch.stack([w[0, :, -1] for w in maps])  # (n_layers, n_heads, n)
+            seconds = time.perf_counter() - start
+            yield WriterStep(int(nxt), weights.numpy().copy(), last[0].numpy().copy(), seconds)
+            step_input = nxt  # (1, 1)

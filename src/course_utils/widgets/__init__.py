@@ -20,6 +20,7 @@ from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
 from .sentence_attention import SentenceAttention
+from .smollm2_writer import SmolLM2Writer
 from .sparse_patterns import SparsePatterns
 from .spec_sheet import SpecSheet
 from .temperature_mix import TemperatureMix
@@ -41,6 +42,7 @@ __all__ = [
     "RopeDial",
     "ScalingExplorer",
     "SentenceAttention",
+    "SmolLM2Writer",
     "SparsePatterns",
     "SpecSheet",
     "TemperatureMix",

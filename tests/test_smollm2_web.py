@@ -1,0 +1,164 @@
+"""course_utils.pretrained.smollm2_web: SmolLM2 in the reader's browser (chapter 7's writer).
+
+* The export is lossless: decoded back, every tensor equals the GGUF file's (the numbers
+  :func:`load_smollm2` uses), bit for bit; a first download is under 90 MB and is what the
+  manifest states.
+* The JavaScript in Node (``node --test tests/js/smollm2.test.mjs``, no browser), with the
+  WebAssembly kernels and with plain JavaScript: the tokenizer equals the ``tokenizers`` library;
+  greedy tokens equal :func:`course_utils.causal.generate` on our model (and, with heads knocked
+  out, :func:`course_utils.pretrained.smollm2.writer_steps`); logits and attention weights of the
+  first steps within ``TOLERANCE`` of the Python model's. The expected values are computed here
+  and handed to Node in a JSON file. (20 prompts in Chromium:
+  ``tests/browser/test_browser_smollm2.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.causal import generate
+from course_utils.pretrained.smollm2 import load_smollm2, read_gguf, smollm2_gguf_path, writer_steps
+from course_utils.pretrained.smollm2_web import (
+    MODEL_FILES,
+    download_bytes,
+    manifest,
+    read_export,
+    wasm_bytes,
+    write_browser_files,
+)
+
+from .system_tools import require
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_TEST = ROOT / "tests" / "js" / "smollm2.test.mjs"
+TOLERANCE = 1e-3
+MAX_DOWNLOAD = 90_000_000
+
+#: Texts the JavaScript tokenizer must split exactly as `tokenizers` does.
+TRICKY = [
+    "",
+    " ",
+    "Hello, world!",
+    "  two  spaces   and\ttabs\n\nnew lines ",
+    "don't I'll we've they're it's",
+    "注意力机制很重要",
+    "我喜欢看书，因为书里有很多知识。",
+    "Mixed 中文 and English words",
+    "emoji 😀 and 👍🏽 thumbs",
+    "1234567890 3.14159 x²",
+    "<|im_start|>user\nWhat is attention?<|im_end|>\n<|im_start|>assistant\n",
+    "naïve café — “quotes” «guillemets»",
+    "def f(x):\n    return x ** 2  # comment",
+]
+#: (prompt, new tokens, knocked-out heads): greedy runs compared token by token.
+RUNS = [
+    ("The capital of France is", 16, []),
+    ("我喜欢看书，因为", 16, []),
+    ("Once upon a time, there was a little cat who", 16, ["0:3", "12:5"]),
+    ("<|im_start|>user\n用一句话解释注意力机制。<|im_end|>\n<|im_start|>assistant\n", 12, []),
+]
+COMPARED_STEPS = 2  # steps whose whole logits and weights are compared (the JSON stays small)
+
+
+@pytest.fixture(scope="module")
+def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_browser_files(tmp_path_factory.mktemp("smollm2_web"))
+
+
+def test_the_export_is_the_gguf_bit_for_bit(export: Path) -> None:
+    decoded = read_export(export)
+    _, original = read_gguf(smollm2_gguf_path())
+    assert set(decoded) == set(original)
+    for name, value in original.items():
+        assert decoded[name].dtype == np.float32 and decoded[name].shape == value.shape, name
+        np.testing.assert_array_equal(decoded[name], value, err_msg=name)
+
+
+def test_the_first_download_is_under_90_mb_and_stated(export: Path) -> None:
+    m = json.loads((export / "manifest.json").read_text(encoding="utf-8"))
+    total = download_bytes(export)
+    assert total == m["download_bytes"] == sum((export / f).stat().st_size for f in MODEL_FILES)
+    assert total < MAX_DOWNLOAD, f"{total / 1e6:.1f} MB"
+    assert m["n_layers"] == 30 and m["n_heads"] == 9 and m["n_kv_heads"] == 3
+    assert {t["name"] for t in m["tensors"]} == {t["name"] for t in manifest()["tensors"]}
+    assert (export / "kernels.wasm").read_bytes() == wasm_bytes()
+
+
+def test_the_kernels_are_valid_webassembly() -> None:
+    import wasmtime
+
+    module = wasmtime.Module(wasmtime.Engine(), wasm_bytes())
+    assert {e.name for e in module.exports} == {"mv_q4", "mm_q4", "mv_q8"}
+
+
+def _cases() -> dict:
+    model = load_smollm2()
+    tok = model.tokenizer
+    tokenizer = [
+        {
+            "text": t,
+            "ids": tok.encode(t),
+            "decoded": tok.decode(tok.encode(t)),
+            "labels": tok.labels_of(tok.encode(t)),
+        }
+        for t in TRICKY
+    ]
+    runs = []
+    for prompt, n_new, knockout in RUNS:
+        ids = tok.encode(prompt)
+        heads = [tuple(int(x) for x in k.split(":")) for k in knockout]
+        steps = list(writer_steps(model, ids, n_new, knockout=heads))
+        tokens = [s.token for s in steps]
+        if not knockout:  # the widget's steps pick what generate picks
+            expected = generate(model, torch.tensor([ids]), n_new)[0, len(ids) :].tolist()
+            assert tokens == expected, prompt
+        runs.append(
+            {
+                "prompt": prompt,
+                "prompt_ids": ids,
+                "knockout": knockout,
+                "tokens": tokens,
+                "steps": [
+                    {
+                        "logits": s.logits.astype(np.float64).tolist(),
+                        "weights": s.weights.astype(np.float64).ravel().tolist(),
+                    }
+                    for s in steps[:COMPARED_STEPS]
+                ],
+            }
+        )
+    return {"tokenizer": tokenizer, "runs": runs}
+
+
+def test_javascript_in_node(export: Path, tmp_path: Path) -> None:
+    node = require("node")
+    cases = tmp_path / "cases.json"
+    cases.write_text(json.dumps(_cases(), ensure_ascii=False), encoding="utf-8")
+    report = tmp_path / "report.json"
+    env = {
+        "PATH": str(Path(node).parent),
+        "SMOLLM2_CASES": str(cases),
+        "SMOLLM2_EXPORT": str(export),
+        "SMOLLM2_REPORT": str(report),
+    }
+    run = subprocess.run(
+        [node, "--test", "--test-reporter=spec", str(NODE_TEST)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "skipped 0" in run.stdout, run.stdout
+    measured = json.loads(report.read_text(encoding="utf-8"))
+    print(json.dumps(measured))
+    for key in ("wasm", "javascript"):
+        assert measured[key]["max_abs_diff_logits"] <= TOLERANCE, measured
+        assert measured[key]["max_abs_diff_weights"] <= TOLERANCE, measured
