@@ -17,6 +17,7 @@ import itertools
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 from transformers import GenerationConfig
@@ -27,7 +28,13 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from course_utils.causal import TinyCausalLM, generate, top_k_filter, top_p_filter
+from course_utils.causal import (
+    TinyCausalLM,
+    generate,
+    sequence_log_prob,
+    top_k_filter,
+    top_p_filter,
+)
 from course_utils.kv_cache import KVCache
 
 IDS = torch.zeros(1, 1, dtype=torch.long)  # the warpers take input_ids and ignore them
@@ -212,12 +219,64 @@ def test_max_new_tokens_is_another_name_for_n_new(tiny):
 # -- generate: beam search ------------------------------------------------------------------
 
 
-def _sequence_log_prob(model, seqs: torch.Tensor, prompt_len: int) -> torch.Tensor:
-    """Summed log-probability of each row's tokens after the prompt, by full forward passes."""
+# -- sequence_log_prob: the score beam search maximises -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seed", "batch", "length", "prompt_len"),
+    [(0, 1, 5, 1), (1, 3, 8, 3), (2, 2, 12, 11), (3, 4, 6, 2), (4, 1, 2, 1)],
+)
+def test_sequence_log_prob_equals_torch_cross_entropy(tiny, seed, batch, length, prompt_len):
+    """Oracle: PyTorch's ``F.cross_entropy`` (the training loss: minus the mean log-probability
+    of each next token), summed over the tokens after the prompt."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 10, (batch, length), generator=g)  # (B, T)
     with torch.no_grad():
-        log_probs = model(seqs[:, :-1]).float().log_softmax(-1)  # (N, T - 1, vocab)
-    picked = log_probs.gather(-1, seqs[:, 1:, None])[..., 0]  # (N, T - 1)
-    return picked[:, prompt_len - 1 :].sum(-1)  # (N,)
+        logits = tiny(ids[:, :-1])  # (B, T - 1, vocab)
+    nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")  # (B, T - 1)
+    expected = -nll[:, prompt_len - 1 :].sum(-1)  # (B,)
+    got = sequence_log_prob(tiny, ids, prompt_len)
+    assert got.shape == (batch,)
+    torch.testing.assert_close(got, expected.float(), atol=1e-5, rtol=1e-6)
+
+
+@given(prompt=st.lists(st.integers(0, 9), min_size=1, max_size=5), split=st.integers(0, 3))
+def test_sequence_log_prob_is_a_chain_rule_and_a_distribution(tiny, prompt, split):
+    """log p(a, b | x) = log p(a | x) + log p(b | x, a); and over every next token the
+    probabilities sum to 1."""
+    tail = [*[3, 1, 4][:split], 7]
+    ids = torch.tensor([prompt + tail])  # (1, T)
+    whole = sequence_log_prob(tiny, ids, len(prompt))
+    first = sequence_log_prob(tiny, ids[:, : len(prompt) + split], len(prompt))
+    rest = sequence_log_prob(tiny, ids, len(prompt) + split)
+    torch.testing.assert_close(whole, first + rest, atol=1e-5, rtol=0)
+    assert float(whole) <= 0
+    every = torch.tensor([[*prompt, v] for v in range(10)])  # (10, T0 + 1)
+    total = sequence_log_prob(tiny, every, len(prompt)).exp().sum()
+    torch.testing.assert_close(total, torch.tensor(1.0), atol=1e-5, rtol=0)
+
+
+def test_beam_search_scores_at_least_greedy(tiny):
+    for prompt in ([1, 2, 3], [9], [4, 4, 0, 7]):
+        greedy = generate(tiny, prompt, 6)
+        beam = generate(tiny, prompt, 6, num_beams=4)
+        n = len(prompt)
+        assert sequence_log_prob(tiny, beam, n) >= sequence_log_prob(tiny, greedy, n) - 1e-6
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda m: sequence_log_prob(m, [1, 2], 0), ValueError, r"^prompt_len must be an int in"),
+        (lambda m: sequence_log_prob(m, [1, 2], 3), ValueError, r"in \[1, 2\]; got 3"),
+        (lambda m: sequence_log_prob(m, [1, 2], 1.0), TypeError, r"^prompt_len must be an int"),
+        (lambda m: sequence_log_prob(m, [1, 12], 1), ValueError, r"vocab_size = 10"),
+        (lambda m: sequence_log_prob("model", [1], 1), TypeError, r"^model must be a torch"),
+    ],
+)
+def test_sequence_log_prob_errors(tiny, call, error, match):
+    with pytest.raises(error, match=match):
+        call(tiny)
 
 
 @pytest.mark.parametrize("use_cache", [True, False])
@@ -227,7 +286,7 @@ def test_beam_search_covering_the_vocabulary_is_exact(tiny, use_cache):
     prompt = torch.tensor([[4, 2, 7]])
     every = torch.tensor(list(itertools.product(range(10), repeat=2)))  # (100, 2)
     seqs = torch.cat([prompt.expand(100, -1), every], dim=1)  # (100, 5)
-    best = seqs[_sequence_log_prob(tiny, seqs, 3).argmax()]  # (5,)
+    best = seqs[sequence_log_prob(tiny, seqs, 3).argmax()]  # (5,)
     got = generate(tiny, prompt, 2, num_beams=10, use_cache=use_cache)
     assert torch.equal(got[0], best)
 
@@ -259,7 +318,8 @@ def test_kv_cache_reorder():
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("smollm2")
-def test_beam_search_matches_transformers_on_smollm2(smollm2_ours, smollm2_reference):
+@pytest.mark.parametrize("n_new", [8, 12])  # 8: chapter 7's comparison with greedy
+def test_beam_search_matches_transformers_on_smollm2(smollm2_ours, smollm2_reference, n_new):
     """``generate(num_beams=4)`` gives transformers' ``generate(num_beams=4, do_sample=False)``.
 
     transformers keeps the best 2 x num_beams candidates a step; a candidate ending in the
@@ -272,7 +332,6 @@ def test_beam_search_matches_transformers_on_smollm2(smollm2_ours, smollm2_refer
     ref, _ = smollm2_reference
     tok = smollm2_ours.tokenizer
     ids = torch.tensor([tok.encode("Once upon a time, there was a little cat who")])  # (1, T)
-    n_new = 12
     with torch.no_grad():
         out = ref.generate(
             ids,
@@ -289,7 +348,7 @@ def test_beam_search_matches_transformers_on_smollm2(smollm2_ours, smollm2_refer
     assert tok.eos_id not in got[0].tolist()
     # transformers' score is the summed log-probability / n_new ** length_penalty: ours, by a
     # full forward pass of our model, divided the same way (our logits differ by < 1e-3)
-    summed = _sequence_log_prob(smollm2_ours, got, ids.size(1))  # (1,)
+    summed = sequence_log_prob(smollm2_ours, got, ids.size(1))  # (1,)
     # unset in the model's generation config, so transformers' global default (1.0) applies
     default = GenerationConfig._get_default_generation_params()["length_penalty"]
     assert (ref.generation_config.length_penalty or default) == 1.0

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from course_utils.causal import top_p_filter
 from course_utils.exercises import ch07
 
 
@@ -132,3 +133,98 @@ def test_token_passes_mistakes(answer, hint):
 @pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: 5])
 def test_token_passes_never_raises(answer):
     assert not ch07.check_token_passes(answer)
+
+
+# --- exercise 7.5: top-p by hand --------------------------------------------------------------
+
+
+def _nucleus(logits, temperature, p, *, keep_rule="right", sort=True, temp_after=False,
+             renorm="sum"):  # fmt: skip
+    """A learner's top-p by hand in numpy, right by default; each keyword is one typical slip."""
+    z = np.asarray(logits, dtype=np.float64)
+    scaled = z if temp_after else z / temperature
+    probs = np.exp(scaled - scaled.max())
+    probs /= probs.sum()
+    order = np.argsort(-probs, kind="stable") if sort else np.arange(z.size)
+    total, keep = 0.0, np.zeros(z.size, dtype=bool)
+    for j in order:
+        if keep_rule == "right" and total >= p:  # the tokens before already reach p
+            break
+        if keep_rule == "lte" and total > p:
+            break
+        if keep_rule == "no_crossing" and total + probs[j] >= p:
+            break
+        keep[j] = True
+        total += probs[j]
+    if temp_after:
+        probs = np.exp(z / temperature - (z / temperature).max())
+        probs /= probs.sum()
+    kept = np.where(keep, probs, 0.0)
+    if renorm == "sum":
+        return kept / kept.sum()
+    if renorm == "softmax":
+        return torch.softmax(torch.tensor(np.where(keep, probs, -np.inf)), -1)
+    return kept
+
+
+def _torch_nucleus(z, tau, p):
+    """The same rule with torch and the descending cumulative sum (Holtzman et al.'s wording)."""
+    probs = torch.softmax(z / tau, dim=-1)
+    desc, order = probs.sort(descending=True)
+    keep_sorted = desc.cumsum(-1) - desc < p  # the mass before each token is still below p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    kept = probs * keep
+    return kept / kept.sum()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _nucleus,
+        _torch_nucleus,
+        lambda z, tau, p: _torch_nucleus(z.float(), tau, p),
+        lambda z, tau, p: _nucleus(z, tau, p).tolist(),
+        lambda z, tau, p: torch.softmax(top_p_filter(z / tau, p), dim=-1),
+    ],
+    ids=["numpy-loop", "torch", "float32", "list", "package"],
+)
+def test_nucleus_right(answer):
+    fb = ch07.check_nucleus(answer)
+    assert fb, str(fb)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda z, tau, p: _nucleus(z, tau, p, keep_rule="no_crossing"), "crosses p"),
+        (lambda z, tau, p: _nucleus(z, tau, p, keep_rule="lte"), "using <, not <="),
+        (lambda z, tau, p: _nucleus(z, tau, p, sort=False), "sort the tokens"),
+        (lambda z, tau, p: _nucleus(z, tau, p, temp_after=True), "temperature BEFORE"),
+        (lambda z, tau, p: _nucleus(z, tau, p, renorm="none"), "renormalise: divide"),
+        (lambda z, tau, p: _nucleus(z, tau, p, renorm="softmax"), "not with another softmax"),
+    ],
+    ids=["no-crossing", "lte", "unsorted", "temperature-after", "no-renorm", "softmax-renorm"],
+)
+def test_nucleus_mistakes_are_named(answer, hint):
+    fb = ch07.check_nucleus(answer)
+    assert not fb
+    assert any(hint in h for h in fb.hints), str(fb)
+
+
+def test_nucleus_boundary_case_is_exact_in_floating_point():
+    """The exact-boundary case only tells < from <= if its sums are exact: 1/2 + 1/4 is 3/4."""
+    _, z, tau, p = ch07.nucleus_cases()[1]
+    probs = torch.softmax(torch.tensor(z) / tau, -1)
+    assert probs.tolist() == [0.125, 0.5, 0.125, 0.25]
+    assert float(probs[1] + probs[3]) == p
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [..., None, 3, lambda *a: 1 / 0, lambda *a: None, lambda *a: "x", lambda: 0,
+     lambda z, tau, p: [float("nan")] * len(z), lambda z, tau, p: z[:2]],
+)  # fmt: skip
+def test_nucleus_never_raises(answer):
+    fb = ch07.check_nucleus(answer)
+    assert not fb
+    assert str(fb)

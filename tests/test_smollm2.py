@@ -129,6 +129,35 @@ def test_token_labels_spell_the_text(ours, text):
     assert "\ufffd" not in "".join(labels)
 
 
+@pytest.mark.parametrize("text", SENTENCES)
+def test_token_label_is_the_text_or_the_bytes_of_a_piece(ours, reference, text):
+    """Oracle: transformers' tokenizer spells each token (``convert_ids_to_tokens``) in GPT-2's
+    byte alphabet, read back with transformers' own ``bytes_to_unicode``. A whole token is its
+    text; a piece of a character is its bytes, and the pieces' bytes make the text's UTF-8."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    _, ref_tok = reference
+    byte_of = {c: b for b, c in bytes_to_unicode().items()}
+    ids = ours.tokenizer.encode(text)
+    data = b""
+    for i, spelled in zip(ids, ref_tok.convert_ids_to_tokens(ids), strict=True):
+        raw = bytes(byte_of[c] for c in spelled)
+        data += raw
+        label = ours.tokenizer.token_label(i)
+        try:
+            assert label == raw.decode("utf-8")
+        except UnicodeDecodeError:  # a piece of a character
+            assert label == "‹" + " ".join(f"{b:02x}" for b in raw) + "›"
+    assert data.decode("utf-8") == text
+
+
+def test_token_label_rejects_bad_ids(ours):
+    with pytest.raises(ValueError, match=r"^token_id must be an int in \[0, 49151\]; got 49152"):
+        ours.tokenizer.token_label(49152)
+    with pytest.raises(TypeError, match=r"^token_id must be an int"):
+        ours.tokenizer.token_label(1.0)
+
+
 def test_bad_input_ids(ours):
     with pytest.raises(ValueError, match=r"input_ids must be an integer tensor of shape \(B, T\)"):
         ours(torch.randn(1, 3))

@@ -50,6 +50,7 @@ __all__ = [
     "check_sampling_args",
     "generate",
     "next_token",
+    "sequence_log_prob",
     "top_k_filter",
     "top_p_filter",
     "train_tiny_lm",
@@ -509,6 +510,42 @@ def _beam_search(
                     c.reorder(parent)
             step_input = token[:, None]  # (num_beams, 1)
     return beams[:1]  # (1, T + n_new): topk sorts, so beam 0 is the best
+
+
+def sequence_log_prob(model: nn.Module, ids: Tensor | Sequence[int], prompt_len: int) -> Tensor:
+    """The summed log-probability of each row's tokens after its first ``prompt_len`` tokens.
+
+    ``sum over t >= prompt_len of log softmax(logits at t - 1)[x_t]``, the log of
+    ``p(x_prompt_len, ..., x_T-1 | prompt)``:
+    the score beam search maximises (:func:`generate` with ``num_beams > 1``), computed from one
+    full forward pass (no cache) in float32, as beam search scores its beams. ``ids`` ``(B, T)``
+    (or one list of ids); returns ``(B,)``, each ``<= 0``. Greedy decoding takes the best token
+    one step at a time; the sequence it ends with can score lower than one that starts with a
+    less likely token (chapter 7 compares both on SmolLM2).
+
+    >>> _ = torch.manual_seed(0)
+    >>> model = TinyCausalLM(vocab_size=10, max_len=16).eval()
+    >>> greedy = generate(model, [1, 2, 3], 4)
+    >>> beam = generate(model, [1, 2, 3], 4, num_beams=4)
+    >>> bool(sequence_log_prob(model, beam, 3) >= sequence_log_prob(model, greedy, 3))
+    True
+    >>> sequence_log_prob(model, [1, 2, 3], 3)             # nothing after the prompt: log 1
+    tensor([0.])
+
+    Checked first: ``ids`` are integers in ``[0, vocab_size)``, and ``prompt_len`` an int with
+    ``1 <= prompt_len <= T`` (the first token has no prediction to score).
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    ids = _check_ids(ids, _vocab_size(model))  # (B, T)
+    prompt_len = check_int(prompt_len, "prompt_len", low=1, high=ids.size(1))
+    if prompt_len == ids.size(1):  # nothing after the prompt (and a 1-token row has no logits)
+        return torch.zeros(ids.size(0))  # (B,)
+    with torch.no_grad():
+        logits = model(ids[:, :-1])  # (B, T - 1, vocab): position t predicts token t + 1
+    log_probs = F.log_softmax(logits.float(), dim=-1)  # (B, T - 1, vocab)
+    picked = log_probs.gather(-1, ids[:, 1:, None])[..., 0]  # (B, T - 1): each next token's
+    return picked[:, prompt_len - 1 :].sum(-1)  # (B,): the new tokens only
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from numpy.typing import NDArray
 
 from ..i18n import t
 from ..kv_cache import kv_cache_bytes
@@ -231,3 +232,138 @@ def check_token_passes(passes: Callable[[int, int], Any]) -> Feedback:
     cases = [(t("prompt of {P}, {N} new tokens", P=P, N=N), (P, N)) for P, N in sizes]
     passed = "all {n} cases equal the passes generate makes"
     return run_cases(title, passes, "passes", cases, compare, passed)
+
+
+# --- exercise 7.5: top-p (nucleus) filtering by hand ---------------------------------------------
+
+__all__ += ["check_nucleus"]
+
+
+def _keep_sorted(probs: NDArray, p: float, rule: str) -> NDArray:
+    """Which tokens a top-p rule keeps, ``(V,)`` bools: ``"right"`` keeps a token while the
+    tokens more probable than it hold less than ``p``; the others are the typical slips."""
+    order = np.argsort(-probs, kind="stable")  # most probable first (ties: lower index first)
+    desc = probs[order]
+    before = np.cumsum(desc) - desc  # the mass of the tokens before each one
+    keep_sorted = {
+        "right": before < p,
+        "lte": before <= p,  # one token too many when the mass before it is exactly p
+        "no_crossing": np.cumsum(desc) < p,  # stops before the token that crosses p
+        "no_crossing_lte": np.cumsum(desc) <= p,
+    }[rule]
+    keep = np.zeros(probs.size, dtype=bool)
+    keep[order] = keep_sorted
+    return keep
+
+
+def _nucleus_mistakes(z: NDArray, tau: float, p: float) -> list[Mistake]:
+    probs = softmax(z / tau)  # (V,)
+
+    def renormalised(keep: NDArray, source: NDArray = probs) -> NDArray:
+        kept = np.where(keep, source, 0.0)
+        return kept / kept.sum() if kept.sum() > 0 else kept
+
+    unsorted_keep = (np.cumsum(probs) - probs) < p  # the cumulative sum in vocabulary order
+    crossing = (
+        "keep the token that crosses p too: the nucleus is the smallest set of most probable "
+        "tokens whose probabilities add up to AT LEAST p, so the token that makes the sum reach "
+        "p belongs to it"
+    )
+    boundary = (
+        "at the boundary: a token is removed when the tokens before it already hold exactly p "
+        "(they reach p without it); compare the mass before a token with p using <, not <= "
+        "(transformers removes a token when its ascending cumulative probability is <= 1 - p)"
+    )
+    # At an exact boundary "<=" keeps one more token; a tie with it may put any of its equals
+    # first, so each of them is a version of the same mistake.
+    right = _keep_sorted(probs, p, "right")
+    extra = _keep_sorted(probs, p, "lte") & ~right
+    tied = np.flatnonzero(~right & np.isin(probs, probs[extra]))
+    lte = [renormalised(right | (np.arange(probs.size) == j)) for j in tied]
+    return [
+        Mistake(crossing, renormalised(_keep_sorted(probs, p, "no_crossing"))),
+        Mistake(crossing, renormalised(_keep_sorted(probs, p, "no_crossing_lte"))),
+        *[Mistake(boundary, value) for value in lte],
+        Mistake(
+            "sort the tokens by probability first (most probable first): the cumulative sum "
+            "runs over the most probable tokens, not in the vocabulary's order",
+            renormalised(unsorted_keep),
+        ),
+        Mistake(
+            "apply the temperature BEFORE filtering: divide the logits by it, take the softmax, "
+            "then choose the nucleus of that distribution (a temperature changes which tokens "
+            "reach p)",
+            renormalised(_keep_sorted(softmax(z), p, "right"), probs),
+        ),
+        Mistake(
+            "renormalise: divide the kept probabilities by their sum, so that they add up to 1 "
+            "(the removed tokens get 0)",
+            np.where(_keep_sorted(probs, p, "right"), probs, 0.0),
+        ),
+        Mistake(
+            "renormalise the kept probabilities by dividing by their sum, not with another "
+            "softmax (a softmax of probabilities flattens them)",
+            softmax(np.where(_keep_sorted(probs, p, "right"), probs, -np.inf)),
+        ),
+    ]
+
+
+def nucleus_cases() -> list[tuple[str, NDArray, float, float]]:
+    """The checker's cases ``(name, logits, temperature, p)``: the chapter's table, an exact
+    boundary (probabilities 1/2, 1/4, 1/8, 1/8, exact in floating point), a temperature that
+    changes the nucleus, a tiny ``p`` and a random vocabulary of 50."""
+    table = np.log([0.05, 0.4, 0.1, 0.25, 0.15, 0.05])  # the chapter's table, unsorted
+    boundary = np.log([1.0, 4.0, 1.0, 2.0])  # probabilities 1/8, 1/2, 1/8, 1/4
+    g = np.random.default_rng(5)
+    return [
+        (t("the table, p = {p}", p=0.85), table, 1.0, 0.85),
+        (t("probabilities 1/8, 1/2, 1/8, 1/4, p = {p}", p=0.75), boundary, 1.0, 0.75),
+        (t("the table at temperature {tau}, p = {p}", tau=0.5, p=0.75), table, 0.5, 0.75),
+        (t("the table, p = {p}", p=0.01), table, 1.0, 0.01),
+        (
+            t("{n} random logits at temperature {tau}, p = {p}", n=50, tau=0.7, p=0.9),
+            2.0 * g.standard_normal(50),
+            0.7,
+            0.9,
+        ),
+    ]
+
+
+def check_nucleus(nucleus: Callable[[Any, float, float], Any]) -> Feedback:
+    """Check ``nucleus(logits, temperature, p)``: the distribution a sampler draws from with
+    temperature and top-p, ``softmax(top_p_filter(logits / temperature, p))``
+    (:func:`course_utils.causal.top_p_filter`, transformers' rule): the most probable tokens
+    whose probabilities reach ``p``, renormalised; the others 0.
+
+    ``logits`` is a 1-D float64 torch tensor; any array-like answer is accepted.
+
+    >>> from course_utils.causal import top_p_filter
+    >>> right = lambda z, tau, p: torch.softmax(top_p_filter(z / tau, p), dim=-1)
+    >>> bool(check_nucleus(right))
+    True
+    >>> wrong = lambda z, tau, p: torch.softmax(top_p_filter(z, p) / tau, dim=-1)
+    >>> print(check_nucleus(wrong).hints[0])  # doctest: +ELLIPSIS
+    apply the temperature BEFORE filtering: ...
+    """
+    from ..causal import top_p_filter
+
+    title = "top-p by hand"
+
+    def compare(result: Any, logits: torch.Tensor, tau: float, p: float) -> Feedback:
+        z = logits.numpy()
+        expected = torch.softmax(top_p_filter(logits / tau, p), dim=-1).numpy()
+        return check_array(
+            title,
+            result,
+            expected,
+            atol=1e-6,
+            mistakes=_nucleus_mistakes(z, tau, p),
+            nan_hint="subtract the largest logit before exp (chapter 3's stable softmax)",
+        )
+
+    cases = [
+        (name, (torch.tensor(z, dtype=torch.float64), tau, p))
+        for name, z, tau, p in nucleus_cases()
+    ]
+    passed = "all {n} cases equal softmax(top_p_filter(logits / temperature, p))"
+    return run_cases(title, nucleus, "nucleus", cases, compare, passed)

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._validation import shape_str
+from .._validation import check_int, shape_str
 from ..causal import CausalSelfAttention
 from ..kv_cache import KVCache, PreallocatedKVCache, cached_self_attention_checked, check_cache
 from ..norms import RMSNorm
@@ -258,6 +258,19 @@ def _tokenizer(meta: dict[str, Any]) -> Any:
     return _Tokenizer(tk, eos_id=int(meta["tokenizer.ggml.eos_token_id"]))
 
 
+def _byte_of_char() -> dict[str, int]:
+    """GPT-2's byte-level alphabet read back: every byte is spelled by one printable character,
+    the printable Latin-1 bytes by themselves and the 68 others by ``chr(256 + n)`` in order."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    char_of = {b: chr(b) for b in printable}
+    others = (b for b in range(256) if b not in char_of)
+    char_of |= {b: chr(256 + n) for n, b in enumerate(others)}
+    return {c: b for b, c in char_of.items()}
+
+
+_BYTE_OF_CHAR = _byte_of_char()
+
+
 class _Tokenizer:
     """``encode(text) -> list[int]`` and ``decode(ids) -> str`` (no BOS added)."""
 
@@ -271,6 +284,27 @@ class _Tokenizer:
 
     def decode(self, ids: Any) -> str:
         return self._tk.decode([int(i) for i in ids], skip_special_tokens=False)
+
+    def token_label(self, token_id: int) -> str:
+        """One token alone, readable: its text, or, when it is only part of a character's UTF-8
+        bytes (alone it decodes to ``'\ufffd'``), those bytes in hex between ``‹ ›``.
+
+        Chapter 7 labels the candidates for the next token with it: after a Chinese prompt many
+        of them start a character that the following token completes.
+
+        >>> tok = load_smollm2().tokenizer                      # doctest: +SKIP
+        >>> tok.token_label(tok.encode(" Paris")[0])            # doctest: +SKIP
+        ' Paris'
+        >>> [tok.token_label(i) for i in tok.encode("看")]       # doctest: +SKIP
+        ['‹e7›', '‹9c›', '‹8b›']
+        """
+        token_id = check_int(token_id, "token_id", low=0, high=self._tk.get_vocab_size() - 1)
+        text = self.decode([token_id])
+        if "\ufffd" not in text:
+            return text
+        spelled = self._tk.id_to_token(token_id)  # GPT-2's byte-level spelling, one char a byte
+        data = bytes(_BYTE_OF_CHAR[c] for c in spelled)
+        return "‹" + " ".join(f"{b:02x}" for b in data) + "›"
 
     def tokens(self, text: str) -> list[str]:
         """The pieces of ``text``, readable (byte-level spelling decoded).

@@ -15,6 +15,7 @@ from .head_explorer import HeadExplorer
 from .head_grouping import HeadGrouping
 from .kv_cache_calculator import KVCacheCalculator
 from .kv_cache_compare import KVCacheCompare
+from .next_token_filters import NextTokenFilters
 from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
 from .scaling_explorer import ScalingExplorer
@@ -36,6 +37,7 @@ __all__ = [
     "HeadGrouping",
     "KVCacheCalculator",
     "KVCacheCompare",
+    "NextTokenFilters",
     "QueryKeyPlane",
     "RopeDial",
     "ScalingExplorer",
