@@ -253,6 +253,20 @@ def _tokenizer(meta: dict[str, Any]) -> Any:
     return _Tokenizer(tk, eos_id=int(meta["tokenizer.ggml.eos_token_id"]))
 
 
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE spells each byte 0-255 as one printable character (the printable
+    bytes as themselves, the rest shifted to 256 + n): the character -> byte table."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
+    printable += range(ord("®"), ord("ÿ") + 1)
+    shifted = [b for b in range(256) if b not in printable]
+    table = {chr(b): b for b in printable}
+    table |= {chr(256 + n): b for n, b in enumerate(shifted)}
+    return table
+
+
+_BYTE_OF_CHAR = _byte_level_alphabet()
+
+
 class _Tokenizer:
     """``encode(text) -> list[int]`` and ``decode(ids) -> str`` (no BOS added)."""
 
@@ -274,6 +288,22 @@ class _Tokenizer:
         decodes to ``'\ufffd'``. :meth:`labels` gives plot-friendly labels instead.
         """
         return [self.decode([i]) for i in self.encode(text)]
+
+    def piece(self, token_id: int) -> str:
+        """One token alone, readable in a chart of guesses: its text, with a space shown as
+        ``'␣'``, a line break as ``'↵'`` and other white space escaped (``'\\xa0'``); a token
+        that is only part of a character (a UTF-8 byte fragment, common in Chinese) shows its
+        bytes, e.g. ``'<e4 b8>'``.
+        """
+        text = self.decode([token_id])
+        if "\ufffd" in text:  # not whole characters: show the bytes the token stands for
+            raw = bytes(_BYTE_OF_CHAR[c] for c in self._tk.id_to_token(int(token_id)))
+            return "<" + raw.hex(" ") + ">"
+        visible = {" ": "␣", "\n": "↵"}
+        return "".join(
+            visible.get(c) or (c.encode("unicode_escape").decode() if c.isspace() else c)
+            for c in text
+        )
 
     def labels(self, text: str) -> list[str]:
         """One readable label per token of ``text``, for plots: a token shows the characters it
