@@ -108,7 +108,7 @@ function render({ model, el }) {
       const num = CU.svg("text", { x: labelW + barMax + 6, y: yy + 19, class: "cu-label" }, barsG);
       CU.setText(num, `${CU.fmt(100 * probs[j], 0)}%`);
     });
-    const key = CU.svg("text", { x: labelW, y: 8 + guesses.length * row + 14, class: "cu-label cu-llv-final" }, barsG);
+    const key = CU.svg("text", { x: 8, y: 8 + guesses.length * row + 14, class: "cu-label cu-llv-final" }, barsG);
     CU.setText(key, CU.t(`bold, orange: the model's answer "${finalTop}"`));
     const summary = CU.t(`After block ${blockText(b)} of ${n}, the lens's top guess for the next token is "${guesses[0]}" ` +
       `(${CU.fmt(100 * probs[0], 0)}%); the model's own answer after the last block is "${finalTop}". ` +
