@@ -415,6 +415,11 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
         ("def T_half(d_model, d_ff):\n    return d_ff / 2\n", "solve for T"),
         ("def T_half(d_model, d_ff):\n    return d_ff - d_model\n", "not 4·d_model²"),
     ],
+    "ch06.smollm2_parameters": [
+        ("n_params = 162_826_560\n", "count it once, not twice"),
+        ("n_params = 147.8  # millions\n", "not d_model = 576"),
+        ("n_params = 49152 * 576 + 30 * (4 * 576 * 576 + 2 * 576 * 1536)\n", "not two"),
+    ],
     # --- chapter 7 ---
     "ch07.cache_mask": [
         (

@@ -79,3 +79,36 @@ def test_exercise_6_5_dropout_and_post_ln(glued: dict[str, float]) -> None:
     assert glued["post_ln_ahead_from"] > 100
     assert glued["post_ln_loss_step_250"] < glued["loss_seed_0_step_250"]
     assert glued["post_ln_loss_step_300"] > 2 * glued["post_ln_loss_step_250"]
+
+
+def _logit_lens_state(edition: str) -> dict:
+    """The saved state of the chapter's LogitLensView (the numbers the site's widget shows)."""
+    nb = json.loads(NOTEBOOKS[edition].read_text(encoding="utf-8"))
+    states = nb["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    (state,) = [s["state"] for s in states.values() if "prompt_index" in s["state"]]
+    return state
+
+
+def test_the_whole_model_s_shares_and_the_logit_lens(glued: dict[str, float]) -> None:
+    # "the embedding table is a fifth", the FFNs and attention the rest, the norms a rounding error
+    assert 19 <= glued["embedding_share"] <= 22
+    assert glued["embedding_share"] + glued["ffn_share"] + glued["attention_share"] == 100
+    assert glued["params_millions"] == 134.5
+    # "only in the last few": Paris enters the five late and is the top guess at the end
+    assert 25 <= glued["paris_first_block"] <= glued["paris_top1_from"] <= 30
+    # "grows more than a hundredfold"
+    assert glued["norm_block_30"] > 100 * glued["norm_block_0"]
+
+
+@pytest.mark.parametrize("edition", sorted(NOTEBOOKS))
+def test_the_logit_lens_claims_hold_for_the_saved_widget(edition: str) -> None:
+    state = _logit_lens_state(edition)
+    prompts, tokens = state["prompts"], state["tokens"]
+    assert prompts[0] == "The capital of France is"
+    # block 0, the embedding alone: the lens guesses the prompt's own last token (English prompts)
+    assert [tokens[p][0][0] for p in range(3)] == ["␣is", "␣is", ","]
+    # "the answers appear in the last few blocks": each English answer enters the five late
+    for p, answer in enumerate(["␣Paris", "␣cold", "␣five"]):
+        assert tokens[p][-1][0] == answer
+        first = min(b for b, guesses in enumerate(tokens[p]) if answer in guesses)
+        assert first >= 25, (answer, first)

@@ -158,3 +158,77 @@ def test_attention_half_length_mistakes(answer, hint):
 @pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: [1, 2]])
 def test_attention_half_length_never_raises(answer):
     assert not ch06.check_attention_half_length(answer)
+
+
+# --- exercise 6.7: SmolLM2-135M's parameters ------------------------------------------------------
+
+SMOLLM2_PARAMETERS = 134_515_008  # also the real model's count: tests/test_logit_lens.py
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        SMOLLM2_PARAMETERS,
+        float(SMOLLM2_PARAMETERS),
+        np.int64(SMOLLM2_PARAMETERS),
+        torch.tensor(SMOLLM2_PARAMETERS),
+        "134515008",
+        "134,515,008",
+        "134.5M",
+        "134.5 million",
+        134.5,
+        134.515008,
+        135,  # the name's rounding, within 0.5%
+        np.float32(134.5),
+        0.1345,  # billions
+    ],
+    ids=lambda a: f"{type(a).__name__}-{a}",
+)
+def test_smollm2_parameters_right(answer):
+    fb = ch06.check_smollm2_parameters(answer)
+    assert fb, str(fb)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hints"),
+    [
+        (SMOLLM2_PARAMETERS + 49152 * 576, ["count it once, not twice"]),
+        (SMOLLM2_PARAMETERS + 30 * 2 * 576 * (576 - 192), ["not d_model = 576"]),
+        (SMOLLM2_PARAMETERS - 30 * 576 * 1536, ["not two"]),
+        (SMOLLM2_PARAMETERS - 61 * 576, ["count the RMSNorm gains"]),
+        (162.8, ["count it once, not twice"]),  # millions
+        (147.8, ["not d_model = 576"]),
+        (108.0, ["not two"]),
+        # two slips at once: both named
+        (SMOLLM2_PARAMETERS + 49152 * 576 - 61 * 576, ["count it once", "RMSNorm gains"]),
+        (121.2, ["not d_model = 576", "not two"]),
+    ],
+)
+def test_smollm2_parameters_names_each_mistake(answer, hints):
+    fb = ch06.check_smollm2_parameters(answer)
+    assert not fb
+    assert len(fb.hints) == len(hints)
+    for hint, want in zip(fb.hints, hints, strict=True):
+        assert want in hint
+
+
+def test_smollm2_parameters_exact_counts_are_exact():
+    """A whole count must be exact (forgetting the norms is 0.03% off: named, not accepted)."""
+    assert not ch06.check_smollm2_parameters(SMOLLM2_PARAMETERS + 1)
+    fb = ch06.check_smollm2_parameters(10**9)
+    assert not fb and "per block" in fb.hints[0]  # no mistake explains it: how to count
+
+
+@pytest.mark.parametrize(
+    "answer", [..., None, "abc", "12 apples", [1, 2], -5, 0, float("nan"), float("inf"), lambda: 1]
+)
+def test_smollm2_parameters_never_raises(answer):
+    fb = ch06.check_smollm2_parameters(answer)
+    assert not fb and fb.messages
+
+
+def test_smollm2_parameters_counts_from_the_package():
+    from course_utils.transformer_cost import decoder_parameter_count
+
+    cfg = ch06.SMOLLM2_CONFIG
+    assert decoder_parameter_count(**cfg)["total"] == SMOLLM2_PARAMETERS

@@ -5,8 +5,8 @@
   manifest states.
 * The JavaScript in Node (``node --test tests/js/smollm2.test.mjs``, no browser), with the
   WebAssembly kernels and with plain JavaScript: the tokenizer equals the ``tokenizers`` library;
-  greedy tokens equal :func:`course_utils.causal.generate` on our model (and, with heads knocked
-  out, :func:`course_utils.pretrained.smollm2.writer_steps`); logits and attention weights of the
+  greedy tokens equal :func:`course_utils.causal.generate` on our model (with heads knocked out
+  too, ``tests/smollm2_reference.py``); logits and attention weights of the
   first steps within ``TOLERANCE`` of the Python model's. The expected values are computed here
   and handed to Node in a JSON file. (20 prompts in Chromium:
   ``tests/browser/test_browser_smollm2.py``.)
@@ -20,10 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from course_utils.causal import generate
-from course_utils.pretrained.smollm2 import load_smollm2, read_gguf, smollm2_gguf_path, writer_steps
+from course_utils.pretrained.smollm2 import load_smollm2, read_gguf, smollm2_gguf_path
 from course_utils.pretrained.smollm2_web import (
     MODEL_FILES,
     download_bytes,
@@ -33,6 +31,7 @@ from course_utils.pretrained.smollm2_web import (
     write_browser_files,
 )
 
+from .smollm2_reference import greedy_run
 from .system_tools import require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,25 +110,20 @@ def _cases() -> dict:
     ]
     runs = []
     for prompt, n_new, knockout in RUNS:
-        ids = tok.encode(prompt)
         heads = [tuple(int(x) for x in k.split(":")) for k in knockout]
-        steps = list(writer_steps(model, ids, n_new, knockout=heads))
-        tokens = [s.token for s in steps]
-        if not knockout:  # the widget's steps pick what generate picks
-            expected = generate(model, torch.tensor([ids]), n_new)[0, len(ids) :].tolist()
-            assert tokens == expected, prompt
+        ref = greedy_run(model, prompt, n_new, heads)
         runs.append(
             {
                 "prompt": prompt,
-                "prompt_ids": ids,
+                "prompt_ids": ref.ids,
                 "knockout": knockout,
-                "tokens": tokens,
+                "tokens": ref.tokens,
                 "steps": [
                     {
-                        "logits": s.logits.astype(np.float64).tolist(),
-                        "weights": s.weights.astype(np.float64).ravel().tolist(),
+                        "logits": ref.logits[i].astype(np.float64).tolist(),
+                        "weights": ref.weights(i).astype(np.float64).ravel().tolist(),
                     }
-                    for s in steps[:COMPARED_STEPS]
+                    for i in range(COMPARED_STEPS)
                 ],
             }
         )

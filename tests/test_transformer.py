@@ -12,7 +12,11 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from course_utils.norms import RMSNorm, layer_norm, rms_norm
 from course_utils.transformer import FeedForward, TransformerBlock, sublayer_norms
-from course_utils.transformer_cost import block_flops_per_token, block_parameter_count
+from course_utils.transformer_cost import (
+    block_flops_per_token,
+    block_parameter_count,
+    decoder_parameter_count,
+)
 
 # (B, T, d_model, n_heads, d_ff, bias)
 CASES = [
@@ -417,3 +421,80 @@ def test_smollm2_uses_the_one_swiglu():
     from course_utils.transformer import SwiGLU
 
     assert smollm2.SwiGLU is SwiGLU
+
+
+# --- a whole Llama-style decoder: decoder_parameter_count ---------------------------------------
+
+DECODERS = [  # (vocab, d_model, n_layers, n_heads, n_kv_heads, d_ff, tied)
+    (49152, 576, 2, 9, 3, 1536, True),  # SmolLM2-135M's widths, two blocks
+    (100, 32, 3, 4, 4, 48, False),  # MHA (as many KV heads as query heads), own LM head
+    (64, 48, 1, 6, 1, 20, True),  # MQA
+    (500, 64, 4, 8, 2, 172, False),
+]
+
+
+@pytest.mark.parametrize(("v", "d", "n", "h", "kv", "f", "tied"), DECODERS)
+def test_decoder_count_equals_transformers_llama(v, d, n, h, kv, f, tied):
+    """Oracle: transformers' own LlamaForCausalLM of the same configuration, its parameters
+    counted once each (a tied LM head shares the embedding's storage)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=v,
+        hidden_size=d,
+        intermediate_size=f,
+        num_hidden_layers=n,
+        num_attention_heads=h,
+        num_key_value_heads=kv,
+        tie_word_embeddings=tied,
+    )
+    with torch.device("meta"):  # shapes only, no memory
+        model = LlamaForCausalLM(config)
+    parts = decoder_parameter_count(v, d, n, h, kv, f, tied=tied)
+    assert parts["total"] == sum(p.numel() for p in model.parameters())
+    assert parts["embedding"] == model.model.embed_tokens.weight.numel()
+    own_head = model.lm_head.weight is not model.model.embed_tokens.weight
+    assert parts["lm_head"] == (model.lm_head.weight.numel() if own_head else 0)
+    attention = sum(p.numel() for layer in model.model.layers for p in layer.self_attn.parameters())
+    ffn = sum(p.numel() for layer in model.model.layers for p in layer.mlp.parameters())
+    assert (parts["attention"], parts["ffn"]) == (attention, ffn)
+
+
+@given(
+    v=st.integers(1, 5000),
+    d_head=st.integers(1, 16),
+    groups=st.integers(1, 4),
+    n_kv=st.integers(1, 4),
+    n=st.integers(1, 6),
+    f=st.integers(1, 200),
+)
+def test_decoder_count_parts(v, d_head, groups, n_kv, n, f):
+    """The parts add up; untying adds exactly one embedding table; fewer KV heads, fewer
+    parameters; the blocks are n_layers equal blocks plus one final norm."""
+    h = groups * n_kv
+    d = h * d_head
+    tied = decoder_parameter_count(v, d, n, h, n_kv, f)
+    untied = decoder_parameter_count(v, d, n, h, n_kv, f, tied=False)
+    parts = ("embedding", "attention", "ffn", "norms", "lm_head")
+    assert tied["total"] == sum(tied[p] for p in parts)
+    assert untied["total"] - tied["total"] == untied["lm_head"] == v * d
+    mha = decoder_parameter_count(v, d, n, h, h, f)
+    assert mha["attention"] >= tied["attention"]
+    one = decoder_parameter_count(v, d, 1, h, n_kv, f)
+    assert tied["total"] - tied["embedding"] - d == n * (one["total"] - one["embedding"] - d)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({"d_model": 577}, ValueError, "d_model must be divisible by n_heads"),
+        ({"n_kv_heads": 2}, ValueError, "n_heads must be a multiple of n_kv_heads"),
+        ({"n_layers": 0}, ValueError, "n_layers"),
+        ({"vocab_size": 4.5}, TypeError, "vocab_size"),
+        ({"tied": "yes"}, TypeError, "tied must be True or False"),
+    ],
+)
+def test_decoder_count_bad_input(kwargs, error, words):
+    args = dict(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536)
+    with pytest.raises(error, match=words):
+        decoder_parameter_count(**(args | kwargs))

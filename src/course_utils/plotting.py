@@ -74,6 +74,7 @@ __all__ = [
     "install_figure_format",
     "palette_png",
     "plot_attention",
+    "plot_decoder_stack",
     "plot_query_and_keys",
     "plot_vectors",
     "recorded_text_px",
@@ -600,4 +601,148 @@ def plot_query_and_keys(
         labels = [f"{name} ({w[i]:.{decimals}f})" for i, name in enumerate(labels)]
     ax = plot_vectors(k, labels, ax=ax, title=title)
     plot_vectors(q[None, :], [query_label], ax=ax, colors=["black"], linestyle="--")
+    return ax
+
+
+def plot_decoder_stack(
+    n_layers: int,
+    d_model: int,
+    n_heads: int,
+    n_kv_heads: int,
+    d_ff: int,
+    vocab_size: int,
+    *,
+    ax: Axes | None = None,
+) -> Axes:
+    """A Llama-style decoder (SmolLM2) as one picture: token ids -> token embedding -> ``n_layers``
+    pre-norm blocks (RMSNorm, causal attention with RoPE and GQA, add; RMSNorm, SwiGLU FFN, add)
+    -> final RMSNorm -> LM head, with the arrow of the tied weights (the LM head is the embedding
+    matrix). The sizes are written in the boxes. Drawn at :data:`COLUMN_WIDTH_IN` with no text
+    under :data:`SMALL_FONT_PT`.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> ax = plot_decoder_stack(30, 576, 9, 3, 1536, 49152)
+    >>> any("30" in text for text in figure_texts(ax.figure))
+    True
+    >>> plt.close(ax.figure)
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    from .transformer_cost import check_decoder_config
+
+    v, d, _, h, kv, f = check_decoder_config(
+        vocab_size, d_model, n_layers, n_heads, n_kv_heads, d_ff
+    )
+    L = n_layers
+    if ax is None:
+        ax = _new_axes(column_figsize(5.6))
+        ax.set_position((0.0, 0.0, 1.0, 1.0))  # a diagram: no axes, the whole figure
+    ax.set_xlim(0, 10.4)
+    ax.set_ylim(0, 13)
+    ax.axis("off")
+    size = SMALL_FONT_PT + 1
+    colours = {
+        "embed": OKABE_ITO["sky blue"],
+        "norm": (0.88, 0.88, 0.88),
+        "attn": OKABE_ITO["orange"],
+        "ffn": OKABE_ITO["bluish green"],
+        "head": OKABE_ITO["reddish purple"],
+    }
+
+    def box(y: float, text: str, colour: Any, x: float = 3.0, w: float = 5.6) -> None:
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, y - 0.32),
+                w,
+                0.64,
+                boxstyle="round,pad=0.04",
+                facecolor=colour,
+                edgecolor="black",
+                linewidth=0.8,
+            )
+        )
+        ax.text(x + w / 2, y, text, ha="center", va="center", fontsize=size)
+
+    def arrow(y0: float, y1: float, x: float = 5.8) -> None:
+        ax.add_patch(
+            FancyArrowPatch((x, y0), (x, y1), arrowstyle="-|>", mutation_scale=10, linewidth=0.8)
+        )
+
+    # bottom to top, as the text flows through the model
+    ax.text(5.8, 0.35, t("token ids, shape (T,)"), ha="center", va="center", fontsize=size)
+    arrow(0.6, 1.0)
+    box(1.35, t("token embedding: a table of {v:,} × {d}", v=v, d=d), colours["embed"])
+    arrow(1.7, 2.35)
+    # the stack of blocks: a dashed frame around one block
+    ax.add_patch(
+        FancyBboxPatch(
+            (1.9, 2.35),
+            7.3,
+            6.3,
+            boxstyle="round,pad=0.05",
+            facecolor="none",
+            edgecolor="black",
+            linestyle="--",
+            linewidth=0.8,
+        )
+    )
+    ax.text(1.5, 5.5, t("× {L} blocks", L=L), ha="center", va="center", fontsize=size, rotation=90)
+    rows = [
+        (2.95, t("RMSNorm"), colours["norm"]),
+        (
+            3.95,
+            t("causal attention (RoPE), GQA: {h} query / {kv} KV heads", h=h, kv=kv),
+            colours["attn"],
+        ),
+        (5.95, t("RMSNorm"), colours["norm"]),
+        (6.95, t("SwiGLU FFN: {d} → {f} → {d}", d=d, f=f), colours["ffn"]),
+    ]
+    for y, text, colour in rows:
+        box(y, text, colour, x=3.2, w=5.4)
+    for y0, y1 in ((3.27, 3.63), (4.27, 4.72), (5.28, 5.63), (6.27, 6.63), (7.27, 7.72)):
+        arrow(y0, y1, x=5.9)
+    # the residual stream: the block's input skips each sublayer and joins its output at an add
+    for y_add in (5.0, 8.0):
+        ax.text(5.9, y_add, "⊕", ha="center", va="center", fontsize=size + 4)
+    for y_from, y_add in ((2.55, 5.0), (5.3, 8.0)):
+        ax.plot([5.9, 2.5, 2.5], [y_from, y_from, y_add], color="black", linewidth=1.2)
+        ax.add_patch(
+            FancyArrowPatch(
+                (2.5, y_add), (5.7, y_add), arrowstyle="-|>", mutation_scale=10, linewidth=1.2
+            )
+        )
+    ax.text(2.62, 8.3, t("residual stream"), ha="left", va="center", fontsize=size)
+    arrow(8.2, 9.35)
+    box(9.7, t("final RMSNorm"), colours["norm"])
+    arrow(10.05, 10.65)
+    box(11.0, t("LM head: × the embedding table → {v:,} logits", v=v), colours["head"])
+    arrow(11.35, 11.95)
+    ax.text(
+        5.8, 12.3, t("next-token probabilities (softmax)"), ha="center", va="center", fontsize=size
+    )
+    # weight tying: the LM head is the embedding table itself
+    ax.add_patch(
+        FancyArrowPatch(
+            (8.7, 1.35),
+            (8.7, 11.0),
+            connectionstyle="arc3,rad=0.25",
+            arrowstyle="<|-|>",
+            mutation_scale=10,
+            linewidth=1.2,
+            color=OKABE_ITO["blue"],
+            linestyle="-",
+        )
+    )
+    ax.text(
+        10.05,
+        6.2,
+        t("same matrix (tied weights)"),
+        ha="center",
+        va="center",
+        fontsize=size,
+        color=OKABE_ITO["blue"],
+        rotation=90,
+    )
     return ax

@@ -35,7 +35,9 @@ __all__ = [
     "attention_decode_flops",
     "block_flops_per_token",
     "block_parameter_count",
+    "check_decoder_config",
     "decode_flops_per_token",
+    "decoder_parameter_count",
 ]
 
 
@@ -63,6 +65,80 @@ def block_parameter_count(
     ffn = 2 * d * f + (f + d) * b  # W_1 (d × d_ff) + b_1, W_2 (d_ff × d) + b_2
     norms = 2 * (d + d * b)  # two LayerNorms: gain gamma (+ bias beta)
     return {"attention": attention, "ffn": ffn, "norms": norms, "total": attention + ffn + norms}
+
+
+def check_decoder_config(
+    vocab_size: int, d_model: int, n_layers: int, n_heads: int, n_kv_heads: int, d_ff: int
+) -> tuple[int, int, int, int, int, int]:
+    """The sizes of a Llama-style decoder, checked: whole numbers >= 1, ``n_heads`` dividing
+    ``d_model`` and ``n_kv_heads`` dividing ``n_heads`` (each key/value head serves a group)."""
+    v, d, n, h, kv, f = (
+        check_int(value, name, low=1)
+        for value, name in (
+            (vocab_size, "vocab_size"),
+            (d_model, "d_model"),
+            (n_layers, "n_layers"),
+            (n_heads, "n_heads"),
+            (n_kv_heads, "n_kv_heads"),
+            (d_ff, "d_ff"),
+        )
+    )
+    if d % h:
+        raise ValueError(f"d_model must be divisible by n_heads; got d_model = {d}, n_heads = {h}")
+    if h % kv:
+        raise ValueError(
+            f"n_heads must be a multiple of n_kv_heads (each key/value head serves a group of "
+            f"query heads); got n_heads = {h}, n_kv_heads = {kv}"
+        )
+    return v, d, n, h, kv, f
+
+
+def decoder_parameter_count(
+    vocab_size: int,
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    n_kv_heads: int,
+    d_ff: int,
+    *,
+    tied: bool = True,
+) -> dict[str, int]:
+    """Parameters of a Llama-style decoder (SmolLM2, Llama), by part: no biases, grouped-query
+    attention, a SwiGLU FFN, two RMSNorm gains per block and one after the last block.
+
+    Returns ``{"embedding", "attention", "ffn", "norms", "lm_head", "total"}`` (summed over the
+    ``n_layers`` blocks). With ``d_head = d_model / n_heads``:
+
+    - attention: ``W_Q`` and ``W_O`` are ``d_model x d_model``; ``W_K`` and ``W_V`` only
+      ``d_model x (n_kv_heads · d_head)``: the query heads of a group share one key/value head;
+    - FFN: SwiGLU's three matrices ``W_gate``, ``W_up`` (``d_model x d_ff``) and ``W_down``;
+    - ``lm_head`` is 0 when the output layer is the embedding matrix (``tied``, SmolLM2),
+      ``vocab_size · d_model`` when it has weights of its own.
+
+    >>> c = decoder_parameter_count(49152, 576, 30, 9, 3, 1536)     # SmolLM2-135M
+    >>> c["total"], c["embedding"], c["lm_head"]
+    (134515008, 28311552, 0)
+    """
+    v, d, n, h, kv, f = check_decoder_config(
+        vocab_size, d_model, n_layers, n_heads, n_kv_heads, d_ff
+    )
+    if not isinstance(tied, bool):
+        raise TypeError(f"tied must be True or False; got {tied!r}")
+    d_kv = kv * (d // h)  # the width of W_K and W_V: n_kv_heads heads of d_head
+    embedding = v * d
+    attention = n * (2 * d * d + 2 * d * d_kv)  # W_Q, W_O; W_K, W_V
+    ffn = n * 3 * d * f  # W_gate, W_up, W_down
+    norms = n * 2 * d + d  # two RMSNorm gains per block, and the final RMSNorm
+    lm_head = 0 if tied else v * d
+    total = embedding + attention + ffn + norms + lm_head
+    return {
+        "embedding": embedding,
+        "attention": attention,
+        "ffn": ffn,
+        "norms": norms,
+        "lm_head": lm_head,
+        "total": total,
+    }
 
 
 def block_flops_per_token(d_model: int, d_ff: int, T: int) -> dict[str, int]:

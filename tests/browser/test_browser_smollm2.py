@@ -4,8 +4,9 @@
   test-browser-model``; run by ``.ci/run`` after ``make test``, a few minutes): the browser's worker
   (WebAssembly kernels, deflated streams, the Cache API) on 20 fixed prompts, 5 in Chinese and
   several over 100 tokens, 32 new tokens each, some with heads knocked out: its greedy tokens equal
-  :func:`course_utils.causal.generate`'s (with knocked-out heads,
-  :func:`course_utils.pretrained.smollm2.writer_steps`'), the logits of its top-5 candidates at
+  :func:`course_utils.causal.generate`'s (with knocked-out heads too:
+  ``tests/smollm2_reference.py``),
+  the logits of its top-5 candidates at
   every step and the attention weights of every layer and head at three steps are within 1e-3 of
   the Python model's.
 * ``test_the_writer_on_the_chapter_page`` (``make test``'s browser phase): on chapter 7's page,
@@ -23,13 +24,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 
 from course_site import SMOLLM2_MODEL_DIR
 from course_site.browser import SMOLLM2_HARNESS_HTML, block_outside, serve
-from course_utils.causal import generate
-from course_utils.pretrained.smollm2 import load_smollm2, writer_steps
+from course_utils.pretrained.smollm2 import load_smollm2
 from course_utils.pretrained.smollm2_web import write_browser_files
+from tests.smollm2_reference import greedy_run
 
 TOLERANCE = 1e-3
 N_NEW = 32
@@ -85,32 +85,31 @@ def _python_runs(prompts: list[tuple[str, list[str]]], n_new: int) -> list[dict[
     model = load_smollm2()
     runs = []
     for prompt, knockout in prompts:
-        ids = model.tokenizer.encode(prompt)
         heads = [tuple(int(x) for x in k.split(":")) for k in knockout]
-        steps = list(writer_steps(model, ids, n_new, knockout=heads))
-        tokens = [s.token for s in steps]
-        if not knockout:
-            expected = generate(model, torch.tensor([ids]), n_new)[0, len(ids) :].tolist()
-            assert tokens == expected, f"writer_steps and generate differ on {prompt!r}"
-        runs.append({"prompt": prompt, "ids": ids, "knockout": knockout, "steps": steps})
+        runs.append(
+            {"prompt": prompt, "knockout": knockout, "ref": greedy_run(model, prompt, n_new, heads)}
+        )
     return runs
 
 
 def _compare(run: dict[str, Any], messages: list[dict[str, Any]], keep: tuple[int, ...]) -> dict:
+    ref = run["ref"]
     tokens = [m for m in messages if m["type"] == "token"]
     assert messages[-1]["type"] == "done", messages[-1]
     prompt = next(m for m in messages if m["type"] == "prompt")
-    assert prompt["ids"] == run["ids"], run["prompt"]
+    assert prompt["ids"] == ref.ids, run["prompt"]
     got = [m["token"] for m in tokens]
-    want = [s.token for s in run["steps"]]
-    assert got == want, f"{run['prompt'][:40]!r} knockout {run['knockout']}: {got} != {want}"
+    assert got == ref.tokens, (
+        f"{run['prompt'][:40]!r} knockout {run['knockout']}: {got} != {ref.tokens}"
+    )
     worst_logit = worst_weight = 0.0
-    for m, step in zip(tokens, run["steps"], strict=True):
+    for m in tokens:
+        i = m["index"]
         for c in m["top"]:
-            worst_logit = max(worst_logit, abs(c["logit"] - float(step.logits[c["id"]])))
-        if m["index"] in keep:
+            worst_logit = max(worst_logit, abs(c["logit"] - float(ref.logits[i, c["id"]])))
+        if i in keep:
             w = np.asarray(m["weights"], dtype=np.float64)
-            worst_weight = max(worst_weight, float(np.abs(w - step.weights.ravel()).max()))
+            worst_weight = max(worst_weight, float(np.abs(w - ref.weights(i).ravel()).max()))
     ms = [m["at"] for m in messages]
     return {"logits": worst_logit, "weights": worst_weight, "first_token_ms": ms[2] - ms[0]}
 
@@ -122,7 +121,7 @@ def test_the_worker_equals_python_on_20_prompts(browser: Any, tmp_path: Path) ->
     (tmp_path / "index.html").write_text(SMOLLM2_HARNESS_HTML, encoding="utf-8")
     runs = _python_runs(PROMPTS, N_NEW)
     assert sum(1 for p, _ in PROMPTS if any("\u4e00" <= ch <= "\u9fff" for ch in p)) == 5
-    assert sum(1 for r in runs if len(r["ids"]) > 100) >= 2
+    assert sum(1 for r in runs if len(r["ref"].ids) > 100) >= 2
     problems: list[str] = []
     with serve(tmp_path) as url:
         context = browser.new_context()
@@ -194,11 +193,9 @@ def test_the_writer_on_the_chapter_page(browser: Any, site_url: str, site_root: 
         page.wait_for_function(f"() => ({WIDGET_JS})().run === 'done'", timeout=300_000)
         shown = page.evaluate(WIDGET_JS)
         model = load_smollm2()
-        ids = model.tokenizer.encode(prompt)
-        expected = generate(model, torch.tensor([ids]), 8)[0, len(ids) :].tolist()
-        assert shown["ids"] == expected
-        steps = list(writer_steps(model, ids, 8))
-        want = steps[-1].weights[shown["layer"], shown["head"]]
+        ref = greedy_run(model, prompt, 8)
+        assert shown["ids"] == ref.tokens
+        want = ref.weights(7)[shown["layer"], shown["head"]]
         assert np.abs(np.asarray(shown["weights"]) - want).max() <= TOLERANCE
         # knock the shown head out and run again: the worker silences it (checked in Python)
         page.click(".cu-smollm2-writer .cu-sw-knock")
@@ -211,8 +208,7 @@ def test_the_writer_on_the_chapter_page(browser: Any, site_url: str, site_root: 
         page.wait_for_function(f"() => ({WIDGET_JS})().run === 'done'", timeout=300_000)
         again = page.evaluate(WIDGET_JS)
         silenced = [(shown["layer"], shown["head"])]
-        want_ids = [s.token for s in writer_steps(model, ids, 8, knockout=silenced)]
-        assert again["ids"] == want_ids
+        assert again["ids"] == greedy_run(model, prompt, 8, silenced).tokens
     finally:
         context.close()
     assert not blocked, blocked

@@ -323,3 +323,138 @@ def check_attention_half_length(T_half: Callable[[int, int], Any]) -> Feedback:
     cases = [(t("d_model = {d}, d_ff = {f}", d=d, f=f), (d, f)) for d, f in sizes]
     passed = "all {n} cases right"
     return run_cases(title, T_half, "T_half", cases, compare, passed)
+
+
+# --- exercise 6.7: count SmolLM2-135M's parameters ------------------------------------------------
+
+__all__ += ["check_smollm2_parameters"]
+
+#: SmolLM2-135M's configuration, as the exercise gives it (and its GGUF file holds).
+SMOLLM2_CONFIG = {
+    "vocab_size": 49152,
+    "d_model": 576,
+    "n_layers": 30,
+    "n_heads": 9,
+    "n_kv_heads": 3,
+    "d_ff": 1536,
+}
+
+_SMOLLM2_MISTAKES = (
+    ("tied", "the LM head is the embedding matrix (tied weights): count it once, not twice"),
+    (
+        "gqa",
+        "W_K and W_V are only n_kv_heads · d_head = 192 wide (grouped-query attention: 9 query "
+        "heads share 3 key/value heads), not d_model = 576",
+    ),
+    ("swiglu", "SwiGLU has three matrices, W_gate, W_up and W_down, not two"),
+    ("norms", "count the RMSNorm gains: two per block (576 each) and the final one"),
+)
+
+
+def _smollm2_count(mistakes: frozenset[str]) -> int:
+    """SmolLM2-135M's parameters, or what a learner gets with the given mistakes."""
+    from ..transformer_cost import decoder_parameter_count
+
+    c = SMOLLM2_CONFIG
+    parts = decoder_parameter_count(
+        c["vocab_size"],
+        c["d_model"],
+        c["n_layers"],
+        c["n_heads"],
+        c["n_heads"] if "gqa" in mistakes else c["n_kv_heads"],
+        c["d_ff"],
+        tied="tied" not in mistakes,
+    )
+    total = parts["total"]
+    if "swiglu" in mistakes:
+        total -= parts["ffn"] // 3  # one matrix of the three fewer
+    if "norms" in mistakes:
+        total -= parts["norms"]
+    return total
+
+
+def _number_in_text(text: str) -> Any:
+    """A count typed as text, as a number: ``"134,515,008"`` as it is, ``"134.5M"`` (or
+    ``million``) and ``"0.1345B"`` (or ``billion``) in millions, as the checker reads a number
+    under 100,000; the text itself when it is not a number (the checker then says so)."""
+    words = text.strip().lower().replace(",", "").replace("_", "").replace(" ", "")
+    for suffix, scale in (("million", 1), ("billion", 1e3), ("m", 1), ("b", 1e3), ("", 1)):
+        if words.endswith(suffix):
+            try:
+                return float(words.removesuffix(suffix) if suffix else words) * scale
+            except ValueError:
+                continue
+    return text
+
+
+def check_smollm2_parameters(n_params: Any) -> Feedback:
+    """Check a count of SmolLM2-135M's parameters from its configuration
+    (:data:`SMOLLM2_CONFIG`), against :func:`course_utils.transformer_cost.decoder_parameter_count`
+    (which the tests hold to the real model's and ``transformers``' counts).
+
+    Accepted: the exact count (134,515,008), or a count in millions (or billions) within 0.5%
+    (``134.5``, ``0.1345``). A wrong count that one or more typical mistakes explain is named.
+
+    >>> bool(check_smollm2_parameters(134_515_008)), bool(check_smollm2_parameters(134.5))
+    (True, True)
+    >>> print(check_smollm2_parameters(162_826_560).hints[0])  # doctest: +ELLIPSIS
+    the LM head is the embedding matrix (tied weights): ...
+    """
+    from itertools import combinations
+
+    from ._checks import as_answer_array
+
+    title = "SmolLM2-135M's parameters"
+    if isinstance(n_params, str):  # typed as text: "134,515,008", "134.5M", "0.13 B"
+        n_params = _number_in_text(n_params)
+    try:
+        arr = as_answer_array(n_params, "n_params")
+    except TypeError as err:
+        return Feedback(False, title, (t("expected one number; {err}", err=err),))
+    if arr.size != 1:
+        shape = tuple(arr.shape)
+        return Feedback(
+            False, title, (t("expected one number; got an array of shape {shape}", shape=shape),)
+        )
+    value = float(arr.reshape(()))
+    if not np.isfinite(value) or value <= 0:
+        return Feedback(False, title, (t("expected a positive count; got {value}", value=value),))
+    expected = _smollm2_count(frozenset())
+    # a whole count is compared exactly; a number under 100,000 is read as millions (or
+    # billions under 1), rounded as a person types it: within 0.5%
+    if value >= 1e5:
+        scale, rtol = 1.0, 0.0
+    elif value >= 1:
+        scale, rtol = 1e6, 5e-3
+    else:
+        scale, rtol = 1e9, 5e-3
+
+    def same(count: int) -> bool:
+        return abs(value * scale - count) <= rtol * count
+
+    if same(expected):
+        return Feedback(True, title)
+    keys = [key for key, _ in _SMOLLM2_MISTAKES]
+    hints: tuple[str, ...] = ()
+    for size in range(1, len(keys) + 1):  # the fewest mistakes that explain the answer
+        for combo in combinations(keys, size):
+            if same(_smollm2_count(frozenset(combo))):
+                hints = tuple(h for key, h in _SMOLLM2_MISTAKES if key in combo)
+                break
+        if hints:
+            break
+    message = t(
+        "got {count:,} parameters, expected {expected:,} (about {millions:.1f} million)",
+        count=round(value * scale),
+        expected=expected,
+        millions=expected / 1e6,
+    )
+    if not hints:
+        hints = (
+            t(
+                "add up, per block: W_Q and W_O (d_model × d_model), W_K and W_V (d_model × "
+                "n_kv_heads·d_head), three SwiGLU matrices, two RMSNorm gains; then the "
+                "embedding once and the final RMSNorm"
+            ),
+        )
+    return Feedback(False, title, (message,), hints)

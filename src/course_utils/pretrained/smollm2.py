@@ -299,12 +299,16 @@ class _Tokenizer:
         ['‹e7›', '‹9c›', '‹8b›']
         """
         token_id = check_int(token_id, "token_id", low=0, high=self._tk.get_vocab_size() - 1)
+        text, data = self._text_or_bytes(token_id)
+        return text if data is None else "‹" + data.hex(" ") + "›"
+
+    def _text_or_bytes(self, token_id: int) -> tuple[str, bytes | None]:
+        """A token's decoded text, and its bytes when it is not whole characters (else None)."""
         text = self.decode([token_id])
         if "\ufffd" not in text:
-            return text
-        spelled = self._tk.id_to_token(token_id)  # GPT-2's byte-level spelling, one char a byte
-        data = bytes(_BYTE_OF_CHAR[c] for c in spelled)
-        return "‹" + " ".join(f"{b:02x}" for b in data) + "›"
+            return text, None
+        spelled = self._tk.id_to_token(int(token_id))  # GPT-2's byte-level spelling, a char a byte
+        return text, bytes(_BYTE_OF_CHAR[c] for c in spelled)
 
     def tokens(self, text: str) -> list[str]:
         """The pieces of ``text``, readable (byte-level spelling decoded).
@@ -313,6 +317,21 @@ class _Tokenizer:
         decodes to ``'\ufffd'``. :meth:`labels` gives plot-friendly labels instead.
         """
         return [self.decode([i]) for i in self.encode(text)]
+
+    def piece(self, token_id: int) -> str:
+        """One token alone, readable in a chart of guesses: its text, with a space shown as
+        ``'␣'``, a line break as ``'↵'`` and other white space escaped (``'\\xa0'``); a token
+        that is only part of a character (a UTF-8 byte fragment, common in Chinese) shows its
+        bytes, e.g. ``'<e4 b8>'``.
+        """
+        text, raw = self._text_or_bytes(token_id)
+        if raw is not None:  # not whole characters: show the bytes the token stands for
+            return "<" + raw.hex(" ") + ">"
+        visible = {" ": "␣", "\n": "↵"}
+        return "".join(
+            visible.get(c) or (c.encode("unicode_escape").decode() if c.isspace() else c)
+            for c in text
+        )
 
     def labels(self, text: str) -> list[str]:
         """One readable label per token of ``text``, for plots: a token shows the characters it

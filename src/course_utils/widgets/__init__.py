@@ -15,6 +15,7 @@ from .head_explorer import HeadExplorer
 from .head_grouping import HeadGrouping
 from .kv_cache_calculator import KVCacheCalculator
 from .kv_cache_compare import KVCacheCompare
+from .logit_lens_view import LogitLensView
 from .next_token_filters import NextTokenFilters
 from .query_key_plane import QueryKeyPlane
 from .rope_dial import RopeDial
@@ -37,6 +38,7 @@ __all__ = [
     "HeadGrouping",
     "KVCacheCalculator",
     "KVCacheCompare",
+    "LogitLensView",
     "NextTokenFilters",
     "QueryKeyPlane",
     "RopeDial",
