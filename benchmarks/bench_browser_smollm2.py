@@ -40,7 +40,7 @@ from course_utils.pretrained.smollm2 import load_smollm2  # noqa: E402
 from course_utils.pretrained.smollm2_web import write_browser_files  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "browser_smollm2.json"
-SHORT = "Attention lets every token of a sentence look at every other token, and"  # 16 tokens
+SHORT = "Attention lets every token of a sentence look at every other token, and so it"  # 16 tokens
 LONG = (
     "The attention mechanism lets every token of a sentence look at every other token and decide "
     "how much of each to take. A query is compared with every key; the scores are scaled by the "
@@ -59,6 +59,7 @@ def main() -> None:
 
     tok = load_smollm2().tokenizer
     n_short, n_long = len(tok.encode(SHORT)), len(tok.encode(LONG))
+    assert n_short == 16, f"the short prompt is {n_short} tokens, not 16"
     before = load()
     first, rates, cold, warm = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:

@@ -117,3 +117,21 @@ def test_bad_prompts_list():
         SmolLM2Writer("just one string")
     with pytest.raises(ValueError, match="non-empty str"):
         SmolLM2Writer(["ok", "  "])
+
+
+def test_chapter7_knockout_answer():
+    """Chapter 7's answer to its knockout question, as the text states it (16 greedy tokens after
+    "The capital of France is"): layer 0, head 4 keeps the first five tokens and changes the
+    sixth; layer 29, head 0 changes none; " Paris" stays first either way."""
+    model = load_smollm2()
+    ids = torch.tensor([model.tokenizer.encode("The capital of France is")])
+
+    def run(heads):
+        with knocked_out_heads(model, heads):
+            return generate(model, ids, 16)[0, ids.size(1) :].tolist()
+
+    base, early, late = run([]), run([(0, 4)]), run([(29, 0)])
+    assert model.tokenizer.decode(base).startswith(" Paris.\n\nThe answer is: 2018-01")
+    assert early[:5] == base[:5] and early[5] != base[5]
+    assert model.tokenizer.decode(early).startswith(" Paris.\n\nThe French language is a language")
+    assert late == base
