@@ -339,6 +339,7 @@ PAGE_ENGLISH_ALLOWED = frozenset(
             "Shazeer",
             "Milakov",
             "Gimelshein",
+            "Shaw",
         ],
         "Jain and",
         "Wiegreffe and",
