@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -166,9 +167,18 @@ WIDGET_JS = """
 """
 
 
+@functools.lru_cache(maxsize=4)
+def _reference(prompt: str, n_new: int, knockout: tuple[tuple[int, int], ...]) -> Any:
+    """The Python model's greedy run, computed once per test session."""
+    return greedy_run(load_smollm2(), prompt, n_new, list(knockout))
+
+
 @pytest.mark.browser
-def test_the_writer_on_the_chapter_page(browser: Any, site_url: str, site_root: Path) -> None:
-    page_rel = "chapters/07_causal_attention.html"
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_the_writer_on_the_chapter_page(
+    browser: Any, site_url: str, site_root: Path, edition: str
+) -> None:
+    page_rel = edition + "chapters/07_causal_attention.html"
     assert (site_root / SMOLLM2_MODEL_DIR / "manifest.json").is_file(), "the build wrote no model"
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     blocked: list[str] = []
@@ -192,24 +202,58 @@ def test_the_writer_on_the_chapter_page(browser: Any, site_url: str, site_root: 
         page.click(".cu-smollm2-writer .cu-sw-go")
         page.wait_for_function(f"() => ({WIDGET_JS})().run === 'done'", timeout=300_000)
         shown = page.evaluate(WIDGET_JS)
-        model = load_smollm2()
-        ref = greedy_run(model, prompt, 8)
+        ref = _reference(prompt, 8, ())
         assert shown["ids"] == ref.tokens
         want = ref.weights(7)[shown["layer"], shown["head"]]
         assert np.abs(np.asarray(shown["weights"]) - want).max() <= TOLERANCE
-        # knock the shown head out and run again: the worker silences it (checked in Python)
-        page.click(".cu-smollm2-writer .cu-sw-knock")
-        page.click(".cu-smollm2-writer .cu-sw-go")
-        page.wait_for_function(
-            f"() => ({WIDGET_JS})().run === 'done' && document.querySelector('.cu-sw-knock')"
-            ".getAttribute('aria-pressed') === 'true'",
-            timeout=300_000,
-        )
-        page.wait_for_function(f"() => ({WIDGET_JS})().run === 'done'", timeout=300_000)
-        again = page.evaluate(WIDGET_JS)
-        silenced = [(shown["layer"], shown["head"])]
-        assert again["ids"] == greedy_run(model, prompt, 8, silenced).tokens
+        # knock the shown head out and run again: the worker silences it (checked in Python);
+        # the same code in both editions, so once
+        if not edition:
+            page.click(".cu-smollm2-writer .cu-sw-knock")
+            page.click(".cu-smollm2-writer .cu-sw-go")
+            page.wait_for_function(
+                f"() => ({WIDGET_JS})().run === 'done' && document.querySelector('.cu-sw-knock')"
+                ".getAttribute('aria-pressed') === 'true'",
+                timeout=300_000,
+            )
+            page.wait_for_function(f"() => ({WIDGET_JS})().run === 'done'", timeout=300_000)
+            again = page.evaluate(WIDGET_JS)
+            silenced = ((shown["layer"], shown["head"]),)
+            assert again["ids"] == _reference(prompt, 8, silenced).tokens
     finally:
         context.close()
     assert not blocked, blocked
     assert not problems, problems
+
+
+@pytest.mark.browser
+def test_the_writer_on_a_phone(browser: Any, site_url: str) -> None:
+    """390 px wide, touch: nothing sticks out sideways, a tap on the grid picks a head, a tap on
+    Generate runs the model, and the widget says that a phone is slower."""
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+    )
+    blocked: list[str] = []
+    block_outside(context, (site_url,), blocked)
+    page = context.new_page()
+    try:
+        page.goto(site_url + "chapters/07_causal_attention.html")
+        page.wait_for_selector(".cu-smollm2-writer .cu-sw-go")
+        width = page.evaluate("() => document.scrollingElement.scrollWidth")
+        assert width <= 390, f"the page is {width} px wide at 390 px"
+        assert "phone" in page.inner_text(".cu-smollm2-writer .cu-sw-phone")
+        grid = page.locator(".cu-smollm2-writer .cu-sw-grid")
+        grid.scroll_into_view_if_needed()
+        box = grid.bounding_box()
+        # the cell of layer 2, head 5: 9 columns of 42 px, 30 rows of 11 px in the canvas' units
+        grid.tap(position={"x": box["width"] * (5.5 / 9), "y": box["height"] * (2.5 / 30)})
+        shown = page.evaluate(WIDGET_JS)
+        assert (shown["layer"], shown["head"]) == (2, 5)
+        page.select_option(".cu-smollm2-writer select >> nth=1", index=0)  # 8 new tokens
+        page.locator(".cu-smollm2-writer .cu-sw-go").tap()
+        page.wait_for_function(f"() => ({WIDGET_JS})().run === 'done'", timeout=300_000)
+        ref = _reference("The capital of France is", 8, ())
+        assert page.evaluate(WIDGET_JS)["ids"] == ref.tokens
+    finally:
+        context.close()
+    assert not blocked, blocked

@@ -37,6 +37,9 @@ function render({ model, el }) {
   const drawing = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-ntf-bars" }, stage);
   const heading = CU.svg("title", {}, drawing);
   const bars = CU.svg("g", {}, drawing);
+  // the settings in words, in the drawing's card: every move of a control shows here too (a top-k
+  // above what top-p keeps, say, changes no bar)
+  const settings = CU.html("p", { class: "cu-ntf-settings" }, stage);
   const summary = CU.html("p", { class: "cu-ntf-summary", "aria-live": "polite" }, stage);
   const legend = CU.html("p", { class: "cu-ntf-legend" }, stage);
   CU.html("span", { class: "cu-ntf-key cu-ntf-key-kept" }, legend);
@@ -93,6 +96,12 @@ function render({ model, el }) {
     const text = CU.t(`${kept} of ${model.get("vocab_size")} tokens kept, holding ${pct(mass)} ` +
       `of the probability before renormalising; most probable after: ${best}. ` +
       `The ${before.length} tokens drawn hold ${pct(1 - outside)} at this temperature.`);
+    const kValue = model.get("top_ks")[k];
+    const pValue = model.get("top_ps")[p];
+    const tText = CU.fmt(model.get("temperatures")[t], 2);
+    const kText = off(kValue > 0, String(kValue));
+    const pText = off(pValue < 1, CU.fmt(pValue, 2));
+    settings.textContent = CU.t(`Filters: τ = ${tText}, top-k ${kText}, top-p ${pText}.`);
     summary.textContent = text;
     heading.textContent = text;
     CU.sync(prompt, temperature, topK, topP);

@@ -55,7 +55,18 @@ function render({ model, el }) {
 
   const example = CU.select({
     label: TEXT.example, options: model.get("prompts"), model, trait: "example_index",
-    onChange: (i) => { box.value = model.get("prompts")[i]; showSettings(); },
+    onChange: (i) => {
+      // another example: a fresh start (a run still going is stopped; its tokens are dropped)
+      box.value = model.get("prompts")[i];
+      if (worker) worker.postMessage({ type: "stop", id: asked });
+      asked += 1;
+      run = null;
+      go.disabled = false;
+      stopButton.disabled = true;
+      drawOutput();
+      drawHead();
+      drawTop();
+    },
   });
   const newTokens = CU.select({
     label: TEXT.newTokens, options: model.get("new_tokens").map(String), model, trait: "new_tokens_index",
