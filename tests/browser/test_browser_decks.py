@@ -116,10 +116,12 @@ EVERY_SLIDE_READ_JS = (
 )
 #: Projected at 1280x720, a slide's body text is at least this big (CSS px), its code this big.
 MIN_BODY_PX, MIN_CODE_PX = 24, 18
-#: A chapter's deck holds this many slides (a 45-90 minute lesson), in both editions: 中文 text is
+#: A chapter's deck holds this many slides (a 45-90 minute lesson), in both editions (the chapters
+#: with a practitioners' section, 5, 6, 7 and 13, hold 28-36; their tables of numbers are left to
+#: the notebook, ``slides-skip``): 中文 text is
 #: shorter, and a deck that would fall short is cut with fewer lines a slide
 #: (``course_kit.slides.deck_notebook``, MIN_SLIDES).
-SLIDES_PER_DECK = {"en": (15, 30), "zh": (15, 30)}
+SLIDES_PER_DECK = {"en": (15, 36), "zh": (15, 36)}
 
 
 def readable_problems(page: Any, total: int, edition: str) -> list[str]:
