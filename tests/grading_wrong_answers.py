@@ -484,6 +484,36 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "the first number is without the cache",
         ),
     ],
+    "ch07.nucleus": [
+        (
+            "def nucleus(logits, temperature, p):\n"
+            "    probs = torch.softmax(logits / temperature, dim=-1)\n"
+            "    desc, order = probs.sort(descending=True)\n"
+            "    keep_sorted = desc.cumsum(-1) < p\n"
+            "    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)\n"
+            "    kept = probs * keep\n"
+            "    return kept / kept.sum()\n",
+            "keep the token that crosses p too",
+        ),
+        (
+            "def nucleus(logits, temperature, p):\n"
+            "    probs = torch.softmax(logits / temperature, dim=-1)\n"
+            "    keep = probs.cumsum(-1) - probs < p\n"
+            "    kept = probs * keep\n"
+            "    return kept / kept.sum()\n",
+            "sort the tokens by probability first",
+        ),
+        (
+            "def nucleus(logits, temperature, p):\n"
+            "    plain = torch.softmax(logits, dim=-1)\n"
+            "    desc, order = plain.sort(descending=True)\n"
+            "    keep_sorted = desc.cumsum(-1) - desc < p\n"
+            "    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)\n"
+            "    kept = torch.softmax(logits / temperature, dim=-1) * keep\n"
+            "    return kept / kept.sum()\n",
+            "apply the temperature BEFORE filtering",
+        ),
+    ],
     # --- chapter 8 ---
     "ch08.cross_attention": [
         (
@@ -913,6 +943,11 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "    return float(np.asarray(is_topic)[scores >= threshold].mean())\n",
             "take exactly k",
         ),
+    ],
+    "ch13.eraser_by_hand": [
+        ("answer = (0.09, 0.52)\n", "the two are swapped"),
+        ("answer = (0.90 - 0.20, 0.90 - 0.88)\n", "you used only the last bin"),
+        ("answer = (0.383, 0.81)\n", "subtract each from the original"),
     ],
     "ch13.uniform_pool": [
         (

@@ -68,12 +68,13 @@ _SKIP = ("embeddings.position_ids", "pooler.")  # not used by the encoder's atte
 
 
 def web_files() -> list[Path]:
-    """The ES modules of the browser path, in ``WEB_DIR``.
+    """The ES modules of the browser path, in ``WEB_DIR`` (SmolLM2's, beside them, are
+    :func:`course_utils.pretrained.smollm2_web.web_files`).
 
     >>> [p.name for p in web_files()]
     ['bert.mjs', 'wordpiece.mjs', 'worker.mjs']
     """
-    return sorted(WEB_DIR.glob("*.mjs"))
+    return [WEB_DIR / name for name in ("bert.mjs", "wordpiece.mjs", "worker.mjs")]
 
 
 def _check_dtype(dtype: str) -> np.dtype:

@@ -292,10 +292,10 @@ class _Tokenizer:
         Chapter 7 labels the candidates for the next token with it: after a Chinese prompt many
         of them start a character that the following token completes.
 
-        >>> tok = load_smollm2().tokenizer                      # doctest: +SKIP
-        >>> tok.token_label(tok.encode(" Paris")[0])            # doctest: +SKIP
+        >>> tok = load_smollm2().tokenizer
+        >>> tok.token_label(tok.encode(" Paris")[0])
         ' Paris'
-        >>> [tok.token_label(i) for i in tok.encode("看")]       # doctest: +SKIP
+        >>> [tok.token_label(i) for i in tok.encode("看")]
         ['‹e7›', '‹9c›', '‹8b›']
         """
         token_id = check_int(token_id, "token_id", low=0, high=self._tk.get_vocab_size() - 1)
