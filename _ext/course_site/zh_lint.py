@@ -340,6 +340,7 @@ PAGE_ENGLISH_ALLOWED = frozenset(
             "Milakov",
             "Gimelshein",
             "Shaw",
+            "Sundararajan",
         ],
         "Jain and",
         "Wiegreffe and",

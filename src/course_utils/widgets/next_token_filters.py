@@ -184,8 +184,9 @@ class NextTokenFilters(CourseWidget):
 
     @classmethod
     def example(cls) -> Self:
-        """A made-up distribution over twelve words (a Zipf-like fall of the logits), so that it
-        starts in a second without a model; chapter 7 uses SmolLM2's real ones.
+        """Two made-up distributions over twelve words (a Zipf-like fall of the logits, and a
+        flatter one), so that it starts in a second without a model; chapter 7 uses SmolLM2's real
+        ones.
 
         >>> w = NextTokenFilters.example()
         >>> w.labels[0][:3], w.vocab_size
@@ -193,10 +194,12 @@ class NextTokenFilters(CourseWidget):
         """
         words = [" mat", " sofa", " floor", " bed", " roof", " chair", " table", " box", " rug",
                  " moon", " idea", " seven"]  # fmt: skip
-        logits = 4.0 - 2.2 * np.log(np.arange(1, len(words) + 1))  # (12,): falling like Zipf's
+        rank = np.log(np.arange(1, len(words) + 1))  # (12,)
+        sure = 4.0 - 2.2 * rank  # (12,): falling like Zipf's
+        unsure = 1.0 - 0.4 * rank[::-1]  # (12,): flatter, another order
         return cls(
-            ["the cat sat on the"],
-            logits[None, :],
+            ["the cat sat on the", "the dog slept under the"],
+            np.stack([sure, unsure]),  # (2, 12): two prompts, so the prompt menu moves
             lambda i: words[i],
             n_top=12,
             title="A made-up next-token distribution under temperature, top-k and top-p",
