@@ -20,7 +20,15 @@ from typing import NoReturn
 
 import pytest
 
-__all__ = ["SYSTEM_TOOLS", "SystemTool", "in_ci", "missing", "require", "require_cjk_font"]
+__all__ = [
+    "SYSTEM_TOOLS",
+    "SystemTool",
+    "in_ci",
+    "missing",
+    "require",
+    "require_cjk_font",
+    "run_node_tests",
+]
 
 
 @dataclass(frozen=True)
@@ -76,3 +84,22 @@ def require_cjk_font() -> None:
     ).stdout.strip()
     if not found:
         missing("a CJK font", "fonts-noto-cjk", "drawing the Chinese of the PDF and the decks")
+
+
+def run_node_tests(test_file: Path, env: dict[str, str], timeout: int = 1200) -> str:
+    """Run ``node --test test_file`` with ``env`` (plus node's folder on PATH); fail with its
+    output unless every test ran and passed (none skipped). Returns its output."""
+    import subprocess
+
+    node = require("node")
+    run = subprocess.run(
+        [node, "--test", "--test-reporter=spec", str(test_file)],
+        env={"PATH": str(Path(node).parent), **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "skipped 0" in run.stdout, run.stdout
+    return run.stdout

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ from course_utils.pretrained.minilm_web import (
 )
 from course_utils.topic_focus import attention_rollout
 
-from .system_tools import require
+from .system_tools import run_node_tests
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_TEST = ROOT / "tests" / "js" / "minilm.test.mjs"
@@ -165,27 +164,16 @@ def _cases() -> dict:
 
 
 def test_javascript_in_node(exports: dict[str, Path], tmp_path: Path) -> None:
-    node = require("node")
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps(_cases(), ensure_ascii=False), encoding="utf-8")
     report = tmp_path / "report.json"
     env = {
-        "PATH": str(Path(node).parent),
         "MINILM_CASES": str(cases),
         "MINILM_F16": str(exports["float16"]),
         "MINILM_F32": str(exports["float32"]),
         "MINILM_REPORT": str(report),
     }
-    run = subprocess.run(
-        [node, "--test", "--test-reporter=spec", str(NODE_TEST)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "# skipped 0" in run.stdout or "skipped 0" in run.stdout, run.stdout
+    run_node_tests(NODE_TEST, env, timeout=600)
     measured = json.loads(report.read_text(encoding="utf-8"))
     print(json.dumps(measured))
     assert measured["float16"]["max_abs_diff_maps"] <= TOLERANCE_FLOAT16

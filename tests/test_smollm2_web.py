@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +31,7 @@ from course_utils.pretrained.smollm2_web import (
 )
 
 from .smollm2_reference import greedy_run
-from .system_tools import require
+from .system_tools import run_node_tests
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_TEST = ROOT / "tests" / "js" / "smollm2.test.mjs"
@@ -131,26 +130,15 @@ def _cases() -> dict:
 
 
 def test_javascript_in_node(export: Path, tmp_path: Path) -> None:
-    node = require("node")
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps(_cases(), ensure_ascii=False), encoding="utf-8")
     report = tmp_path / "report.json"
     env = {
-        "PATH": str(Path(node).parent),
         "SMOLLM2_CASES": str(cases),
         "SMOLLM2_EXPORT": str(export),
         "SMOLLM2_REPORT": str(report),
     }
-    run = subprocess.run(
-        [node, "--test", "--test-reporter=spec", str(NODE_TEST)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "skipped 0" in run.stdout, run.stdout
+    run_node_tests(NODE_TEST, env, timeout=1200)
     measured = json.loads(report.read_text(encoding="utf-8"))
     print(json.dumps(measured))
     for key in ("wasm", "javascript"):
