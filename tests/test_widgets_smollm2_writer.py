@@ -47,7 +47,8 @@ def test_the_messages_and_tokens_equal_generate(writer):
     assert sent[-1]["ids"] == expected == [m["token"] for m in sent[1:-1]]
     last = sent[-2]
     n = len(ids) + 5 - 1  # the query of the 5th token sees the prompt and 4 new tokens
-    assert last["n"] == len(ids) + 5 and len(last["weights"]) == 30 * 9 * n
+    # n is what the page slices the weights by (L x H rows of n), as the worker's message says
+    assert last["n"] == n and len(last["weights"]) == 30 * 9 * n
     rows = np.array(last["weights"]).reshape(30, 9, n)
     np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-5)
     assert last["top"][0]["id"] == expected[-1]  # the token chosen is the top candidate (greedy)

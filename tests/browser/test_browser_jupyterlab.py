@@ -543,3 +543,91 @@ def test_an_edited_widget_file_redraws_the_live_widget_in_jupyterlab(
         )
         assert views == 1, views  # redrawn in place, not a second view
         s.check_clean()
+
+
+#: The writer's Python object in the kernel, found by its model id, set for a short greedy run.
+WRITER_SET = """from ipywidgets.widgets.widget import _instances as _cu_instances
+_cu_w = _cu_instances[{model_id!r}]
+_cu_w.decoding_index = 0  # greedy
+_cu_w.new_tokens_index = _cu_w.new_tokens.index({n_new})
+_cu_w.knockout = []
+_cu_w.layer, _cu_w.head = {layer}, {head}
+print("CU-SET")"""
+
+#: The oracle, computed in the same kernel by other code: our ``generate`` on ``load_smollm2()``,
+#: with the knocked-out heads zeroed by ``knocked_out_heads`` (empty list: the plain model).
+WRITER_EXPECTED = """import json as _cu_json
+from course_utils.causal import generate as _cu_generate
+from course_utils.pretrained.smollm2 import knocked_out_heads as _cu_ko, load_smollm2 as _cu_load
+_cu_m = _cu_load()
+_cu_ids = _cu_m.tokenizer.encode({prompt!r})
+with _cu_ko(_cu_m, {heads!r}):
+    _cu_new = _cu_generate(_cu_m, _cu_ids, {n_new})[0, len(_cu_ids):].tolist()
+print(_cu_json.dumps({{"n_prompt": len(_cu_ids), "new": _cu_new}}))"""
+
+#: The writer's output: generated ids (``data-token-ids``), the shown head's weights
+#: (``data-weights``) and whether Generate can be pressed again (the run has ended).
+WRITER_READ_JS = """(root) => {
+  const w = document.querySelector(root);
+  const strip = w.querySelector('.cu-sw-strip');
+  return {ids: JSON.parse(w.querySelector('.cu-sw-output').dataset.tokenIds),
+          weights: JSON.parse(strip.dataset.weights), layer: Number(strip.dataset.layer),
+          head: Number(strip.dataset.head), ready: !w.querySelector('.cu-sw-go').disabled,
+          status: w.querySelector('.cu-sw-status').textContent};
+}"""
+
+
+def test_smollm2_writer_generates_from_python_in_jupyterlab(gallery: dict[str, Any]) -> None:
+    """JupyterLab's writer is backed by the kernel: the reader types a prompt and presses
+    Generate; the tokens shown equal ``generate(load_smollm2(), …)``'s, greedy, and after the
+    reader knocks out a head (layer 2, head 3, which changes this prompt's continuation) and
+    presses Generate again, they equal the model's with that head zeroed."""
+    s = gallery["session"]
+    page = s.page
+    cell = WIDGETS.index("SmolLM2Writer")
+    (view,) = [v for v in gallery["views"] if v["cell"] == cell]
+    root = f'[data-test-model-id="{view["model_id"]}"]'
+    prompt, n_new, layer, head = "The capital of France is", 8, 2, 3
+    since = s.mark()
+    try:
+        out = page.evaluate(
+            KERNEL_RUN_JS,
+            WRITER_SET.format(model_id=view["model_id"], n_new=n_new, layer=layer, head=head),
+        )
+        assert out.strip() == "CU-SET", out
+        page.locator(f"{root} textarea").fill(prompt)
+        runs = []
+        for heads in ([], [(layer, head)]):
+            if heads:
+                page.locator(f"{root} .cu-sw-knock").click()
+                page.wait_for_function(
+                    "(r) => document.querySelector(r + ' .cu-sw-knock')"
+                    ".getAttribute('aria-pressed') === 'true'",
+                    arg=root,
+                    timeout=DRAW_MS,
+                )
+            page.locator(f"{root} .cu-sw-go").click()
+            page.wait_for_function(
+                f"([r, n]) => {{ const o = ({WRITER_READ_JS})(r); "
+                "return o.ready && o.ids.length === n; }",
+                arg=[root, n_new],
+                timeout=CELL_MS,
+            )
+            shown = page.evaluate(WRITER_READ_JS, root)
+            text = page.evaluate(
+                KERNEL_RUN_JS, WRITER_EXPECTED.format(prompt=prompt, heads=heads, n_new=n_new)
+            )
+            assert not text.startswith("ERROR"), text
+            expected = json.loads(text.strip().splitlines()[-1])
+            assert shown["ids"] == expected["new"], (heads, shown, expected)
+            # The shown head's row: the query that chose the last token over every token before
+            # it (the prompt and the other new tokens), summing to 1.
+            assert (shown["layer"], shown["head"]) == (layer, head), shown
+            assert len(shown["weights"]) == expected["n_prompt"] + n_new - 1, shown
+            assert abs(sum(shown["weights"]) - 1) < 1e-4, shown["weights"]
+            runs.append(shown["ids"])
+        assert runs[0] != runs[1], "knocking out layer 2, head 3 should change these tokens"
+        s.check_clean(since)
+    except BaseException:
+        s.save_failure("smollm2-writer")
+        raise

@@ -234,7 +234,7 @@ class SmolLM2Writer(CourseWidget):
                         "token": step.token,
                         "label": labels[-1],
                         "ms": step.seconds * 1e3,
-                        "n": len(ids) + i + 1,
+                        "n": len(ids) + i,  # tokens the query that chose it attended to
                         "weights": [float(x) for x in step.weights.ravel()],
                         "top": [
                             {"id": j, "label": tok.decode([j]), "logit": float(step.logits[j])}
