@@ -22,9 +22,13 @@ import pytest
 
 from course_utils.pretrained.smollm2 import load_smollm2, read_gguf, smollm2_gguf_path
 from course_utils.pretrained.smollm2_web import (
+    MEASURED_FIRST_TOKEN_S,
+    MEASURED_TOKENS_PER_S,
     MODEL_FILES,
+    PHONE_SLOWDOWN,
     download_bytes,
     manifest,
+    phone_estimate,
     read_export,
     wasm_bytes,
     write_browser_files,
@@ -144,3 +148,32 @@ def test_javascript_in_node(export: Path, tmp_path: Path) -> None:
     for key in ("wasm", "javascript"):
         assert measured[key]["max_abs_diff_logits"] <= TOLERANCE, measured
         assert measured[key]["max_abs_diff_weights"] <= TOLERANCE, measured
+
+
+def test_the_phone_note_quotes_the_saved_browser_run():
+    """The one-core speeds the phone note divides are those of the saved benchmark run (a new
+    run that changes them fails here until the constants follow)."""
+    saved = json.loads((ROOT / "benchmarks/results/browser_smollm2.json").read_text())
+    assert round(saved["first_token_ms"] / 1000, 2) == MEASURED_FIRST_TOKEN_S
+    assert round(saved["tokens_per_s"], 1) == MEASURED_TOKENS_PER_S
+    assert PHONE_SLOWDOWN == {"mid-range": 4, "low-end": 10}  # Lighthouse's table
+
+
+@pytest.mark.parametrize(
+    ("n_bytes", "expected"),
+    [
+        # 87.3 MB at 1.6 Mbit/s: 436.5 s, 7 min; 0.24 s x 4; 28.5 / 4 = 7.1; 28.5 / 10 = 2.85
+        (87_301_619, {"mb": "87.3", "minutes": "7", "first_s": "1.0", "mid": "7", "low": "3"}),
+        # 12 MB: 60 s exactly, 1 min; a tiny download still says at least 1 min
+        (12_000_000, {"mb": "12.0", "minutes": "1", "first_s": "1.0", "mid": "7", "low": "3"}),
+        (1_000, {"mb": "0.0", "minutes": "1", "first_s": "1.0", "mid": "7", "low": "3"}),
+    ],
+)
+def test_phone_estimate(n_bytes, expected):
+    assert phone_estimate(n_bytes) == expected
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "87", True])
+def test_phone_estimate_rejects_a_bad_size(bad):
+    with pytest.raises((TypeError, ValueError), match="n_bytes"):
+        phone_estimate(bad)

@@ -38,6 +38,8 @@ ALLOWED_WORDS = frozenset(
         "None",
         "Ellipsis",
         "Mistral",
+        "Chrome",
+        "Lighthouse",
         "Falcon",
         "Python",
         "http",

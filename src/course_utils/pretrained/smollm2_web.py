@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import check_int
 from .smollm2 import SmolLM2Config, read_gguf, smollm2_gguf_path
 
 __all__ = [
@@ -277,6 +278,42 @@ def download_bytes(out_dir: str | Path) -> int:
     """The bytes a reader downloads on first use: every model file of the export in
     ``out_dir`` (the ES modules and ``kernels.wasm``, about 50 KB, are not counted)."""
     return sum((Path(out_dir) / f).stat().st_size for f in MODEL_FILES)
+
+
+#: One core of the machine the browser path was measured on, headless Chromium with the SIMD
+#: kernels (``benchmarks/bench_browser_smollm2.py`` -> ``benchmarks/results/browser_smollm2.json``;
+#: a test keeps these equal to the saved run): the first token of a 16-token prompt, in seconds,
+#: and new tokens per second at about 100 tokens of context.
+MEASURED_FIRST_TOKEN_S = 0.24
+MEASURED_TOKENS_PER_S = 28.5
+#: How much slower a phone's core is than a fast desktop's, as Chrome's Lighthouse imitates it
+#: (its CPU slowdown table: mid-tier mobile 4x, range 2-10x; low-end mobile 10x, range 5-20x).
+#: A rule of thumb, not a phone measurement: the widget says so.
+PHONE_SLOWDOWN = {"mid-range": 4, "low-end": 10}
+#: Lighthouse's default mobile connection ("Slow 4G", about the 85th percentile of mobile
+#: connections): 1.6 Mbit/s down.
+SLOW_MOBILE_MBIT_S = 1.6
+
+
+def phone_estimate(n_bytes: int) -> dict[str, str]:
+    """What the writer tells a phone's reader to expect, as display strings: the download's
+    megabytes and minutes over slow mobile data, the first token's seconds on a mid-range phone
+    and its tokens per second on a mid-range and a low-end phone (the measured one-core speed
+    divided by :data:`PHONE_SLOWDOWN`).
+
+    >>> phone_estimate(87_301_619)
+    {'mb': '87.3', 'minutes': '7', 'first_s': '1.0', 'mid': '7', 'low': '3'}
+    """
+    n_bytes = check_int(n_bytes, "n_bytes", low=1)
+    mid, low = PHONE_SLOWDOWN["mid-range"], PHONE_SLOWDOWN["low-end"]
+    minutes = n_bytes * 8 / (SLOW_MOBILE_MBIT_S * 1e6) / 60
+    return {
+        "mb": f"{n_bytes / 1e6:.1f}",
+        "minutes": f"{max(1, round(minutes))}",
+        "first_s": f"{MEASURED_FIRST_TOKEN_S * mid:.1f}",
+        "mid": f"{max(1, round(MEASURED_TOKENS_PER_S / mid))}",
+        "low": f"{max(1, round(MEASURED_TOKENS_PER_S / low))}",
+    }
 
 
 def read_export(out_dir: str | Path) -> dict[str, np.ndarray]:

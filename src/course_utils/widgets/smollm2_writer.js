@@ -27,7 +27,9 @@ const TEXT = {
   clear: CU.t("Restore all heads"),
   knocked: (list) => (list.length ? CU.t(`Knocked out: ${list.join(", ")}`) : CU.t("No head knocked out.")),
   settings: (n, dec) => CU.t(`Next run: ${n} new tokens, ${dec}.`),
-  phone: CU.t("On a phone the download and each token take longer: it computes on your device, one core."),
+  phone: (p) => (p && p.mb
+    ? CU.t(`On a phone all of this runs on the phone. The ${p.mb} MB download takes about ${p.minutes} min on slow mobile data (1.6 Mbit/s). Then a mid-range phone needs about ${p.first_s} s for the first token and writes about ${p.mid} tokens/s, a low-end phone about ${p.low}: an estimate, this computer's speed on one core slowed 4 and 10 times, as Chrome's Lighthouse does to imitate phones.`)
+    : CU.t("On a phone the download and each token take longer: it computes on your device, one core.")),
   loading: (done, total) => CU.t(`Downloading the model: ${done} of ${total} MB…`),
   progress: CU.t("Model download"),
   loaded: (cached) => (cached ? CU.t("Model loaded from this browser's cache.") : CU.t("Model downloaded and kept for your next visit.")),
@@ -98,7 +100,7 @@ function render({ model, el }) {
   const progress = CU.html("progress", { class: "cu-sw-progress", max: 1, value: 0, "aria-label": TEXT.progress }, ask);
   progress.hidden = true;
   const status = CU.html("p", { class: "cu-sw-status", role: "status" }, ask, "");
-  CU.html("p", { class: "cu-sw-phone" }, ask, TEXT.phone);
+  CU.html("p", { class: "cu-sw-phone" }, ask, TEXT.phone(model.get("phone")));
 
   // The stage: settings, the text, the head's attention, the grid of all heads, candidates, cache.
   const settings = CU.html("p", { class: "cu-sw-settings" }, stage, "");

@@ -103,6 +103,9 @@ class SmolLM2Writer(CourseWidget):
     max_prompt_tokens = traitlets.Int(MAX_PROMPT_TOKENS).tag(sync=True)
     #: Bytes the first Generate downloads on the static site (stated on the button).
     download_bytes = traitlets.Int(0).tag(sync=True)
+    #: What a phone's reader may expect (display strings:
+    #: :func:`course_utils.pretrained.smollm2_web.phone_estimate`); empty without an export.
+    phone = traitlets.Dict().tag(sync=True)
     worker_path = traitlets.Unicode(WORKER_PATH).tag(sync=True)
     seed = traitlets.Int(0).tag(sync=True)
 
@@ -119,6 +122,7 @@ class SmolLM2Writer(CourseWidget):
         self.prompts = list(prompts)
         self.prompt = self.prompts[0]
         self.download_bytes = _expected_download_bytes()
+        self.phone = _phone_estimate(self.download_bytes)
         self._model: Any = None
         self.on_msg(self._on_message)
 
@@ -263,3 +267,10 @@ def _expected_download_bytes() -> int:
     from ..pretrained.smollm2_web import download_bytes, prepare_export
 
     return download_bytes(prepare_export())
+
+
+def _phone_estimate(n_bytes: int) -> dict[str, str]:
+    """The phone note's numbers for a download of ``n_bytes`` (none without an export)."""
+    from ..pretrained.smollm2_web import phone_estimate
+
+    return phone_estimate(n_bytes) if n_bytes > 0 else {}
