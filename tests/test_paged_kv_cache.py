@@ -86,6 +86,15 @@ def test_freed_blocks_are_reused():
     assert torch.equal(cache.gather("b")[0], torch.full((1, 12, 1), 2.0))
 
 
+def test_an_empty_append_starts_an_empty_sequence():
+    cache = PagedKVCache(4, 2, 1, 3)
+    cache.append("a", torch.zeros(1, 0, 3), torch.zeros(1, 0, 3))
+    assert cache.block_tables == {"a": []} and cache.wasted_slots("a") == 0
+    assert cache.gather("a")[0].shape == (1, 0, 3)
+    with pytest.raises(ValueError, match="seq_id 'a' holds 0 tokens: append the new token's key"):
+        paged_attention(torch.zeros(1, 1, 3), cache, "a")
+
+
 def test_pool_exhausted_names_the_blocks_and_changes_nothing():
     cache = PagedKVCache(16, 3, 1, 2)
     cache.append("a", torch.zeros(1, 20, 2), torch.zeros(1, 20, 2))  # 2 blocks

@@ -959,7 +959,8 @@ class PagedKVCache:
         del self._free[:needs]
         self.block_tables[seq_id], self.lengths[seq_id] = table, past + new
         position = torch.arange(past, past + new)  # (T_new,): where the tokens go
-        block = torch.tensor(table)[position // self.block_size]  # (T_new,) physical blocks
+        physical = torch.tensor(table, dtype=torch.long)  # (n,): long even when empty
+        block = physical[position // self.block_size]  # (T_new,): each token's physical block
         slot = position % self.block_size  # (T_new,): slot within the block
         # pool[block, :, slot] is (T_new, h_kv, d): the tokens' axis first
         self.key_pool[block, :, slot] = k.transpose(0, 1)
@@ -968,7 +969,8 @@ class PagedKVCache:
     def gather(self, seq_id: object) -> tuple[Tensor, Tensor]:
         """``seq_id``'s keys and values ``(n_kv_heads, L, head_dim)``, read through its table."""
         self._check_seq(seq_id)
-        table = torch.tensor(self.block_tables[seq_id])  # (n,): physical blocks, in order
+        # (n,): physical blocks, in order (long even when the sequence holds no tokens)
+        table = torch.tensor(self.block_tables[seq_id], dtype=torch.long)
         length = self.lengths[seq_id]
         out = []
         for pool in (self.key_pool, self.value_pool):
@@ -1017,4 +1019,8 @@ def paged_attention(q: Tensor, cache: PagedKVCache, seq_id: object) -> Tensor:
     if q.dtype != cache.key_pool.dtype:
         raise TypeError(f"q must have the cache's dtype {cache.key_pool.dtype}; got {q.dtype}")
     k, v = cache.gather(seq_id)  # (h_kv, L, d) each
+    if k.shape[1] == 0:  # a softmax over no keys is undefined
+        raise ValueError(
+            f"seq_id {seq_id!r} holds 0 tokens: append the new token's key and value first"
+        )
     return one_query_attention(q[None], k.transpose(-2, -1)[None], v[None])[0]  # (n_heads, 1, d)
