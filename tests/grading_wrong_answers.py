@@ -1022,4 +1022,24 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "not the raw logits",
         ),
     ],
+    "ch12.paged_blocks": [
+        (
+            "def paged_blocks(lengths, block_size):\n"
+            "    blocks = sum(n // block_size for n in lengths)\n"
+            "    return blocks, blocks * block_size - sum(lengths)\n",
+            "forgot the last, partial block",
+        ),
+        (
+            "def paged_blocks(lengths, block_size):\n"
+            "    blocks = -(-sum(lengths) // block_size)\n"
+            "    return blocks, blocks * block_size - sum(lengths)\n",
+            "sequences do not share blocks",
+        ),
+        (
+            "def paged_blocks(lengths, block_size):\n"
+            "    blocks = sum(-(-n // block_size) for n in lengths)\n"
+            "    return blocks, sum(block_size - n % block_size for n in lengths)\n",
+            "wastes 0 slots, not block_size",
+        ),
+    ],
 }

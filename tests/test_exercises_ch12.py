@@ -174,3 +174,79 @@ def test_hbm_reads_names_the_mistake(wrong, hint):
 def test_hbm_reads_broken_answers_get_feedback(answer):
     fb = ch12.check_hbm_reads(answer)
     assert isinstance(fb, Feedback) and not fb.passed and fb.messages
+
+
+# --- exercise 12.5: blocks and wasted slots of a paged KV cache (predicted, then counted) -------
+
+
+def _paged_blocks(lengths, block_size):
+    blocks = sum(math.ceil(n / block_size) for n in lengths)
+    return blocks, blocks * block_size - sum(lengths)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _paged_blocks,
+        lambda ls, b: tuple(float(x) for x in _paged_blocks(ls, b)),
+        lambda ls, b: list(_paged_blocks(ls, b)),
+        lambda ls, b: (
+            int(np.ceil(np.array(ls) / b).sum()),
+            int((np.ceil(np.array(ls) / b) * b - np.array(ls)).sum()),
+        ),
+        lambda ls, b: tuple(torch.tensor(x) for x in _paged_blocks(ls, b)),
+    ],
+)
+def test_paged_blocks_accepts_every_right_form(answer):
+    fb = ch12.check_paged_blocks(answer)
+    assert fb, str(fb)
+
+
+def _floor(ls, b):
+    blocks = sum(n // b for n in ls)
+    return blocks, blocks * b - sum(ls)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (_floor, "forgot the last, partial block"),
+        (lambda ls, b: (sum(round(n / b) for n in ls), 0), "rounded to the nearest block"),
+        (lambda ls, b: (math.ceil(sum(ls) / b), 0), "sequences do not share blocks"),
+        (
+            lambda ls, b: (_paged_blocks(ls, b)[0], sum(b - n % b for n in ls)),
+            "wastes 0 slots, not block_size",
+        ),
+        (
+            lambda ls, b: (_paged_blocks(ls, b)[0], sum(n % b for n in ls)),
+            "the tokens in each last, partial block",
+        ),
+        (
+            lambda ls, b: (_paged_blocks(ls, b)[0], _paged_blocks(ls, b)[1] / sum(ls)),
+            "counted the waste per token",
+        ),
+        (
+            lambda ls, b: (_paged_blocks(ls, b)[0], len(ls) * max(ls) - sum(ls)),
+            "the waste of a contiguous cache",
+        ),
+        (
+            lambda ls, b: (
+                _paged_blocks(ls, b)[0],
+                [math.ceil(n / b) * b - n for n in ls],
+            ),
+            "add up the empty slots of all the sequences",
+        ),
+    ],
+)
+def test_paged_blocks_names_the_mistake(wrong, hint):
+    fb = ch12.check_paged_blocks(wrong)
+    assert not fb
+    assert hint in str(fb), str(fb)
+
+
+@pytest.mark.parametrize(
+    "answer", [..., None, _starter, 3, lambda *a: 1 / 0, lambda ls, b: ("a", "b")]
+)
+def test_paged_blocks_broken_answers_get_feedback(answer):
+    fb = ch12.check_paged_blocks(answer)
+    assert isinstance(fb, Feedback) and not fb.passed and fb.messages

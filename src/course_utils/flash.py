@@ -26,6 +26,9 @@ Functions
 - :func:`tile_schedule` — which ``(query block, key block)`` tiles are visited, in order.
 - :func:`attention_memory_bytes` — bytes of the largest temporaries, naive against tiled.
 - :func:`io_cost_naive`, :func:`io_cost_tiled` — the paper's HBM-access model (its Theorem 2).
+- :func:`merge_normalisers` — two parts' ``(m, l)`` into the whole row's (Exercise 12.1's merge).
+- :func:`split_k_partials`, :func:`merge_partials`, :func:`split_k_decode` — split-K
+  (Flash-Decoding, Dao et al., 2023): one query against chunks of a long cache, then the combine.
 """
 
 from __future__ import annotations
@@ -52,12 +55,17 @@ from .attention import resolve_scale
 from .flash_fast import choose_blocks, cpu_caches, tiled_attention_fast
 
 __all__ = [
+    "Partial",
     "TileStep",
     "attention_memory_bytes",
     "io_cost_naive",
     "io_cost_tiled",
+    "merge_normalisers",
+    "merge_partials",
     "online_softmax",
     "online_softmax_steps",
+    "split_k_decode",
+    "split_k_partials",
     "tile_schedule",
     "tiled_attention",
     "tiled_attention_reference",
@@ -500,3 +508,153 @@ def io_cost_tiled(n: Any, d: Any, m: Any) -> Any:
     passes = np.ceil(n / block_c)
     out = 2 * n * d + passes * (4 * n * d + 4 * n)
     return float(out) if np.ndim(out) == 0 else out
+
+
+# --------------------------------------------------------------------------------------------
+# Split-K (Flash-Decoding): one query against a long cache, the keys cut into chunks
+# --------------------------------------------------------------------------------------------
+
+
+def merge_normalisers(m1: Any, l1: Any, m2: Any, l2: Any) -> tuple[Any, Any]:
+    """Merge the softmax normalisers of two parts of a row: ``(m, l)`` of the whole row.
+
+    ``m1`` is the maximum of the first part and ``l1 = Σ exp(x - m1)`` over it; the same for the
+    second. The whole row's maximum is ``m = max(m1, m2)`` and each sum is moved to it by the
+    factor ``exp(m_part - m) <= 1``. This is Exercise 12.1's merge, the one step the online
+    softmax repeats, and the combine of split-K (:func:`merge_partials`).
+
+    Numbers, numpy arrays or torch tensors (all four tensors, or none), of one shape: nothing is
+    broadcast. A part that saw only ``-inf`` has ``m = -inf`` and ``l = 0`` and adds nothing.
+
+    >>> m, l = merge_normalisers(2.0, 1.5, 5.0, 1.0)  # the first sum shrinks by e^-3
+    >>> float(m), round(float(l), 4)
+    (5.0, 1.0747)
+    """
+    parts = {"m1": m1, "l1": l1, "m2": m2, "l2": l2}
+    tensors = [name for name, x in parts.items() if isinstance(x, torch.Tensor)]
+    if tensors and len(tensors) < 4:
+        others = ", ".join(f"{n} {type(x).__name__}" for n, x in parts.items() if n not in tensors)
+        raise TypeError(f"m1, l1, m2 and l2 must be all torch tensors or none; got {others}")
+    if not tensors:
+        parts = {name: as_float_array(x, name) for name, x in parts.items()}
+    shapes = {name: tuple(x.shape) for name, x in parts.items()}
+    if len(set(shapes.values())) > 1:
+        got = ", ".join(f"{n} {shape_str(s)}" for n, s in shapes.items())
+        raise ValueError(f"m1, l1, m2 and l2 must have one shape, nothing is broadcast; got {got}")
+    m1, l1, m2, l2 = parts.values()
+    lib: Any = torch if tensors else np
+    m = lib.maximum(m1, m2)
+    # Where both parts are empty (m = -inf) shift by 0: exp(-inf - 0) = 0, not exp(nan).
+    safe = lib.where(lib.isfinite(m), m, lib.zeros_like(m))
+    l = l1 * lib.exp(m1 - safe) + l2 * lib.exp(m2 - safe)  # noqa: E741
+    return (m, l) if tensors or m.ndim else (m[()], l[()])
+
+
+@dataclass(frozen=True)
+class Partial:
+    """What one chunk of keys contributes to attention, per query row.
+
+    ``output`` ``(..., T_q, d_v)`` is attention over this chunk's keys alone (its weights sum to
+    1 within the chunk); ``m`` and ``l`` ``(..., T_q, 1)`` are the chunk's maximum score and
+    ``Σ exp(s - m)``. Flash-Decoding writes exactly these (the log-sum-exp ``m + log l`` in one
+    number) from every chunk, then combines them.
+    """
+
+    output: Tensor
+    m: Tensor
+    l: Tensor  # noqa: E741
+
+
+def merge_partials(a: Partial, b: Partial) -> Partial:
+    """Combine two chunks' partial results into the result over both chunks.
+
+    The normalisers merge as in :func:`merge_normalisers`; each output is weighted by its chunk's
+    share of the merged sum, ``l_a · exp(m_a - m) / l``, so the weights of the two chunks together
+    sum to 1 again. Associative and commutative up to rounding: any order of merges gives the
+    attention over all keys.
+
+    >>> one = Partial(torch.tensor([[1.0]]), torch.tensor([[0.0]]), torch.tensor([[1.0]]))
+    >>> two = Partial(torch.tensor([[3.0]]), torch.tensor([[0.0]]), torch.tensor([[3.0]]))
+    >>> merge_partials(one, two).output  # weights 1/4 and 3/4
+    tensor([[2.5000]])
+    """
+    m, l = merge_normalisers(a.m, a.l, b.m, b.l)  # noqa: E741  (..., T_q, 1) each
+    safe = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # (..., T_q, 1)
+    share_a = a.l * torch.exp(a.m - safe) / l  # (..., T_q, 1): chunk a's part of the weights
+    share_b = b.l * torch.exp(b.m - safe) / l  # (..., T_q, 1)
+    return Partial(share_a * a.output + share_b * b.output, m, l)  # (..., T_q, d_v)
+
+
+def _check_splits(n_splits: Any, t_k: int) -> int:
+    n_splits = _check_block(n_splits, "n_splits")
+    if n_splits > t_k:
+        raise ValueError(
+            f"n_splits must be at most T_k = {t_k}, so that every chunk holds a key; got {n_splits}"
+        )
+    return n_splits
+
+
+def _split_k(
+    q: Any, k: Any, v: Any, n_splits: Any, scale: float | None
+) -> tuple[list[Partial], torch.dtype]:
+    """The chunks' partial results (in float32 at least) and the dtype of ``q``."""
+    q, k, v, scale = _check_qkv(q, k, v, scale)
+    n_splits = _check_splits(n_splits, k.shape[-2])
+    work = torch.promote_types(q.dtype, torch.float32)  # half precision accumulates in float32
+    q_scaled = q.to(work) * scale  # (..., T_q, d)
+    chunks = zip(
+        torch.tensor_split(k.to(work), n_splits, dim=-2),
+        torch.tensor_split(v.to(work), n_splits, dim=-2),
+        strict=True,
+    )
+    partials = []
+    for k_c, v_c in chunks:  # (..., c, d), (..., c, d_v): one chunk of the cache
+        s = q_scaled @ k_c.transpose(-2, -1)  # (..., T_q, c): this chunk's scores
+        m = s.amax(-1, keepdim=True)  # (..., T_q, 1)
+        p = torch.exp(s - m)  # (..., T_q, c): <= 1
+        l = p.sum(-1, keepdim=True)  # noqa: E741  (..., T_q, 1), >= 1
+        partials.append(Partial(p @ v_c / l, m, l))  # output (..., T_q, d_v)
+    return partials, q.dtype
+
+
+def split_k_partials(
+    q: Any, k: Any, v: Any, n_splits: int, *, scale: float | None = None
+) -> list[Partial]:
+    """The keys and values cut into ``n_splits`` chunks along ``T_k``, each attended on its own.
+
+    Chunks are as even as possible (``torch.tensor_split``: 10 keys in 3 chunks are 4, 3 and 3).
+    On a GPU each chunk is a separate thread block, so one query token keeps the whole GPU busy
+    (Flash-Decoding); here they run one after another. Shapes and checks as
+    :func:`tiled_attention`; ``1 <= n_splits <= T_k``. The partials are float32 for half-precision
+    inputs (as the combine needs them), else in the dtype of ``q``.
+
+    >>> q, k, v = torch.zeros(1, 2), torch.zeros(5, 2), torch.arange(5.0)[:, None]
+    >>> [p.output.item() for p in split_k_partials(q, k, v, 2)]  # equal scores: chunk means
+    [1.0, 3.5]
+    """
+    return _split_k(q, k, v, n_splits, scale)[0]
+
+
+def split_k_decode(
+    q: Any, k: Any, v: Any, n_splits: int, *, scale: float | None = None
+) -> torch.Tensor:
+    """Attention by split-K (Flash-Decoding): ``n_splits`` chunk results, then their combine.
+
+    The chunks' :class:`Partial` results are merged one after another by :func:`merge_partials`
+    (Flash-Decoding reduces them in one step, with the same weights). Equals
+    ``torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=scale)`` up to rounding,
+    for any ``n_splits`` in ``[1, T_k]`` (tested, also against SDPA's ``enable_gqa`` with the
+    key/value heads repeated). Returns ``(..., T_q, d_v)`` in the dtype of ``q``.
+
+    >>> _ = torch.manual_seed(0)
+    >>> q, k, v = torch.randn(1, 8), torch.randn(100, 8), torch.randn(100, 4)
+    >>> out = split_k_decode(q, k, v, n_splits=7)  # chunks of 15 and 14 keys
+    >>> ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    >>> bool((out - ref).abs().max() < 1e-6)
+    True
+    """
+    partials, dtype = _split_k(q, k, v, n_splits, scale)
+    merged = partials[0]
+    for part in partials[1:]:
+        merged = merge_partials(merged, part)
+    return merged.output.to(dtype)  # (..., T_q, d_v)

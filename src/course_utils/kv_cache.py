@@ -46,7 +46,7 @@ from ._validation import (
     check_module_dtype,
     shape_str,
 )
-from .kv_cache_fast import decode_attention
+from .kv_cache_fast import decode_attention, one_query_attention
 from .masks import causal_mask
 from .multihead import MultiHeadAttention
 from .positions import apply_rope
@@ -56,8 +56,10 @@ __all__ = [
     "LAYER_KINDS",
     "AttentionLayer",
     "KVCache",
+    "PagedKVCache",
     "PreallocatedKVCache",
     "StreamingKVCache",
+    "blocks_needed",
     "cache_nbytes",
     "cached_self_attention",
     "cached_self_attention_checked",
@@ -66,6 +68,7 @@ __all__ = [
     "layers_cache_bytes",
     "max_batch",
     "mla_cache_bytes",
+    "paged_attention",
     "values_per_token_gqa",
     "values_per_token_mha",
     "values_per_token_mla",
@@ -846,3 +849,178 @@ def cached_self_attention_checked(
         tri = causal_mask(T, k.size(2), align="bottom_right")  # (T, L)
         mask = torch.from_numpy(tri).to(x.device)[None, None]  # (1, 1, T, L)
     return attn.attend(q, k, v, mask, return_weights, fast=fast)
+
+
+# --------------------------------------------------------------------------------------------
+# PagedAttention: the cache in fixed-size blocks from a shared pool (Kwon et al., 2023, vLLM)
+# --------------------------------------------------------------------------------------------
+
+
+def blocks_needed(length: int, block_size: int) -> int:
+    """Blocks of ``block_size`` slots that ``length`` tokens occupy: ``ceil(length / block_size)``.
+
+    A last, partial block is a whole block: its empty slots are the waste of paging.
+
+    >>> blocks_needed(33, 16), blocks_needed(32, 16), blocks_needed(0, 16)
+    (3, 2, 0)
+    """
+    length = check_int(length, "length", low=0)
+    block_size = check_int(block_size, "block_size", low=1)
+    return -(-length // block_size)
+
+
+class PagedKVCache:
+    """The keys and values of many sequences, in fixed-size blocks taken from one shared pool.
+
+    The pool holds ``n_blocks`` physical blocks of ``block_size`` token slots each (keys and values
+    ``(n_blocks, n_kv_heads, block_size, head_dim)``). Each sequence has a *block table*: the list
+    of the physical blocks that hold its tokens ``0..B-1``, ``B..2B-1``, ... in order. A sequence
+    takes a new block from the free list only when its last block is full, and :meth:`free`
+    returns its blocks to the pool, so a sequence never holds more than ``block_size - 1`` empty
+    slots, wherever its blocks lie (Kwon et al., 2023, PagedAttention in vLLM). Blocks are taken
+    from the front of the free list and returned to its end.
+
+    >>> cache = PagedKVCache(block_size=4, n_blocks=8, n_kv_heads=1, head_dim=2)
+    >>> cache.append("a", torch.ones(1, 5, 2), torch.ones(1, 5, 2))   # 5 tokens: 2 blocks
+    >>> cache.append("b", torch.ones(1, 3, 2), torch.ones(1, 3, 2))   # 3 tokens: 1 block
+    >>> cache.append("a", torch.ones(1, 4, 2), torch.ones(1, 4, 2))   # 9 tokens: 3 blocks
+    >>> cache.block_tables, cache.wasted_slots("a"), cache.n_free
+    ({'a': [0, 1, 3], 'b': [2]}, 3, 4)
+    >>> cache.free("a"); cache.n_free
+    7
+    """
+
+    def __init__(
+        self,
+        block_size: int,
+        n_blocks: int,
+        n_kv_heads: int,
+        head_dim: int,
+        *,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        self.block_size = check_count(block_size, "block_size")
+        self.n_blocks = check_count(n_blocks, "n_blocks")
+        n_kv_heads = check_count(n_kv_heads, "n_kv_heads")
+        head_dim = check_count(head_dim, "head_dim")
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating-point torch.dtype; got {dtype!r}")
+        shape = (self.n_blocks, n_kv_heads, self.block_size, head_dim)
+        self.key_pool = torch.zeros(shape, dtype=dtype)  # (n_blocks, h_kv, block_size, d)
+        self.value_pool = torch.zeros(shape, dtype=dtype)  # (n_blocks, h_kv, block_size, d)
+        self._free = list(range(self.n_blocks))  # physical blocks nobody holds, in order of use
+        self.block_tables: dict[object, list[int]] = {}  # sequence -> its physical blocks
+        self.lengths: dict[object, int] = {}  # sequence -> tokens held
+
+    def __repr__(self) -> str:
+        return (
+            f"PagedKVCache(block_size={self.block_size}, n_blocks={self.n_blocks}, "
+            f"{len(self.block_tables)} sequence(s), {self.n_free} block(s) free)"
+        )
+
+    @property
+    def n_free(self) -> int:
+        """Blocks of the pool that no sequence holds."""
+        return len(self._free)
+
+    def _check_seq(self, seq_id: object) -> None:
+        if seq_id not in self.block_tables:
+            held = sorted(map(repr, self.block_tables)) or ["none"]
+            raise KeyError(f"seq_id {seq_id!r} holds no tokens; sequences held: {', '.join(held)}")
+
+    def append(self, seq_id: object, k: Tensor, v: Tensor) -> None:
+        """Write new tokens' keys and values ``(n_kv_heads, T_new, head_dim)`` after ``seq_id``'s.
+
+        A new ``seq_id`` starts an empty sequence. Raises ``RuntimeError`` ("pool exhausted") and
+        changes nothing when the pool has fewer free blocks than the new tokens need.
+        """
+        _, h_kv, _, d = self.key_pool.shape
+        expected = f"({h_kv}, T_new, {d}) (n_kv_heads, T_new, head_dim)"
+        for name, x in (("k", k), ("v", v)):
+            check_float_tensor(x, name, expected, ndim=3)
+            if (x.shape[0], x.shape[2]) != (h_kv, d):
+                raise ValueError(f"{name} must have shape {expected}; got {shape_str(x.shape)}")
+            if x.dtype != self.key_pool.dtype:
+                raise TypeError(f"{name} must have dtype {self.key_pool.dtype}; got {x.dtype}")
+        if k.shape != v.shape:
+            raise ValueError(
+                f"k and v must have one shape (one value per key); got k {shape_str(k.shape)}, "
+                f"v {shape_str(v.shape)}"
+            )
+        table = self.block_tables.get(seq_id, [])
+        past, new = self.lengths.get(seq_id, 0), k.shape[1]
+        needs = blocks_needed(past + new, self.block_size) - len(table)
+        if needs > self.n_free:
+            raise RuntimeError(
+                f"pool exhausted: needs {needs} blocks, {self.n_free} free (seq_id {seq_id!r} "
+                f"grows from {past} to {past + new} tokens; free a finished sequence)"
+            )
+        table = table + self._free[:needs]
+        del self._free[:needs]
+        self.block_tables[seq_id], self.lengths[seq_id] = table, past + new
+        position = torch.arange(past, past + new)  # (T_new,): where the tokens go
+        physical = torch.tensor(table, dtype=torch.long)  # (n,): long even when empty
+        block = physical[position // self.block_size]  # (T_new,): each token's physical block
+        slot = position % self.block_size  # (T_new,): slot within the block
+        # pool[block, :, slot] is (T_new, h_kv, d): the tokens' axis first
+        self.key_pool[block, :, slot] = k.transpose(0, 1)
+        self.value_pool[block, :, slot] = v.transpose(0, 1)
+
+    def gather(self, seq_id: object) -> tuple[Tensor, Tensor]:
+        """``seq_id``'s keys and values ``(n_kv_heads, L, head_dim)``, read through its table."""
+        self._check_seq(seq_id)
+        # (n,): physical blocks, in order (long even when the sequence holds no tokens)
+        table = torch.tensor(self.block_tables[seq_id], dtype=torch.long)
+        length = self.lengths[seq_id]
+        out = []
+        for pool in (self.key_pool, self.value_pool):
+            blocks = pool.index_select(0, table)  # (n, h_kv, block_size, d)
+            # (h_kv, n * block_size, d): the blocks side by side, then the empty slots cut off
+            out.append(blocks.transpose(0, 1).flatten(1, 2)[:, :length])
+        return out[0], out[1]
+
+    def free(self, seq_id: object) -> None:
+        """Return ``seq_id``'s blocks to the pool (the sequence is finished)."""
+        self._check_seq(seq_id)
+        self._free.extend(self.block_tables.pop(seq_id))
+        del self.lengths[seq_id]
+
+    def wasted_slots(self, seq_id: object) -> int:
+        """Slots ``seq_id``'s blocks hold but no token uses: at most ``block_size - 1``."""
+        self._check_seq(seq_id)
+        return len(self.block_tables[seq_id]) * self.block_size - self.lengths[seq_id]
+
+
+def paged_attention(q: Tensor, cache: PagedKVCache, seq_id: object) -> Tensor:
+    """One new token's attention over the keys and values ``cache`` holds for ``seq_id``.
+
+    ``q`` is ``(n_heads, 1, head_dim)``, ``n_heads`` a multiple of the cache's ``n_kv_heads``
+    (query head ``i`` reads key/value head ``i // (n_heads / n_kv_heads)``, as grouped-query
+    attention). The keys are read block by block through the sequence's block table, wherever
+    the blocks lie in the pool; the token's own key must have been appended first. Returns
+    ``(n_heads, 1, head_dim)``; equals ``scaled_dot_product_attention`` over the same keys.
+
+    >>> cache = PagedKVCache(block_size=2, n_blocks=4, n_kv_heads=1, head_dim=2)
+    >>> cache.append(0, torch.zeros(1, 3, 2), torch.arange(6.0).reshape(1, 3, 2))
+    >>> paged_attention(torch.ones(2, 1, 2), cache, 0)  # equal scores: the mean value, 2 heads
+    tensor([[[2., 3.]],
+    <BLANKLINE>
+            [[2., 3.]]])
+    """
+    if not isinstance(cache, PagedKVCache):
+        raise TypeError(f"cache must be a PagedKVCache; got {type(cache).__name__}")
+    _, h_kv, _, d = cache.key_pool.shape
+    check_float_tensor(q, "q", f"(n_heads, 1, {d})", ndim=3)
+    if q.shape[1] != 1 or q.shape[2] != d or q.shape[0] % h_kv:
+        raise ValueError(
+            f"q must have shape (n_heads, 1, {d}) with n_heads a multiple of n_kv_heads = {h_kv};"
+            f" got {shape_str(q.shape)}"
+        )
+    if q.dtype != cache.key_pool.dtype:
+        raise TypeError(f"q must have the cache's dtype {cache.key_pool.dtype}; got {q.dtype}")
+    k, v = cache.gather(seq_id)  # (h_kv, L, d) each
+    if k.shape[1] == 0:  # a softmax over no keys is undefined
+        raise ValueError(
+            f"seq_id {seq_id!r} holds 0 tokens: append the new token's key and value first"
+        )
+    return one_query_attention(q[None], k.transpose(-2, -1)[None], v[None])[0]  # (n_heads, 1, d)

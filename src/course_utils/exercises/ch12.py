@@ -11,7 +11,9 @@ bottom with the starter code (``...``).
 - :func:`check_key_block_attention`: ``key_block_attention(Q, K, V, block_k)``, attention that
   visits the keys and values one block at a time, keeping the running ``(m, l, o)`` per query;
 - :func:`check_hbm_reads`: ``hbm_reads(n, d, block_q)``, the numbers the query-block loop of
-  section 12.3 reads from slow memory (a count derived on paper).
+  section 12.3 reads from slow memory (a count derived on paper);
+- :func:`check_paged_blocks`: ``paged_blocks(lengths, block_size) -> (blocks, wasted)``, the
+  blocks a paged KV cache gives a batch of sequences and the slots they leave empty.
 
 >>> def merge(m1, l1, m2, l2):
 ...     m = max(m1, m2)
@@ -33,13 +35,16 @@ from typing import Any
 import numpy as np
 
 from ..attention import scaled_dot_product_attention
+from ..flash import merge_normalisers
 from ..i18n import t
+from ..kv_cache import blocks_needed
 from ..softmax import softmax
 from ._checks import (
     Mistake,
     answer_tolerance,
     as_answer_array,
     check_array,
+    check_number,
     check_softmax,
     format_pair,
     not_a_pair,
@@ -51,6 +56,7 @@ __all__ = [
     "check_hbm_reads",
     "check_key_block_attention",
     "check_merge",
+    "check_paged_blocks",
     "check_streaming_softmax",
 ]
 
@@ -100,10 +106,20 @@ def _merge_cases() -> list[tuple[str, tuple[float, ...], tuple[float, float]]]:
         (np.array([1e4, 0.0]), np.array([-1e4, 3.0]), "halves with scores of ±1e4"),
         (np.array([3.0]), np.array([3.0, 3.0]), "two halves with the same maximum"),
     ]
+    # The expected pair is the package's merge (tested against the whole row's normaliser).
     return [
-        (described, (*_normaliser(a), *_normaliser(b)), _normaliser(np.concatenate([a, b])))
+        (
+            described,
+            (*_normaliser(a), *_normaliser(b)),
+            _float_pair(*_normaliser(a), *_normaliser(b)),
+        )
         for a, b, described in halves
     ]
+
+
+def _float_pair(m1: float, l1: float, m2: float, l2: float) -> tuple[float, float]:
+    m, l = merge_normalisers(m1, l1, m2, l2)  # noqa: E741
+    return float(m), float(l)
 
 
 def check_merge(merge: Callable[..., Any]) -> Feedback:
@@ -443,3 +459,109 @@ def check_hbm_reads(hbm_reads: Callable[[int, int, int], Any]) -> Feedback:
     cases = [(f"n = {n}, d = {d}, block_q = {b}", (n, d, b)) for n, d, b in sizes]
     passed = "all {n} counts right, including a block size that does not divide n"
     return run_cases(title, hbm_reads, "hbm_reads", cases, compare, passed, fail=_on_case)
+
+
+# --- exercise 12.5: blocks and wasted slots of a paged KV cache ------------------------------
+
+
+def check_paged_blocks(paged_blocks: Callable[..., Any]) -> Feedback:
+    """Check ``paged_blocks(lengths, block_size) -> (blocks, wasted)``: the blocks a paged KV cache
+    gives sequences of these lengths (each sequence its own blocks, its last one maybe partial)
+    and the slots of those blocks that hold no token, both summed over the sequences.
+
+    >>> def paged_blocks(lengths, block_size):
+    ...     blocks = sum(-(-n // block_size) for n in lengths)
+    ...     return blocks, blocks * block_size - sum(lengths)
+    >>> bool(check_paged_blocks(paged_blocks))
+    True
+    >>> floor = check_paged_blocks(lambda lengths, b: (sum(n // b for n in lengths), 0))
+    >>> floor.hints[0].split(":")[0]
+    'forgot the last, partial block'
+    """
+    title = "paged blocks"
+
+    def compare(result: Any, lengths: list[int], block: int) -> Feedback:
+        wrong_type = not_a_pair(title, result, "blocks, wasted")
+        if wrong_type is not None:
+            return wrong_type
+        per_seq = [blocks_needed(n, block) for n in lengths]
+        blocks, total = sum(per_seq), sum(lengths)
+        wasted = blocks * block - total
+        got_blocks, got_wasted = result
+        fb = check_number(
+            "blocks",
+            got_blocks,
+            blocks,
+            [
+                (
+                    sum(n // block for n in lengths),
+                    "forgot the last, partial block: a sequence of 27 tokens needs "
+                    "ceil(27 / 16) = 2 blocks, so round up (ceil), not down (floor)",
+                ),
+                (
+                    sum(round(n / block) for n in lengths),
+                    "rounded to the nearest block: a partial block, even of one token, is a "
+                    "whole block, so round up (ceil)",
+                ),
+                (
+                    -(-total // block),
+                    "sequences do not share blocks: count ceil(length / block_size) for each "
+                    "sequence, then add them up",
+                ),
+            ],
+            "{value:g} blocks, expected {expected:g}",
+        )
+        if not fb:
+            return Feedback(False, title, fb.messages, fb.hints)
+        per_seq_waste = [b * block - n for b, n in zip(per_seq, lengths, strict=True)]
+        try:
+            arr = as_answer_array(got_wasted, "wasted")
+        except TypeError:
+            arr = None
+        if arr is not None and arr.shape == (len(lengths),) and np.allclose(arr, per_seq_waste):
+            return Feedback(
+                False,
+                title,
+                (t("expected one number for wasted; got one per sequence"),),
+                ("add up the empty slots of all the sequences",),
+            )
+        fb = check_number(
+            "wasted",
+            got_wasted,
+            wasted,
+            [
+                (
+                    sum(block - n % block for n in lengths),
+                    "a sequence that fills its last block exactly wastes 0 slots, not block_size",
+                ),
+                (
+                    sum(n % block for n in lengths),
+                    "that is the tokens in each last, partial block; the waste is the empty "
+                    "slots: blocks · block_size - length",
+                ),
+                (
+                    wasted / total,
+                    "counted the waste per token: give the number of empty slots in all, "
+                    "not a fraction",
+                ),
+                (
+                    len(lengths) * max(lengths) - total,
+                    "that is the waste of a contiguous cache as long as the longest sequence; "
+                    "a paged cache wastes only what its last blocks leave empty",
+                ),
+            ],
+            "{value:g} wasted slots, expected {expected:g}",
+        )
+        return Feedback(bool(fb), title, fb.messages, fb.hints)
+
+    cases = [
+        (f"lengths {lengths} with block_size {block}", (lengths, block))
+        for lengths, block in (
+            ([5, 16, 27, 70], 16),
+            ([1, 2, 3], 4),
+            ([64, 128], 16),
+            ([100, 1, 31], 32),
+        )
+    ]
+    passed = "right on all {n} cases, including lengths that fill their last block"
+    return run_cases(title, paged_blocks, "paged_blocks", cases, compare, passed, fail=_on_case)
