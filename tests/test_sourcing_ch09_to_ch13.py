@@ -185,6 +185,7 @@ UNDERSTANDING = {
         "check_streaming_softmax",
         "check_key_block_attention",
         "check_hbm_reads",
+        "check_paged_blocks",
     ),
     "13_topic_words": ("check_rollout", "check_uniform_pool"),
 }
