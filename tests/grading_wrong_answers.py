@@ -810,6 +810,25 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "cached too, beside the latent",
         ),
     ],
+    "ch11.equivalent_mqa": [
+        (
+            "def equivalent_mqa(n_heads, d_head, d_latent_kv, d_head_rope):\n"
+            "    return d_head + d_head_rope, d_latent_kv, d_latent_kv + d_head_rope\n",
+            "not a head's d_h + d_h^R",
+        ),
+        (
+            "def equivalent_mqa(n_heads, d_head, d_latent_kv, d_head_rope):\n"
+            "    k = d_latent_kv + d_head_rope\n"
+            "    return k, d_latent_kv, d_latent_kv + n_heads * d_head_rope\n",
+            "SHARED by all heads",
+        ),
+        (
+            "def equivalent_mqa(n_heads, d_head, d_latent_kv, d_head_rope):\n"
+            "    k = d_latent_kv + d_head_rope\n"
+            "    return k, d_latent_kv, 2 * d_latent_kv + d_head_rope\n",
+            "cached ONCE",
+        ),
+    ],
     # --- chapter 12 ---
     "ch12.merge": [
         (

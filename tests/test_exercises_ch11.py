@@ -24,6 +24,10 @@ def latent_scores(q_c, q_r, c_kv, k_r, w_uk):
     return (q_lat @ c_kv.T + q_r @ k_r.T) / np.sqrt(q_c.shape[1] + q_r.shape[1])
 
 
+def equivalent_mqa(h, d, dc, dr):
+    return (dc + dr, dc, dc + dr)
+
+
 def latent_scores_torch_f32(*args):
     t = [torch.tensor(a, dtype=torch.float32, requires_grad=True) for a in args]
     q_c, q_r, c_kv, k_r, w_uk = t
@@ -41,6 +45,11 @@ def latent_scores_torch_f32(*args):
         (ch11.check_absorb_query, lambda q, w: torch.from_numpy(absorb_query(q, w)).float()),
         (ch11.check_latent_scores, latent_scores),
         (ch11.check_latent_scores, latent_scores_torch_f32),
+        (ch11.check_equivalent_mqa, equivalent_mqa),
+        (ch11.check_equivalent_mqa, lambda *a: list(equivalent_mqa(*a))),
+        (ch11.check_equivalent_mqa, lambda *a: np.array(equivalent_mqa(*a))),
+        (ch11.check_equivalent_mqa, lambda *a: torch.tensor(equivalent_mqa(*a)).float()),
+        (ch11.check_equivalent_mqa, lambda h, d, dc, dr: (float(dc + dr), np.int64(dc), dc + dr)),
     ],
 )
 def test_right_answers_pass(checker, fn):
@@ -70,6 +79,12 @@ def test_right_answers_pass(checker, fn):
             lambda q_c, q_r, c, k_r, w: latent_scores(q_c, 0 * q_r, c, k_r, w),
             "RoPE part",
         ),
+        (ch11.check_equivalent_mqa, lambda h, d, dc, dr: (d + dr, dc, dc + dr), "a head's d_h"),
+        (ch11.check_equivalent_mqa, lambda h, d, dc, dr: (dc, dc, dc), "(and of the cache)"),
+        (ch11.check_equivalent_mqa, lambda h, d, dc, dr: (dc, dc, dc + dr), "not d_c"),
+        (ch11.check_equivalent_mqa, lambda h, d, dc, dr: (dc + dr, d, dc + dr), "W^UV went"),
+        (ch11.check_equivalent_mqa, lambda h, d, dc, dr: (dc + dr, dc, dc + h * dr), "SHARED"),
+        (ch11.check_equivalent_mqa, lambda h, d, dc, dr: (dc + dr, dc, 2 * dc + dr), "ONCE"),
     ],
 )
 def test_mistakes_get_hints(checker, fn, hint):
@@ -79,7 +94,13 @@ def test_mistakes_get_hints(checker, fn, hint):
 
 
 @pytest.mark.parametrize(
-    "checker", [ch11.check_cache_values, ch11.check_absorb_query, ch11.check_latent_scores]
+    "checker",
+    [
+        ch11.check_cache_values,
+        ch11.check_absorb_query,
+        ch11.check_latent_scores,
+        ch11.check_equivalent_mqa,
+    ],
 )
 def test_never_raises(checker):
     for answer in (None, 3, lambda *a: ..., lambda *a: 1 / 0, lambda *a: "text"):
@@ -166,4 +187,21 @@ def test_kv_reduction_hard_coded_and_broken_answers_get_feedback():
         (..., "still Ellipsis"),
     ]:
         fb = ch11.check_kv_reduction(fn)
+        assert not fb and text in str(fb), str(fb)
+
+
+# --- exercise 11.5: MLA after absorption is MQA: its widths and its cache ---
+
+
+def test_equivalent_mqa_hard_coded_and_broken_answers_get_feedback():
+    hard_coded = ch11.check_equivalent_mqa(lambda h, d, dc, dr: (576, 512, 576))
+    assert not hard_coded and "d_latent_kv = 256" in str(hard_coded)
+    for fn, text in [
+        (lambda *a: None, "None"),
+        (lambda *a: (576, 512), "shape"),
+        (lambda *a: "576", ""),
+        (lambda *a: 1 / 0, "ZeroDivisionError"),
+        (..., "Ellipsis"),
+    ]:
+        fb = ch11.check_equivalent_mqa(fn)
         assert not fb and text in str(fb), str(fb)

@@ -20,13 +20,22 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers.models.deepseek_v3 import modeling_deepseek_v3 as ds
 from transformers.models.deepseek_v3.configuration_deepseek_v3 import DeepseekV3Config
 
 from course_utils import kv_cache as kvc
-from course_utils.mla import LatentCache, MultiHeadLatentAttention, decode_cost
+from course_utils.mla import (
+    LatentCache,
+    MultiHeadLatentAttention,
+    PlainLatentAttention,
+    as_mqa,
+    decode_cost,
+    gqa_as_mla,
+)
+from course_utils.multihead import MultiHeadAttention
 
 TOL = 1e-10
 
@@ -317,3 +326,145 @@ def test_latent_cache_append_refuses_mismatches(first, second, error, match):
 def test_mla_absorb_must_be_a_bool(absorb):
     with pytest.raises(TypeError, match=r"^absorb must be True or False"):
         _small_mla()(torch.randn(1, 3, 8), absorb=absorb)
+
+
+# -- MLA after absorption is MQA; GQA is a special case of MLA ---------------------------------
+# Oracle: torch.nn.functional.scaled_dot_product_attention, with MQA's / GQA's shapes
+# (enable_gqa=True, and with K/V expanded to every head), and our GQA module.
+
+# (d_model, heads, d_c, d_c', d_h, d_h^R, d_v, T, seed); the first two use DeepSeek-V2's latent
+# sizes d_c = 512, d_h^R = 64 (a 576-wide shared key), with fewer heads so the test stays small.
+MQA_CASES = [
+    (128, 4, 512, None, 128, 64, 128, 7, 0),
+    (96, 2, 512, 48, 32, 64, 16, 5, 1),
+    (32, 4, 16, 24, 8, 4, 8, 9, 2),
+    (48, 6, 20, None, 4, 2, 12, 3, 3),
+]
+
+
+def _mla(d, h, dc, dq, dn, dr, dv, seed, dtype):
+    torch.manual_seed(seed)
+    mla = MultiHeadLatentAttention(
+        d, h, d_latent_kv=dc, d_latent_q=dq, d_head_nope=dn, d_head_rope=dr, d_head_v=dv
+    ).to(dtype)
+    with torch.no_grad():  # RMSNorm gains start at 1: make them non-trivial
+        mla.kv_norm.weight.uniform_(0.5, 1.5)
+    return mla
+
+
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-5), (torch.float64, 1e-12)])
+@pytest.mark.parametrize(("d", "h", "dc", "dq", "dn", "dr", "dv", "T", "seed"), MQA_CASES)
+def test_as_mqa_equals_mla_and_sdpa(d, h, dc, dq, dn, dr, dv, T, seed, dtype, tol):
+    mla = _mla(d, h, dc, dq, dn, dr, dv, seed, dtype)
+    x = torch.randn(2, T, d, dtype=dtype)
+    with torch.no_grad():
+        mqa = as_mqa(mla, x)
+        want = mla(x)  # the naive path: per-head keys and values rebuilt
+        assert mqa.queries.shape == (2, h, T, dc + dr)
+        assert mqa.key.shape == (2, 1, T, dc + dr)  # ONE key per token for all heads
+        assert mqa.value.shape == (2, 1, T, dc)
+        assert torch.equal(mqa.value, mqa.key[..., :dc])  # the value is the key's latent part
+        assert (mqa.output() - want).abs().max().item() < tol
+        for expand in (False, True):  # the oracle with MQA's shapes, or K/V copied per head
+            k = mqa.key.expand(-1, h, -1, -1) if expand else mqa.key
+            v = mqa.value.expand(-1, h, -1, -1) if expand else mqa.value
+            ctx = F.scaled_dot_product_attention(
+                mqa.queries, k, v, is_causal=True, scale=mla.scale, enable_gqa=not expand
+            )  # (B, h, T, d_c)
+            got = ctx.transpose(1, 2).reshape(2, T, h * dc) @ mqa.w_out  # (B, T, d)
+            assert (got - want).abs().max().item() < tol
+
+
+def test_as_mqa_scale_is_mlas_not_the_default():
+    mla = _mla(32, 4, 16, None, 8, 4, 8, 0, torch.float64)
+    x = torch.randn(1, 6, 32, dtype=torch.float64)
+    with torch.no_grad():
+        mqa = as_mqa(mla, x)
+        assert mqa.scale == pytest.approx(1 / math.sqrt(8 + 4))
+        default = F.scaled_dot_product_attention(
+            mqa.queries, mqa.key, mqa.value, is_causal=True, enable_gqa=True
+        )  # 1/sqrt(d_c + d_h^R)
+        got = default.transpose(1, 2).reshape(1, 6, -1) @ mqa.w_out
+        assert (got - mla(x)).abs().max().item() > 1e-3  # the wrong scale is detectably wrong
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    T=st.integers(1, 6),
+    heads=st.integers(1, 4),
+    dc=st.integers(1, 12),
+    half_dr=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_as_mqa_property(T, heads, dc, half_dr, seed):
+    mla = _mla(16, heads, dc, None, 4, 2 * half_dr, 3, seed, torch.float64)
+    x = torch.randn(1, T, 16, dtype=torch.float64)
+    with torch.no_grad():
+        mqa = as_mqa(mla, x)
+        assert mqa.key.shape[1] == 1 and mqa.key.shape[-1] == dc + 2 * half_dr
+        assert torch.allclose(mqa.output(), mla(x), atol=1e-12)
+
+
+# (d_model, n_heads, n_kv_heads, bias, T, seed)
+GQA_CASES = [
+    (16, 4, 4, True, 5, 0),  # MHA
+    (16, 4, 2, False, 6, 1),  # GQA, 2 groups
+    (16, 4, 1, True, 4, 2),  # MQA
+    (24, 6, 3, True, 7, 3),
+    (64, 8, 2, False, 9, 4),
+]
+
+
+def _sdpa_gqa(gqa, x, causal):
+    """The oracle: our GQA layer's weights through PyTorch's SDPA with enable_gqa."""
+    B, T, _ = x.shape
+    q = F.linear(x, gqa.W_Q.weight, gqa.W_Q.bias).view(B, T, gqa.n_heads, -1).transpose(1, 2)
+    k = F.linear(x, gqa.W_K.weight, gqa.W_K.bias).view(B, T, gqa.n_kv_heads, -1).transpose(1, 2)
+    v = F.linear(x, gqa.W_V.weight, gqa.W_V.bias).view(B, T, gqa.n_kv_heads, -1).transpose(1, 2)
+    ctx = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    return F.linear(ctx.transpose(1, 2).reshape(B, T, -1), gqa.W_O.weight, gqa.W_O.bias)
+
+
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-5), (torch.float64, 1e-12)])
+@pytest.mark.parametrize(("d", "h", "n_kv", "bias", "T", "seed"), GQA_CASES)
+def test_gqa_as_mla_equals_gqa_and_sdpa(d, h, n_kv, bias, T, seed, dtype, tol):
+    torch.manual_seed(seed)
+    gqa = MultiHeadAttention(d, h, n_kv_heads=n_kv, bias=bias).to(dtype)
+    mla = gqa_as_mla(gqa)
+    assert isinstance(mla, PlainLatentAttention)
+    assert mla.d_latent == kvc.values_per_token_gqa(n_kv, d // h)  # the GQA cache, no more
+    x = torch.randn(2, T, d, dtype=dtype)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    with torch.no_grad():
+        for is_causal, mask in ((True, causal), (False, None)):
+            got = mla(x, causal=is_causal)
+            assert (got - gqa(x, x, x, mask)).abs().max().item() < tol
+            assert (got - _sdpa_gqa(gqa, x, is_causal)).abs().max().item() < tol
+
+
+def test_gqa_as_mla_up_projections_are_selections():
+    gqa = MultiHeadAttention(16, 4, n_kv_heads=2, bias=False)
+    mla = gqa_as_mla(gqa)
+    for W in (mla.W_UK, mla.W_UV):
+        assert set(W.unique().tolist()) == {0.0, 1.0}
+        assert torch.equal(W.sum(1), torch.ones(16))  # each key/value number picks ONE latent
+    # heads 0, 1 read k/v head 0 (latent 0..3), heads 2, 3 read k/v head 1 (latent 4..7)
+    assert mla.W_UK[0:8, 0:4].sum() == 8 and mla.W_UK[8:16, 4:8].sum() == 8
+    assert mla.W_UV[0:8, 8:12].sum() == 8 and mla.W_UV[8:16, 12:16].sum() == 8
+
+
+def test_mqa_and_gqa_conversions_refuse_bad_input():
+    mla = _mla(16, 2, 8, None, 4, 2, 4, 0, torch.float64)
+    with pytest.raises(TypeError, match="mla must be a MultiHeadLatentAttention; got Linear"):
+        as_mqa(torch.nn.Linear(2, 2), torch.zeros(1, 2, 16))
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, d_model=16\).*\(1, 2, 8\)"):
+        as_mqa(mla, torch.zeros(1, 2, 8, dtype=torch.float64))
+    with pytest.raises(TypeError, match="gqa must be a MultiHeadAttention; got"):
+        gqa_as_mla(mla)
+    plain = gqa_as_mla(MultiHeadAttention(8, 2, bias=False))
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, d_model=8\); got \(3, 8\)"):
+        plain(torch.zeros(3, 8))
+    with pytest.raises(TypeError, match="causal"):
+        plain(torch.zeros(1, 3, 8), causal="yes")
+    with pytest.raises((TypeError, ValueError), match="x"):
+        plain(torch.zeros(1, 3, 8, dtype=torch.float64))  # float32 weights, float64 x

@@ -509,3 +509,85 @@ def test_an_image_that_would_change_keeps_full_colour() -> None:
         buffer = io.BytesIO()
         Image.fromarray(pixels, mode).save(buffer, "PNG")
         assert palette_png(buffer.getvalue()) == buffer.getvalue()
+
+
+# --- plot_attention_variants (chapter 11, benchmarks/attention_variants_quality.py) ---
+
+from matplotlib.collections import PathCollection  # noqa: E402
+
+from course_utils.plotting import (  # noqa: E402
+    MIN_TEXT_PX,
+    figure_texts,
+    plot_attention_variants,
+    smallest_text_px,
+)
+
+_VARIANTS = {
+    "variants": {
+        "MHA": {
+            "cache_values_per_token_per_layer": 128,
+            "runs": [{"val_loss": v} for v in (0.5, 0.52)],
+        },
+        "GQA": {
+            "cache_values_per_token_per_layer": 64,
+            "runs": [{"val_loss": v} for v in (0.6, 0.7, 0.65)],
+        },
+        "MLA": {"cache_values_per_token_per_layer": 39, "runs": [{"val_loss": 0.4}]},
+    }
+}
+
+
+def test_plot_attention_variants_draws_every_run_and_each_mean_with_its_spread():
+    ax = plot_attention_variants(_VARIANTS)
+    try:
+        dots = np.concatenate(
+            [c.get_offsets() for c in ax.collections if isinstance(c, PathCollection)]
+        )
+        assert sorted(map(tuple, dots.tolist())) == sorted(
+            [(128, 0.5), (128, 0.52), (64, 0.6), (64, 0.7), (64, 0.65), (39, 0.4)]
+        )
+        texts = figure_texts(ax.figure)
+        assert {"MHA", "GQA", "MLA"} <= set(texts)
+        # the error bars: mean ± sample standard deviation (ddof=1); one run has none
+        bars = [line for c in ax.containers for line in c.lines[2]]
+        spans = sorted(tuple(np.round(seg[:, 1], 6)) for b in bars for seg in b.get_segments())
+        assert (0.6, 0.7) in spans  # GQA: 0.65 ± 0.05
+        assert (
+            round(0.51 - np.std([0.5, 0.52], ddof=1), 6),
+            round(0.51 + np.std([0.5, 0.52], ddof=1), 6),
+        ) in spans
+        assert smallest_text_px(ax.figure) >= MIN_TEXT_PX
+    finally:
+        plt.close(ax.figure)
+
+
+@pytest.mark.parametrize(
+    ("result", "match"),
+    [
+        ([1, 2], "result must be a mapping with a non-empty 'variants'"),
+        ({"variants": {}}, "non-empty 'variants'"),
+        ({"variants": {"MHA": {"runs": [{"val_loss": 1.0}]}}}, r"\['MHA'\] must hold an int"),
+        (
+            {"variants": {"MHA": {"cache_values_per_token_per_layer": 8, "runs": []}}},
+            "non-empty 'runs'",
+        ),
+        (
+            {
+                "variants": {
+                    "MHA": {
+                        "cache_values_per_token_per_layer": 8,
+                        "runs": [{"val_loss": float("inf")}],
+                    }
+                }
+            },
+            r"\['MHA'\] val_loss contains \+inf",
+        ),
+        (
+            {"variants": {"MHA": {"cache_values_per_token_per_layer": 8, "runs": [{}]}}},
+            r"result\['variants'\]\['MHA'\] val_loss",
+        ),
+    ],
+)
+def test_plot_attention_variants_bad_input(result, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        plot_attention_variants(result)

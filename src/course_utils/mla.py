@@ -53,13 +53,18 @@ from ._validation import (
     check_module_dtype,
     shape_str,
 )
+from .multihead import MultiHeadAttention
 from .norms import RMSNorm
 from .positions import apply_rope
 
 __all__ = [
+    "EquivalentMQA",
     "LatentCache",
     "MultiHeadLatentAttention",
+    "PlainLatentAttention",
+    "as_mqa",
     "decode_cost",
+    "gqa_as_mla",
 ]
 
 
@@ -118,6 +123,16 @@ class LatentCache:
             self.c_kv = torch.cat([self.c_kv, c_kv], dim=1)  # (B, S + T, d_c)
             self.k_rope = torch.cat([self.k_rope, k_rope], dim=1)  # (B, S + T, d_h^R)
         return self.c_kv, self.k_rope
+
+
+def _causal_softmax(scores: Tensor, start: int) -> Tensor:
+    """Softmax over the last axis of ``scores`` ``(..., T, S)`` after masking every key that comes
+    after its query; query ``i`` sits at position ``start + i``, key ``j`` at position ``j``."""
+    T, S = scores.shape[-2:]
+    q_pos = torch.arange(start, start + T, device=scores.device)[:, None]  # (T, 1)
+    k_pos = torch.arange(S, device=scores.device)[None, :]  # (1, S)
+    future = k_pos > q_pos  # (T, S): True where the key is after the query
+    return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)  # (..., T, S)
 
 
 class MultiHeadLatentAttention(nn.Module):
@@ -265,11 +280,7 @@ class MultiHeadLatentAttention(nn.Module):
             k_c = self.W_UK(c_kv).view(B, S, h, dn).transpose(1, 2)  # (B, h, S, d_h)
             content = q_c @ k_c.transpose(-2, -1)  # (B, h, T, S)
         scores = (content + rope_scores) * self.scale  # (B, h, T, S)
-        q_pos = torch.arange(start, start + T, device=x.device)[:, None]  # (T, 1)
-        k_pos = torch.arange(S, device=x.device)[None, :]  # (1, S)
-        future = k_pos > q_pos  # (T, S): True where the key is after the query
-        scores = scores.masked_fill(future, float("-inf"))  # (B, h, T, S)
-        weights = torch.softmax(scores, dim=-1)  # (B, h, T, S); future keys get exactly 0
+        weights = _causal_softmax(scores, start)  # (B, h, T, S); future keys get exactly 0
         if absorb:
             ctx_lat = weights @ c_kv[:, None]  # (B, h, T, d_c): weighted sum of latents
             W_OV = self.absorbed_output()  # (h·d_c, d): W^O_h W^UV_h stacked, folded once
@@ -355,6 +366,171 @@ class MultiHeadLatentAttention(nn.Module):
             ours.W_UV.weight.copy_(wb[:, dn:].reshape(h * dv, dc))
             ours.W_O.weight.copy_(module.o_proj.weight)
         return ours
+
+
+# --------------------------------------------------------------------------------------------
+# MLA after absorption is MQA; GQA is a special case of MLA
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EquivalentMQA:
+    """An MLA layer after weight absorption, written as multi-query attention (MQA).
+
+    Every head ``i`` has its own query ``[W^UK_i^T q^C_i ; q^R_i]`` of width ``d_c + d_h^R``;
+    all heads share ONE key ``[c^KV_s ; k^R_s]`` per token (the cached latent and the RoPE key,
+    concatenated) and ONE value ``c^KV_s`` of width ``d_c``. The heads' weighted sums of latents
+    go through ``w_out`` (``W^O_i W^UV_i`` stacked). The scale stays MLA's
+    ``1/sqrt(d_h + d_h^R)``, not ``1/sqrt(d_c + d_h^R)``: the MQA is exact, not a default one.
+    Built by :func:`as_mqa`; :meth:`output` runs it (causal).
+    """
+
+    queries: Tensor  # (B, h, T, d_c + d_h^R): one query per head
+    key: Tensor  # (B, 1, S, d_c + d_h^R): one key per token, shared by every head
+    value: Tensor  # (B, 1, S, d_c): one value per token, shared by every head
+    w_out: Tensor  # (h·d_c, d_model): W^O_h W^UV_h of all heads, stacked
+    scale: float  # 1/sqrt(d_h + d_h^R), MLA's own
+    start: int  # position of the first query (queries see keys at positions <= theirs)
+
+    def output(self) -> Tensor:
+        """Causal MQA with these tensors, then the absorbed output projection: ``(B, T, d)``."""
+        B, _, T, _ = self.queries.shape
+        scores = self.queries @ self.key.transpose(-2, -1) * self.scale  # (B, h, T, S)
+        weights = _causal_softmax(scores, self.start)  # (B, h, T, S)
+        ctx = weights @ self.value  # (B, h, T, d_c): every head sums the same values
+        return ctx.transpose(1, 2).reshape(B, T, -1) @ self.w_out  # (B, T, d)
+
+
+def as_mqa(mla: MultiHeadLatentAttention, x: Tensor) -> EquivalentMQA:
+    """The MQA that ``mla`` is after absorption, for self-attention over ``x`` ``(B, T, d)``.
+
+    With DeepSeek-V2's sizes (``d_c = 512``, ``d_h^R = 64``) the shared key is 576 wide and the
+    shared value 512: MQA with ``d_k = 576``, ``d_v = 512`` (DeepSeek-V2 §2.1; the cache holds
+    exactly that key, whose first 512 numbers are also the value).
+
+    >>> _ = torch.manual_seed(0)
+    >>> mla = MultiHeadLatentAttention(32, 4, d_latent_kv=16, d_head_nope=8, d_head_rope=4,
+    ...                                d_head_v=8).double()
+    >>> x = torch.randn(2, 5, 32, dtype=torch.float64)              # (B, T, d_model)
+    >>> mqa = as_mqa(mla, x)
+    >>> tuple(mqa.queries.shape), tuple(mqa.key.shape), tuple(mqa.value.shape)
+    ((2, 4, 5, 20), (2, 1, 5, 20), (2, 1, 5, 16))
+    >>> bool(torch.allclose(mqa.output(), mla(x), atol=1e-12))
+    True
+    """
+    if not isinstance(mla, MultiHeadLatentAttention):
+        raise TypeError(f"mla must be a MultiHeadLatentAttention; got {type(mla).__name__}")
+    x = mla._check_x(x)
+    h, dn, dc = mla.n_heads, mla.d_head_nope, mla.d_latent_kv
+    q_c, q_r = mla.queries(x)  # (B, h, T, d_h), (B, h, T, d_h^R)
+    c_kv, k_r = mla.latents(x)  # (B, T, d_c), (B, T, d_h^R)
+    q_lat = q_c @ mla.W_UK.weight.view(h, dn, dc)  # (B, h, T, d_c): W^UK_h^T q^C, per head
+    queries = torch.cat([q_lat, q_r], dim=-1)  # (B, h, T, d_c + d_h^R)
+    key = torch.cat([c_kv, k_r], dim=-1)[:, None]  # (B, 1, T, d_c + d_h^R): one head
+    return EquivalentMQA(queries, key, c_kv[:, None], mla.absorbed_output(), mla.scale, 0)
+
+
+@dataclass(frozen=True)
+class PlainLatentAttention:
+    """MLA's equations without the RMSNorm and without RoPE (DeepSeek-V2 eqs. 9-11, 13-14):
+    ``c = W^DKV h (+ b^DKV)``, head ``i``'s key ``W^UK_i c`` and value ``W^UV_i c``, then
+    ``softmax(q_i k^T / sqrt(d_k)) v`` per head and ``W^O``. Built by :func:`gqa_as_mla`.
+
+    Weights are stored as ``nn.Linear`` stores them, ``(out, in)``; biases may be ``None``.
+    """
+
+    n_heads: int
+    W_Q: Tensor  # (h·d_k, d)
+    bias_q: Tensor | None  # (h·d_k,)
+    W_DKV: Tensor  # (d_c, d): down to the latent
+    bias_dkv: Tensor | None  # (d_c,)
+    W_UK: Tensor  # (h·d_k, d_c): latent -> every head's key
+    W_UV: Tensor  # (h·d_k, d_c): latent -> every head's value
+    W_O: Tensor  # (d, h·d_k)
+    bias_o: Tensor | None  # (d,)
+
+    @property
+    def d_latent(self) -> int:
+        """``d_c``: the numbers cached per token."""
+        return int(self.W_DKV.shape[0])
+
+    def forward(self, x: Tensor, *, causal: bool = True) -> Tensor:
+        """Self-attention over ``x`` ``(B, T, d)`` -> ``(B, T, d)`` (causal unless told)."""
+        causal = check_bool(causal, "causal")
+        d = self.W_DKV.shape[1]
+        if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != d:
+            got = shape_str(tuple(x.shape)) if isinstance(x, Tensor) else type(x).__name__
+            raise ValueError(f"x must have shape (B, T, d_model={d}); got {got}")
+        check_module_dtype(x, "x", self.W_DKV.dtype, f"(B, T, d_model={d})")
+        B, T, _ = x.shape
+        h = self.n_heads
+        c = nn.functional.linear(x, self.W_DKV, self.bias_dkv)  # (B, T, d_c): all that is cached
+        q = nn.functional.linear(x, self.W_Q, self.bias_q).view(B, T, h, -1).transpose(1, 2)
+        k = (c @ self.W_UK.T).view(B, T, h, -1).transpose(1, 2)  # (B, h, T, d_k)
+        v = (c @ self.W_UV.T).view(B, T, h, -1).transpose(1, 2)  # (B, h, T, d_k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, h, T, T)
+        weights = _causal_softmax(scores, 0) if causal else scores.softmax(-1)  # (B, h, T, T)
+        ctx = (weights @ v).transpose(1, 2).reshape(B, T, -1)  # (B, T, h·d_k)
+        return nn.functional.linear(ctx, self.W_O, self.bias_o)  # (B, T, d)
+
+    __call__ = forward
+
+
+def gqa_as_mla(gqa: MultiHeadAttention) -> PlainLatentAttention:
+    """MLA weights that compute exactly what the GQA (or MHA, MQA) layer ``gqa`` computes.
+
+    ``gqa`` is a :class:`course_utils.multihead.MultiHeadAttention` with ``n_kv_heads`` k/v heads
+    of width ``d_k``. The latent is every k/v head's key and value side by side:
+    ``W^DKV = [W_K; W_V]``, ``d_c = 2 · n_kv_heads · d_k``, the GQA cache itself. ``W^UK`` and
+    ``W^UV`` are 0/1 *selection* matrices: query head ``i`` picks the key (value) block of k/v head
+    ``i // (n_heads / n_kv_heads)``. ``W_Q`` and ``W_O`` are copied. So GQA is MLA whose
+    up-projections are fixed, not learned.
+
+    RoPE (not built here): a GQA layer rotates its keys after ``W_K``; the rotation acts on each
+    ``d_k`` block alone, so it commutes with the selection: rotating the latent's key blocks by
+    the token's position before caching gives the same keys. MLA needs its decoupled RoPE only
+    because a learned ``W^UK`` mixes all latent dimensions.
+
+    >>> _ = torch.manual_seed(0)
+    >>> gqa = MultiHeadAttention(16, 4, n_kv_heads=2).double()
+    >>> mla = gqa_as_mla(gqa)
+    >>> mla.d_latent, tuple(mla.W_UK.shape)                    # 2 · 2 k/v heads · d_k = 4
+    (16, (16, 16))
+    >>> x = torch.randn(1, 6, 16, dtype=torch.float64)
+    >>> causal = torch.ones(6, 6, dtype=torch.bool).tril()
+    >>> bool(torch.allclose(mla(x), gqa(x, x, x, causal), atol=1e-12))
+    True
+    """
+    if not isinstance(gqa, MultiHeadAttention):
+        raise TypeError(f"gqa must be a MultiHeadAttention; got {type(gqa).__name__}")
+    h, n_kv, dk = gqa.n_heads, gqa.n_kv_heads, gqa.d_k
+    W_K, W_V = gqa.W_K.weight.detach(), gqa.W_V.weight.detach()  # (n_kv·d_k, d) each
+    dc = 2 * n_kv * dk
+    W_UK = W_K.new_zeros(h * dk, dc)  # (h·d_k, d_c)
+    W_UV = W_K.new_zeros(h * dk, dc)  # (h·d_k, d_c)
+    eye = torch.eye(dk, dtype=W_K.dtype, device=W_K.device)  # (d_k, d_k)
+    group = h // n_kv
+    for i in range(h):
+        j = i // group  # the k/v head query head i reads
+        rows = slice(i * dk, (i + 1) * dk)
+        W_UK[rows, j * dk : (j + 1) * dk] = eye  # picks k/v head j's key from the latent
+        W_UV[rows, (n_kv + j) * dk : (n_kv + j + 1) * dk] = eye  # ... and its value
+
+    def bias(layer: nn.Linear) -> Tensor | None:
+        return None if layer.bias is None else layer.bias.detach().clone()
+
+    b_K, b_V = bias(gqa.W_K), bias(gqa.W_V)
+    return PlainLatentAttention(
+        n_heads=h,
+        W_Q=gqa.W_Q.weight.detach().clone(),
+        bias_q=bias(gqa.W_Q),
+        W_DKV=torch.cat([W_K, W_V]),  # (d_c, d): the latent IS the group keys and values
+        bias_dkv=None if b_K is None or b_V is None else torch.cat([b_K, b_V]),
+        W_UK=W_UK,
+        W_UV=W_UV,
+        W_O=gqa.W_O.weight.detach().clone(),
+        bias_o=bias(gqa.W_O),
+    )
 
 
 # --------------------------------------------------------------------------------------------

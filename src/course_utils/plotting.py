@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +74,7 @@ __all__ = [
     "install_figure_format",
     "palette_png",
     "plot_attention",
+    "plot_attention_variants",
     "plot_decoder_stack",
     "plot_query_and_keys",
     "plot_vectors",
@@ -745,4 +746,85 @@ def plot_decoder_stack(
         color=OKABE_ITO["blue"],
         rotation=90,
     )
+    return ax
+
+
+def plot_attention_variants(result: Mapping[str, Any], *, ax: Axes | None = None) -> Axes:
+    """Validation loss against KV cache size for attention variants trained several times each.
+
+    ``result`` is what ``benchmarks/attention_variants_quality.py`` saves: ``result["variants"]``
+    maps a name (``"MHA"``, ``"GQA"``, ...) to ``{"cache_values_per_token_per_layer": int,
+    "runs": [{"val_loss": float, ...}, ...]}``. Every run is a dot; each variant's mean is a bar
+    with its standard deviation over the runs (so the spread shows next to the difference), and
+    the variant's name is written beside it. Drawn at :data:`COLUMN_WIDTH_IN`.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> r = {"variants": {"MHA": {"cache_values_per_token_per_layer": 128,
+    ...                           "runs": [{"val_loss": 0.50}, {"val_loss": 0.52}]},
+    ...                   "MQA": {"cache_values_per_token_per_layer": 32,
+    ...                           "runs": [{"val_loss": 0.55}, {"val_loss": 0.56}]}}}
+    >>> ax = plot_attention_variants(r)
+    >>> sorted(text for text in figure_texts(ax.figure) if text in ("MHA", "MQA"))
+    ['MHA', 'MQA']
+    >>> plt.close(ax.figure)
+    """
+    variants = result.get("variants") if isinstance(result, Mapping) else None
+    if not isinstance(variants, Mapping) or not variants:
+        got = type(result).__name__ if not isinstance(result, Mapping) else sorted(result)
+        raise ValueError(
+            f"result must be a mapping with a non-empty 'variants' mapping (the benchmark's "
+            f"JSON); got {got}"
+        )
+    rows = []
+    for name, v in variants.items():
+        runs = v.get("runs") if isinstance(v, Mapping) else None
+        cache = v.get("cache_values_per_token_per_layer") if isinstance(v, Mapping) else None
+        if not isinstance(cache, int) or isinstance(cache, bool) or cache < 1 or not runs:
+            raise ValueError(
+                f"result['variants'][{name!r}] must hold an int "
+                f"'cache_values_per_token_per_layer' >= 1 and a non-empty 'runs' list; got {v!r}"
+            )
+        losses = as_float_array(
+            [r.get("val_loss") for r in runs], f"result['variants'][{name!r}] val_loss"
+        )
+        rows.append((str(name), cache, losses))
+    if ax is None:
+        ax = _new_axes(column_figsize(3.2))
+    # Okabe-Ito without its yellow, which is hard to see on white
+    names = ("blue", "vermillion", "bluish green", "orange", "reddish purple", "sky blue")
+    colours = [OKABE_ITO[c] for c in names]
+    for i, (name, cache, losses) in enumerate(rows):
+        colour = colours[i % len(colours)]
+        ax.scatter(np.full(len(losses), cache), losses, s=18, color=colour, alpha=0.8, zorder=5)
+        std = float(losses.std(ddof=1)) if len(losses) > 1 else 0.0
+        ax.errorbar(
+            cache,
+            float(losses.mean()),
+            yerr=std,
+            fmt="_",
+            color="black",
+            markersize=14,
+            capsize=4,
+            linewidth=1.2,
+            zorder=4,
+        )
+        ax.annotate(
+            name,
+            (cache, float(losses.mean())),
+            xytext=(8, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=SMALL_FONT_PT + 1,
+        )
+    ax.set_xscale("log", base=2)
+    caches = sorted({c for _, c, _ in rows})
+    ax.set_xticks(caches, [str(c) for c in caches])
+    ax.minorticks_off()
+    ax.set_xlim(caches[0] / 1.4, caches[-1] * 1.6)
+    ax.set_xlabel(t("KV cache values per token per layer (log scale)"))
+    ax.set_ylabel(t("validation loss (nats per character)"))
+    ax.grid(alpha=0.3)
+    ax.figure.tight_layout()
     return ax

@@ -11,7 +11,9 @@ tensors (also with ``requires_grad``), float32 or lists. A checker never raises.
 - :func:`check_latent_scores`: ``latent_scores(q_c, q_r, c_kv, k_r, W_UK)``, one token's scaled
   scores against the cached latents, for every head;
 - :func:`check_kv_reduction`: ``kv_reduction(gqa, mla, bits)``, the fraction of cache bytes per
-  token an MLA model saves against a GQA model with a 16-bit cache (DeepSeek-V2's 93.3%).
+  token an MLA model saves against a GQA model with a 16-bit cache (DeepSeek-V2's 93.3%);
+- :func:`check_equivalent_mqa`: ``equivalent_mqa(n_heads, d_head, d_latent_kv, d_head_rope)`` ->
+  ``(d_k, d_v, cache)``, the MQA an absorbed MLA layer is, and what it caches per token.
 
 >>> bool(check_cache_values(lambda h, d, dc, dr: (2 * h * d, dc + dr)))
 True
@@ -37,10 +39,24 @@ from ._checks import Mistake, check_array, check_number
 from ._feedback import Feedback
 from ._learner import run_cases
 
-__all__ = ["check_absorb_query", "check_cache_values", "check_kv_reduction", "check_latent_scores"]
+__all__ = [
+    "check_absorb_query",
+    "check_cache_values",
+    "check_equivalent_mqa",
+    "check_kv_reduction",
+    "check_latent_scores",
+]
 
 _SEED = 2024
 _ATOL = 1e-5  # float32 answers round at about 1e-7 relative; entries here are of order 1-10
+
+
+def _described(cases: list[tuple[int, int, int, int]]) -> list[tuple[str, tuple[int, ...]]]:
+    """Each configuration ``(n_heads, d_head, d_latent_kv, d_head_rope)`` with its description."""
+    return [
+        (f"n_heads = {h}, d_head = {d}, d_latent_kv = {dc}, d_head_rope = {dr}", (h, d, dc, dr))
+        for h, d, dc, dr in cases
+    ]
 
 
 # --- exercise 11.1: numbers cached per token ----------------------------------------------------
@@ -75,15 +91,11 @@ def check_cache_values(cache_values: Callable[[int, int, int, int], Any]) -> Fee
         ]
         return check_array(title, result, expected, mistakes=mistakes, rtol=0, atol=0)
 
-    cases_described = [
-        (f"n_heads = {h}, d_head = {d}, d_latent_kv = {dc}, d_head_rope = {dr}", (h, d, dc, dr))
-        for h, d, dc, dr in cases
-    ]
     return run_cases(
         title,
         cache_values,
         "cache_values",
-        cases_described,
+        _described(cases),
         compare,
         "all {n} configurations counted right (DeepSeek-V2: 32,768 against 576)",
     )
@@ -309,4 +321,70 @@ def check_kv_reduction(kv_reduction: Callable[[Any, Any, Any], Any]) -> Feedback
         _reduction_cases(),
         compare,
         "all {n} cases right: 1 - bytes_MLA / bytes_GQA, with the GQA cache at 16 bits",
+    )
+
+
+# --- exercise 11.5: MLA after absorption is MQA: its widths and its cache ---------------------
+
+
+def check_equivalent_mqa(equivalent_mqa: Callable[[int, int, int, int], Any]) -> Feedback:
+    """Check ``equivalent_mqa(n_heads, d_head, d_latent_kv, d_head_rope) -> (d_k, d_v, cache)``:
+    the key width and value width of the MQA an absorbed MLA layer is, and the numbers it caches
+    per token and layer (``d_c + d_h^R``, ``d_c``, ``d_c + d_h^R``; 576, 512, 576 for
+    DeepSeek-V2).
+
+    >>> bool(check_equivalent_mqa(lambda h, d, dc, dr: (dc + dr, dc, dc + dr)))
+    True
+    >>> print(check_equivalent_mqa(lambda h, d, dc, dr: (d + dr, dc, dc + dr)))
+    ... # doctest: +ELLIPSIS
+    ✗ equivalent MQA: not yet right
+    ...
+      hint: after absorption a head's query meets the latent itself: the shared key is ...
+    """
+    title = "equivalent MQA"
+    cases = [(128, 128, 512, 64), (16, 64, 256, 32), (8, 32, 96, 16), (4, 16, 40, 8)]
+
+    def compare(result: Any, h: int, d: int, dc: int, dr: int) -> Feedback:
+        cache = values_per_token_mla(dc, dr)  # d_c + d_h^R
+        expected = np.array([cache, dc, cache])  # the key is exactly what is cached
+        mistakes = [
+            Mistake(
+                "after absorption a head's query meets the latent itself: the shared key is "
+                "[c^KV; k^R], d_c + d_h^R wide, not a head's d_h + d_h^R",
+                [d + dr, dc, cache],
+            ),
+            Mistake(
+                "the RoPE key k^R is part of the shared key (and of the cache): d_c + d_h^R",
+                [dc, dc, dc],
+            ),
+            Mistake(
+                "the RoPE key k^R is part of the shared key: d_c + d_h^R, not d_c",
+                [dc, dc, cache],
+            ),
+            Mistake(
+                "the value is the latent c^KV itself (width d_c): W^UV went into the output "
+                "projection, so there is no per-head value of width d_h",
+                [cache, d, cache],
+            ),
+            Mistake(
+                "the RoPE key k^R is SHARED by all heads: cache it once (d_h^R numbers), not "
+                "once per head",
+                [cache, dc, dc + h * dr],
+            ),
+            Mistake(
+                "the value is the key's latent part: the latent c^KV is cached ONCE, for keys "
+                "and values together",
+                [cache, dc, 2 * dc + dr],
+            ),
+        ]
+        return check_array(title, result, expected, mistakes=mistakes, rtol=0, atol=0)
+
+    return run_cases(
+        title,
+        equivalent_mqa,
+        "equivalent_mqa",
+        _described(cases),
+        compare,
+        "all {n} configurations right: MQA with d_k = d_c + d_h^R, d_v = d_c (576 and 512 for "
+        "DeepSeek-V2)",
     )
