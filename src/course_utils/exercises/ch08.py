@@ -475,6 +475,14 @@ def check_encoder_decoder_masks(masks: Callable[[Any, int, int], Any]) -> Feedba
 __all__ += ["check_cross_kv_multiplies"]
 
 
+def _as_floats(values: Any) -> list[float] | None:
+    """``values`` as a list of floats, or ``None`` when they are not numbers."""
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+
+
 def check_cross_kv_multiplies(multiplies: Callable[[int, int, int, int], Any]) -> Feedback:
     """Check ``multiplies(d_model, t_src, n_steps, n_layers)``: the multiplies of the
     cross-attention's K and V projections while ``n_steps`` tokens are decoded, as the pair
@@ -540,17 +548,9 @@ def check_cross_kv_multiplies(multiplies: Callable[[int, int, int, int], Any]) -
                 ),
             ],
         }
-        try:
-            pair = [float(v) for v in result]
-        except (TypeError, ValueError):
-            pair = None
-        if pair == [float(once), float(without)]:
-            return Feedback(
-                False,
-                title,
-                (t("got the pair the wrong way round"),),
-                ("return (without_cache, with_cache) in this order",),
-            )
+        if _as_floats(result) == [float(once), float(without)]:  # the two swapped
+            hint = "return (without_cache, with_cache) in this order"
+            return Feedback(False, title, (t("got the pair the wrong way round"),), (hint,))
         fb = check_number(
             t("without the cache"),
             result[0],
