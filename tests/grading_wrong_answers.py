@@ -1062,3 +1062,25 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
         ),
     ],
 }
+
+# --- chapter 8, exercise 8.7 (the cached source) ---
+WRONG_ANSWERS["ch08.cross_kv_multiplies"] = [
+    (
+        "def kv_multiplies(d_model, t_src, n_steps, n_layers):\n"
+        "    once = n_layers * t_src * d_model * d_model\n"
+        "    return n_steps * once, once\n",
+        "count K and V both",
+    ),
+    (
+        "def kv_multiplies(d_model, t_src, n_steps, n_layers):\n"
+        "    once = n_layers * 2 * t_src * t_src * d_model\n"
+        "    return n_steps * once, once\n",
+        "not t_src²",
+    ),
+    (
+        "def kv_multiplies(d_model, t_src, n_steps, n_layers):\n"
+        "    once = 2 * t_src * d_model * d_model\n"
+        "    return n_steps * once, once\n",
+        "multiply by n_layers",
+    ),
+]

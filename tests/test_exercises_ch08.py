@@ -178,3 +178,62 @@ def test_encoder_decoder_masks_mistakes(answer, hint):
 @pytest.mark.parametrize("answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: (1, 2, 3)])
 def test_new_checkers_never_raise(checker, answer):
     assert not checker(answer)
+
+
+# --- exercise 8.7: the cross-attention K/V multiplies, with and without a cached source ----------
+
+
+def kv_multiplies(d, s, n, layers):
+    once = layers * 2 * s * d * d  # every block: s rows through W_K and W_V
+    return n * once, once
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        kv_multiplies,
+        lambda d, s, n, layers: [float(v) for v in kv_multiplies(d, s, n, layers)],
+        lambda d, s, n, layers: tuple(np.int64(v) for v in kv_multiplies(d, s, n, layers)),
+        lambda d, s, n, layers: tuple(torch.tensor(v) for v in kv_multiplies(d, s, n, layers)),
+    ],
+    ids=["ints", "floats", "numpy", "torch"],
+)
+def test_cross_kv_multiplies_right(answer):
+    assert ch08.check_cross_kv_multiplies(answer)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda d, s, n, L: (n * L * s * d * d, L * s * d * d), "count K and V both"),
+        (lambda d, s, n, L: (n * L * 2 * s * s * d, L * 2 * s * s * d), "not t_src²"),
+        (lambda d, s, n, L: (n * 2 * s * d * d, 2 * s * d * d), "multiply by n_layers"),
+        (lambda d, s, n, L: (n * L * 2 * s * d * d, 2 * s * d * d), "multiply by n_layers"),
+        (lambda d, s, n, L: (n * L * 2 * s * d, L * 2 * s * d), "not d_model"),
+        (lambda d, s, n, L: (L * 2 * s * d * d,) * 2, "again at every step"),
+        (lambda d, s, n, L: (n * L * 2 * s * d * d,) * 2, "once per source"),
+        (lambda d, s, n, L: kv_multiplies(d, s, n, L)[::-1], "in this order"),
+    ],
+)  # fmt: skip
+def test_cross_kv_multiplies_mistakes(answer, hint):
+    fb = ch08.check_cross_kv_multiplies(answer)
+    assert not fb and hint in fb.hints[0]
+
+
+def test_cross_kv_multiplies_mistakes_are_told_apart_in_every_case():
+    """No two named mistakes give the same number in a case, so each gets its own hint."""
+    for d, s, n, L in ((32, 8, 9, 3), (512, 64, 20, 6), (16, 5, 3, 4)):
+        once = L * 2 * s * d * d
+        without = n * once
+        candidates = [without, once, without / 2, once / 2, n * L * 2 * s * s * d,
+                      L * 2 * s * s * d, n * 2 * s * d * d, 2 * s * d * d, n * L * 2 * s * d,
+                      L * 2 * s * d]  # fmt: skip
+        assert len(set(candidates)) == len(candidates)
+
+
+@pytest.mark.parametrize(
+    "answer", [..., None, "abc", lambda *a: 1 / 0, lambda *a: 5, lambda *a: ("x", "y"),
+               lambda *a: (1, 2, 3), lambda *a: (float("nan"), 1.0)]
+)  # fmt: skip
+def test_cross_kv_multiplies_never_raises(answer):
+    assert not ch08.check_cross_kv_multiplies(answer)

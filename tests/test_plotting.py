@@ -591,3 +591,25 @@ def test_plot_attention_variants_draws_every_run_and_each_mean_with_its_spread()
 def test_plot_attention_variants_bad_input(result, match):
     with pytest.raises((TypeError, ValueError), match=match):
         plot_attention_variants(result)
+
+
+def test_plot_decoding_times_draws_the_saved_benchmark_and_rejects_other_input():
+    import json
+
+    from course_utils.plotting import MIN_TEXT_PX, plot_decoding_times, smallest_text_px
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "cross_kv_cache.json"
+    result = json.loads(path.read_text(encoding="utf-8"))
+    ax = plot_decoding_times(result)
+    sizes = {r["size"] for r in result["rows"]}
+    assert len(ax.get_lines()) == 3 * len(sizes)  # nothing, self-attention, both cached
+    for line in ax.get_lines():  # every plotted time is one of the file's
+        times = {r["naive_ms_per_token"] for r in result["rows"]}
+        times |= {r["cached_ms_per_token"] for r in result["rows"]}
+        times |= {r["self_cache_only_ms_per_token"] for r in result["rows"]}
+        assert set(line.get_ydata()) <= times
+    assert smallest_text_px(ax.figure) >= MIN_TEXT_PX
+    plt.close(ax.figure)
+    for bad in ({}, {"rows": []}, {"rows": [{"size": "x"}]}, [1, 2]):
+        with pytest.raises(ValueError, match="result must be the JSON of benchmarks"):
+            plot_decoding_times(bad)

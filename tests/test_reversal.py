@@ -93,3 +93,91 @@ def test_exact_match_by_padding_groups_by_padding():
     share = exact_match_by_padding(ReversalModel(), src, lengths, tgt, use_encoder_mask=False)
     assert sorted(share) == sorted(set((src.size(1) - lengths).tolist()))
     assert all(0.0 <= v <= 1.0 for v in share.values())
+
+
+# --- greedy decoding with a cached source -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seed", "words", "n_steps", "size"),
+    [
+        (0, ["cab", "jihgfedc"], None, {}),
+        (1, ["a", "bbbbbbbb", "dea"], 4, {}),
+        (2, ["abcdefgh"], 9, {"n_layers": 1, "n_heads": 4}),
+        (3, ["hij", "fe"], 1, {"d_model": 16, "d_ff": 32, "n_layers": 3}),
+    ],
+)
+def test_naive_and_cached_decoding_match_the_full_forward_pass(seed, words, n_steps, size):
+    """Same tokens, and logits within 1e-6 of teacher forcing on the decoded sequence."""
+    torch.manual_seed(seed)
+    model = ReversalModel(**size).eval()
+    src, lengths = encode(words)
+    ids_naive, logits_naive = model.greedy_decode(src, lengths, n_steps=n_steps, cached=False)
+    ids_cached, logits_cached = model.greedy_decode(src, lengths, n_steps=n_steps, cached=True)
+    steps = model.max_len + 1 if n_steps is None else n_steps
+    assert ids_naive.shape == (len(words), steps) and logits_cached.shape == (len(words), steps, 13)
+    assert torch.equal(ids_naive, ids_cached)
+    with torch.no_grad():
+        full = model(src, lengths, ids_cached)  # (B, steps, vocab): one pass, teacher forcing
+    assert torch.equal(full.argmax(-1), ids_cached)
+    # the benchmark's third path: self-attention cached, the memory projected at every step
+    with torch.no_grad():
+        memory, keep = model.encode(src, lengths)
+        ids_self, logits_self = model._greedy(memory, keep, steps, cached=True, cross_once=False)
+    assert torch.equal(ids_self, ids_cached)
+    for logits in (logits_naive, logits_cached, logits_self):
+        assert (logits - full).abs().max().item() < 1e-6
+
+
+def test_generate_is_the_naive_greedy_decoding_of_a_trained_model():
+    (run,) = train_reversal(seeds=(0,), steps=150, eval_every=150)
+    src, lengths = encode(["abcdefgh", "cab", "jihgf"])
+    out, _ = run.model.generate(src, lengths)
+    ids_naive, _ = run.model.greedy_decode(src, lengths, cached=False)
+    ids_cached, _ = run.model.greedy_decode(src, lengths, cached=True)
+    assert torch.equal(out, ids_naive) and torch.equal(out, ids_cached)
+
+
+@pytest.mark.parametrize(("word", "n_steps"), [("abcdefgh", 9), ("cab", 4), ("jihgfe", 2)])
+def test_cross_kv_multiplies_against_torch_flop_counter(word, n_steps):
+    """Oracle: torch.utils.flop_counter (2 FLOPs per multiply-add) on the cross-attention's W_K
+    and W_V during naive decoding, and on the once-per-source projections of the cached one."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from course_utils.transformer_cost import cross_kv_multiplies
+
+    torch.manual_seed(0)
+    model = ReversalModel().eval()
+    src, lengths = encode([word])
+    t_src, d, layers = len(word), model.d_model, len(model.decoder)
+    with FlopCounterMode(display=False) as naive:
+        model.greedy_decode(src, lengths, n_steps=n_steps, cached=False)
+    counts = naive.get_flop_counts()
+    flops = sum(sum(counts[f"DecoderBlock.cross_attn.{w}"].values()) for w in ("W_K", "W_V"))
+    assert flops == 2 * cross_kv_multiplies(d, t_src, n_steps, layers, cached=False)
+
+    # the cached decoding projects the memory in cross_kv only, once per block ...
+    calls = []
+    for block in model.decoder:
+        for w in (block.cross_attn.W_K, block.cross_attn.W_V):
+            w.register_forward_hook(lambda m, inp, out: calls.append(inp[0].shape[1]))
+    model.greedy_decode(src, lengths, n_steps=n_steps, cached=True)
+    assert calls == [t_src] * (2 * layers)
+    # ... and that is what the formula counts
+    with torch.no_grad():
+        memory, keep = model.encode(src, lengths)
+        with FlopCounterMode(display=False) as once:
+            for block in model.decoder:
+                block.cross_kv(memory, keep)
+    assert once.get_total_flops() == 2 * cross_kv_multiplies(d, t_src, n_steps, layers, cached=True)
+
+
+def test_greedy_decode_bad_arguments():
+    model = ReversalModel().eval()
+    src, lengths = encode(["cab"])
+    with pytest.raises(ValueError, match="n_steps"):
+        model.greedy_decode(src, lengths, n_steps=10)  # positions run out at max_len + 1 = 9
+    with pytest.raises(ValueError, match="n_steps"):
+        model.greedy_decode(src, lengths, n_steps=0)
+    with pytest.raises(TypeError, match="cached"):
+        model.greedy_decode(src, lengths, cached="yes")

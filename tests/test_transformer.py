@@ -498,3 +498,46 @@ def test_decoder_count_bad_input(kwargs, error, words):
     args = dict(vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536)
     with pytest.raises(error, match=words):
         decoder_parameter_count(**(args | kwargs))
+
+
+# --- cross_kv_multiplies: the cross-attention's K/V projections while decoding ------------------
+
+
+@pytest.mark.parametrize(
+    ("d_model", "t_src", "n_steps", "n_layers", "naive", "cached"),
+    [
+        (32, 8, 9, 2, 294_912, 32_768),  # chapter 8's model, an 8-letter word
+        (512, 256, 32, 6, 32 * 6 * 2 * 256 * 512**2, 6 * 2 * 256 * 512**2),  # base Transformer
+        (1, 1, 1, 1, 2, 2),  # one step: the cache saves nothing
+    ],
+)
+def test_cross_kv_multiplies_table(d_model, t_src, n_steps, n_layers, naive, cached):
+    from course_utils.transformer_cost import cross_kv_multiplies
+
+    args = (d_model, t_src, n_steps, n_layers)
+    assert cross_kv_multiplies(*args, cached=False) == naive
+    assert cross_kv_multiplies(*args, cached=True) == cached
+
+
+@given(d=st.integers(1, 64), t=st.integers(1, 64), n=st.integers(1, 64), layers=st.integers(1, 8))
+def test_cross_kv_cache_saves_exactly_a_factor_n_steps(d, t, n, layers):
+    from course_utils.transformer_cost import cross_kv_multiplies
+
+    cached = cross_kv_multiplies(d, t, n, layers, cached=True)
+    assert cross_kv_multiplies(d, t, n, layers, cached=False) == n * cached
+    assert cached == cross_kv_multiplies(d, t, 1, layers, cached=False)  # independent of n
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error", "match"),
+    [
+        ((32, 0, 9, 2), {"cached": True}, ValueError, "t_src"),
+        ((32, 8, 9, 2.5), {"cached": True}, TypeError, "n_layers"),
+        ((32, 8, 9, 2), {"cached": 1}, TypeError, "cached must be True or False; got int 1"),
+    ],
+)
+def test_cross_kv_multiplies_bad_input(args, kwargs, error, match):
+    from course_utils.transformer_cost import cross_kv_multiplies
+
+    with pytest.raises(error, match=match):
+        cross_kv_multiplies(*args, **kwargs)

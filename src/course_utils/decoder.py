@@ -18,6 +18,11 @@ Post-LN (the original Transformer)::
     x = LN2(x + Dropout(CrossAttn(x, memory)))
     x = LN3(x + Dropout(FFN(x)))
 
+Decoding with a cached source (:meth:`DecoderBlock.cross_kv`, :meth:`DecoderBlock.step`): the
+cross-attention's keys and values depend on the memory only, never on the output written so far,
+so a block projects them once per source (:class:`CrossKV`) and every later step reuses them,
+beside the usual KV cache of its self-attention (:class:`course_utils.kv_cache.KVCache`).
+
 As in ``torch.nn.TransformerDecoderLayer``, the memory is used as it comes (the encoder's final
 LayerNorm has normalised it). Masks are boolean with ``True`` = may attend; PyTorch's layer uses
 the opposite polarity (``tgt_mask``, ``memory_key_padding_mask``: ``True`` = may NOT attend).
@@ -27,16 +32,21 @@ the opposite polarity (``tgt_mask``, ``memory_key_padding_mask``: ``True`` = may
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
 from ._validation import check_bool, shape_str
+from .kv_cache import KVCache, cached_self_attention_checked, check_cache
 from .multihead import MultiHeadAttention
 from .transformer import FeedForward, _Block
 
-__all__ = ["DecoderBlock", "DecoderWeights"]
+__all__ = ["CrossKV", "DecoderBlock", "DecoderWeights"]
+
+# one sublayer: its input (B, T_q, d_model) -> its output and, if asked, its weights
+_Sublayer = Callable[[Tensor], tuple[Tensor, Tensor | None]]
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,20 @@ class DecoderWeights:
 
     self_attn: Tensor  # (B, n_heads, T_q, T_q): among the output steps (causal in a decoder)
     cross: Tensor  # (B, n_heads, T_q, T_k): from each output step to each source position
+
+
+@dataclass(frozen=True)
+class CrossKV:
+    """One decoder block's cross-attention keys and values for a batch of sources, computed once
+    by :meth:`DecoderBlock.cross_kv` and read by every :meth:`DecoderBlock.step` of the decoding.
+    """
+
+    keys: Tensor  # (B, n_kv_heads, T_k, d_k): memory @ W_K, split into heads
+    values: Tensor  # (B, n_kv_heads, T_k, d_k): memory @ W_V, split into heads
+    mask: Tensor | None  # (B, 1, 1, T_k), True = may attend (the key-padding mask), or None
+
+    def __len__(self) -> int:
+        return int(self.keys.size(2))  # T_k, the source's length
 
 
 class DecoderBlock(_Block):
@@ -111,6 +135,17 @@ class DecoderBlock(_Block):
         def ca(h: Tensor) -> tuple[Tensor, Tensor | None]:  # cross-attention: h reads memory
             return attend(self.cross_attn, self.cross_attn_dropout, h, memory, memory_mask)
 
+        x, w_self, w_cross = self._sublayers(x, sa, ca)
+        if return_weights:
+            assert w_self is not None and w_cross is not None
+            return x, DecoderWeights(w_self, w_cross)
+        return x
+
+    def _sublayers(
+        self, x: Tensor, sa: _Sublayer, ca: _Sublayer
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """The wiring (pre-LN or post-LN) around the two attentions ``sa`` and ``ca``, shared by
+        :meth:`forward` and :meth:`step` so that the cached path cannot drift from the full one."""
         if self.norm_first:
             a, w_self = sa(self.norm1(x))
             x = x + self.dropout1(a)  # (B, T_q, d_model): the output steps exchange information
@@ -123,10 +158,97 @@ class DecoderBlock(_Block):
             c, w_cross = ca(x)
             x = self.norm2(x + self.dropout2(c))  # (B, T_q, d_model)
             x = self.norm3(x + self.dropout3(self.ffn(x)))  # (B, T_q, d_model)
-        if return_weights:
-            assert w_self is not None and w_cross is not None
-            return x, DecoderWeights(w_self, w_cross)
-        return x
+        return x, w_self, w_cross
+
+    def cross_kv(self, memory: Tensor, memory_mask: Tensor | None = None) -> CrossKV:
+        """The cross-attention keys and values of ``memory`` ``(B, T_k, d_model)``, projected once.
+
+        They depend on the source only, so one :class:`CrossKV` serves every decoding step of
+        that source (:meth:`step`). ``memory_mask`` is the key-padding mask ``(B, 1, T_k)``
+        (``True`` = may attend), as :meth:`forward` takes it, or ``None``.
+
+        >>> _ = torch.manual_seed(0)
+        >>> block = DecoderBlock(d_model=8, n_heads=2, d_ff=16).eval()
+        >>> cross = block.cross_kv(torch.randn(1, 5, 8))      # a source of T_k = 5 positions
+        >>> tuple(cross.keys.shape), len(cross)               # (B, n_kv_heads, T_k, d_k)
+        ((1, 2, 5, 4), 5)
+        """
+        memory = self._check(memory, "memory", "(B, T_k, d_model)")
+        B, T_k = memory.size(0), memory.size(1)
+        if T_k == 0:
+            raise ValueError(
+                f"memory has shape {shape_str(tuple(memory.shape))}, expected (B, T_k, "
+                f"{self.d_model}) with T_k >= 1: there must be a source to attend to"
+            )
+        mask = None
+        if memory_mask is not None:
+            expected = shape_str((B, 1, T_k))
+            if not isinstance(memory_mask, Tensor) or memory_mask.dtype != torch.bool:
+                got = (
+                    f"dtype {memory_mask.dtype}"
+                    if isinstance(memory_mask, Tensor)
+                    else type(memory_mask).__name__
+                )
+                raise TypeError(
+                    f"memory_mask must be a boolean torch.Tensor {expected} (True = may attend); "
+                    f"got {got}"
+                )
+            if tuple(memory_mask.shape) != (B, 1, T_k):
+                raise ValueError(
+                    f"memory_mask has shape {shape_str(tuple(memory_mask.shape))}, expected "
+                    f"{expected}: one key-padding row per source of memory "
+                    f"{shape_str(tuple(memory.shape))}"
+                )
+            mask = memory_mask[:, None]  # (B, 1, 1, T_k): every head, every output step
+        attn = self.cross_attn
+        keys = attn.split_heads(attn.W_K(memory), attn.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
+        values = attn.split_heads(attn.W_V(memory), attn.n_kv_heads)  # (B, n_kv_heads, T_k, d_k)
+        return CrossKV(keys, values, mask)
+
+    def step(self, x: Tensor, cross: CrossKV, cache: KVCache) -> Tensor:
+        """The block on the *new* tokens ``x`` ``(B, T_new, d_model)`` of a decoding; same shape.
+
+        ``cache`` holds the self-attention keys and values of the earlier tokens (it gets the new
+        ones appended); ``cross`` holds the source's cross-attention keys and values
+        (:meth:`cross_kv`), read, never recomputed. Equal to the last ``T_new`` rows of
+        :meth:`forward` on the whole sequence with a causal mask (``tests/test_decoder.py``).
+
+        >>> _ = torch.manual_seed(0)
+        >>> block = DecoderBlock(d_model=8, n_heads=2, d_ff=16).eval()
+        >>> x, memory = torch.randn(1, 3, 8), torch.randn(1, 5, 8)
+        >>> cross, cache = block.cross_kv(memory), KVCache()
+        >>> steps = torch.cat([block.step(x[:, i : i + 1], cross, cache) for i in range(3)], 1)
+        >>> full = block(x, memory, self_mask=torch.ones(3, 3, dtype=torch.bool).tril())
+        >>> bool((steps - full).abs().max() < 1e-6), len(cache)
+        (True, 3)
+        """
+        x = self._check(x, "x", "(B, T_new, d_model)")
+        if not isinstance(cross, CrossKV):
+            raise TypeError(
+                f"cross must be the CrossKV of DecoderBlock.cross_kv(memory); got "
+                f"{type(cross).__name__}"
+            )
+        if cross.keys.size(0) != x.size(0) or cross.keys.dtype != x.dtype:
+            raise ValueError(
+                f"cross holds keys {shape_str(tuple(cross.keys.shape))} of dtype "
+                f"{cross.keys.dtype}, expected batch size {x.size(0)} and dtype {x.dtype} of x "
+                f"{shape_str(tuple(x.shape))}"
+            )
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache; got {type(cache).__name__}")
+        if self.training and self.p_dropout > 0:
+            raise ValueError("the caches are for inference: call .eval() first (dropout > 0)")
+        check_cache(cache, x, self.self_attn)  # once here; the attention below checks nothing
+        attn = self.cross_attn
+
+        def sa(h: Tensor) -> tuple[Tensor, None]:  # the new tokens read the cached prefix
+            return cached_self_attention_checked(self.self_attn, h, cache), None
+
+        def ca(h: Tensor) -> tuple[Tensor, None]:  # only the queries are new
+            q = attn.split_heads(attn.W_Q(h))  # (B, n_heads, T_new, d_k)
+            return attn.attend(q, cross.keys, cross.values, cross.mask), None  # (B, T_new, d)
+
+        return self._sublayers(x, sa, ca)[0]  # (B, T_new, d_model)
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderBlock:

@@ -76,6 +76,7 @@ __all__ = [
     "plot_attention",
     "plot_attention_variants",
     "plot_decoder_stack",
+    "plot_decoding_times",
     "plot_query_and_keys",
     "plot_vectors",
     "recorded_text_px",
@@ -749,6 +750,7 @@ def plot_decoder_stack(
     return ax
 
 
+<<<<<<< HEAD
 def plot_attention_variants(result: Mapping[str, Any], *, ax: Axes | None = None) -> Axes:
     """Validation loss against KV cache size for attention variants trained several times each.
 
@@ -757,10 +759,18 @@ def plot_attention_variants(result: Mapping[str, Any], *, ax: Axes | None = None
     "runs": [{"val_loss": float, ...}, ...]}``. Every run is a dot; each variant's mean is a bar
     with its standard deviation over the runs (so the spread shows next to the difference), and
     the variant's name is written beside it. Drawn at :data:`COLUMN_WIDTH_IN`.
+=======
+def plot_decoding_times(result: Mapping[str, Any], *, ax: Axes | None = None) -> Axes:
+    """The measured time per generated token of ``benchmarks/bench_cross_kv_cache.py``: naive
+    greedy decoding (solid) against decoding with a cached source (dashed) and, where the rows
+    have it, with only the self-attention cached (dotted), one colour per model size, by source
+    length, on log–log axes. ``result`` is the benchmark's JSON, loaded.
+>>>>>>> xattn35
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
+<<<<<<< HEAD
     >>> r = {"variants": {"MHA": {"cache_values_per_token_per_layer": 128,
     ...                           "runs": [{"val_loss": 0.50}, {"val_loss": 0.52}]},
     ...                   "MQA": {"cache_values_per_token_per_layer": 32,
@@ -827,4 +837,69 @@ def plot_attention_variants(result: Mapping[str, Any], *, ax: Axes | None = None
     ax.set_ylabel(t("validation loss (nats per character)"))
     ax.grid(alpha=0.3)
     ax.figure.tight_layout()
+=======
+    >>> rows = [{"size": "chapter 8", "t_src": n, "naive_ms_per_token": 2.0 + n / 100,
+    ...          "cached_ms_per_token": 1.0} for n in (16, 64, 256)]
+    >>> ax = plot_decoding_times({"rows": rows})
+    >>> len(ax.get_lines()), ax.get_xscale()
+    (2, 'log')
+    >>> plt.close(ax.figure)
+    """
+    from matplotlib.ticker import NullLocator
+
+    keys = ("size", "t_src", "naive_ms_per_token", "cached_ms_per_token")
+    rows = result.get("rows") if isinstance(result, Mapping) else None
+    if (
+        not isinstance(rows, Sequence)
+        or not rows
+        or not all(isinstance(r, Mapping) and all(k in r for k in keys) for r in rows)
+    ):
+        raise ValueError(
+            f"result must be the JSON of benchmarks/bench_cross_kv_cache.py: a mapping whose "
+            f"'rows' is a non-empty list of rows with the keys {list(keys)}; got "
+            f"{type(result).__name__}"
+            + (f" with rows {rows!r:.80}" if isinstance(result, Mapping) else "")
+        )
+    if ax is None:
+        ax = _new_axes(column_figsize(4.4))
+    sizes = list(dict.fromkeys(str(r["size"]) for r in rows))  # in the file's order
+    colours = [OKABE_ITO["vermillion"], OKABE_ITO["blue"], OKABE_ITO["bluish green"]]
+    for i, size in enumerate(sizes):
+        mine = sorted((r for r in rows if str(r["size"]) == size), key=lambda r: r["t_src"])
+        x = [r["t_src"] for r in mine]
+        colour = colours[i % len(colours)]
+        lines = [
+            ("naive_ms_per_token", "-", t("{size}: nothing cached", size=size)),
+            ("self_cache_only_ms_per_token", ":", t("{size}: self-attention cached", size=size)),
+            ("cached_ms_per_token", "--", t("{size}: source cached too", size=size)),
+        ]
+        for key, style, label in lines:
+            if all(key in r for r in mine):  # the middle line is optional
+                y = [r[key] for r in mine]
+                ax.plot(x, y, style, marker="o", color=colour, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    t_values = sorted({r["t_src"] for r in rows})
+    ax.set_xticks(t_values, [str(v) for v in t_values])
+    ax.xaxis.set_minor_locator(NullLocator())
+    times = [r[k] for r in rows for k, _, _ in lines if k in r]
+    y_ticks = [
+        v
+        for v in (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
+        if min(times) / 2 <= v <= 2 * max(times)
+    ]
+    ax.set_yticks(y_ticks, [f"{v:g}" for v in y_ticks])
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("source length T_k (tokens)", fontsize=SMALL_FONT_PT + 1)
+    ax.set_ylabel("ms per generated token (CPU time)", fontsize=SMALL_FONT_PT + 1)
+    ax.tick_params(labelsize=SMALL_FONT_PT + 1)
+    ax.legend(
+        fontsize=SMALL_FONT_PT + 1,
+        frameon=False,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.18),
+        ncol=2,
+    )
+    ax.grid(True, which="major", alpha=0.3)
+>>>>>>> xattn35
     return ax

@@ -36,6 +36,7 @@ __all__ = [
     "block_flops_per_token",
     "block_parameter_count",
     "check_decoder_config",
+    "cross_kv_multiplies",
     "decode_flops_per_token",
     "decoder_parameter_count",
 ]
@@ -223,3 +224,28 @@ def decode_flops_per_token(
         raise TypeError("layers must be a non-empty sequence of AttentionLayer")
     check_count(seq_len, "seq_len")
     return weights + sum(attention_decode_flops(layer, seq_len) for layer in layers)
+
+
+def cross_kv_multiplies(
+    d_model: int, t_src: int, n_steps: int, n_layers: int, *, cached: bool
+) -> int:
+    """Multiplies spent projecting the memory through the cross-attention's ``W_K`` and ``W_V``
+    while an encoder–decoder writes ``n_steps`` tokens (matrix products only, no biases).
+
+    Each decoder block projects every one of the ``t_src`` source rows through two ``d_model ×
+    d_model`` matrices: ``2 · t_src · d_model²`` multiplies per block. Without a cache every step
+    does it again (``n_steps`` times); with one it is done once per source
+    (:meth:`course_utils.decoder.DecoderBlock.cross_kv`). Checked against
+    ``torch.utils.flop_counter`` on chapter 8's model (``tests/test_reversal.py``).
+
+    >>> cross_kv_multiplies(32, 8, 9, 2, cached=False)    # chapter 8's model, an 8-letter word
+    294912
+    >>> cross_kv_multiplies(32, 8, 9, 2, cached=True)     # 9 times fewer: once instead of 9 times
+    32768
+    """
+    sizes = {"d_model": d_model, "t_src": t_src, "n_steps": n_steps, "n_layers": n_layers}
+    d, t, n, layers = (check_int(value, name, low=1) for name, value in sizes.items())
+    if not isinstance(cached, bool):
+        raise TypeError(f"cached must be True or False; got {type(cached).__name__} {cached!r}")
+    per_pass = layers * 2 * t * d * d  # every block: t rows through W_K and through W_V
+    return per_pass if cached else n * per_pass

@@ -468,3 +468,117 @@ def check_encoder_decoder_masks(masks: Callable[[Any, int, int], Any]) -> Feedba
     return run_cases(
         title, masks, "masks", list(zip(described, cases, strict=True)), compare, passed
     )
+
+
+# --- exercise 8.7: what the cached source saves, counted ------------------------------------------
+
+__all__ += ["check_cross_kv_multiplies"]
+
+
+def _as_floats(values: Any) -> list[float] | None:
+    """``values`` as a list of floats, or ``None`` when they are not numbers."""
+    try:
+        return [float(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+
+
+def check_cross_kv_multiplies(multiplies: Callable[[int, int, int, int], Any]) -> Feedback:
+    """Check ``multiplies(d_model, t_src, n_steps, n_layers)``: the multiplies of the
+    cross-attention's K and V projections while ``n_steps`` tokens are decoded, as the pair
+    ``(without_cache, with_cache)``, against
+    :func:`course_utils.transformer_cost.cross_kv_multiplies`.
+
+    >>> def multiplies(d, t, n, layers):
+    ...     once = layers * 2 * t * d * d
+    ...     return n * once, once
+    >>> bool(check_cross_kv_multiplies(multiplies))
+    True
+    >>> def only_k(d, t, n, layers):
+    ...     return n * layers * t * d * d, layers * t * d * d
+    >>> print(check_cross_kv_multiplies(only_k).hints[0])  # doctest: +ELLIPSIS
+    count K and V both: ...
+    """
+    from ..i18n import t
+    from ..transformer_cost import cross_kv_multiplies
+    from ._checks import check_number, not_a_pair
+
+    title = "cross-attention K/V multiplies"
+
+    def compare(result: Any, d: int, s: int, n: int, layers: int) -> Feedback:
+        wrong_type = not_a_pair(title, result, "without_cache, with_cache")
+        if wrong_type is not None:
+            return wrong_type
+        without = cross_kv_multiplies(d, s, n, layers, cached=False)
+        once = cross_kv_multiplies(d, s, n, layers, cached=True)
+        kv = (
+            "count K and V both: each block projects the source through W_K and through W_V, "
+            "2 · t_src · d_model² multiplies"
+        )
+        squared = (
+            "the projection multiplies each of the t_src source rows by a d_model × d_model "
+            "matrix: t_src · d_model² per matrix, not t_src² (that is the score matrix of "
+            "the encoder's self-attention)"
+        )
+        per_layer = (
+            "every decoder block has its own W_K and W_V, so the memory is projected once per "
+            "block: multiply by n_layers"
+        )
+        not_squared = "a d_model × d_model matrix costs d_model² multiplies per row, not d_model"
+        mistakes = {
+            "without": [
+                (without / 2, kv),
+                (n * layers * 2 * s * s * d, squared),
+                (n * 2 * s * d * d, per_layer),
+                (n * layers * 2 * s * d, not_squared),
+                (
+                    once,
+                    "without a cache the projections run again at every step: n_steps times "
+                    "the cached count",
+                ),
+            ],
+            "with": [
+                (once / 2, kv),
+                (layers * 2 * s * s * d, squared),
+                (2 * s * d * d, per_layer),
+                (layers * 2 * s * d, not_squared),
+                (
+                    without,
+                    "with the cache the memory is projected once per source, not at every step",
+                ),
+            ],
+        }
+        if _as_floats(result) == [float(once), float(without)]:  # the two swapped
+            hint = "return (without_cache, with_cache) in this order"
+            return Feedback(False, title, (t("got the pair the wrong way round"),), (hint,))
+        fb = check_number(
+            t("without the cache"),
+            result[0],
+            without,
+            mistakes["without"],
+            "got {value:,.0f}, expected {expected:,}",
+        )
+        if not fb:
+            return fb
+        fb = check_number(
+            t("with the cache"),
+            result[1],
+            once,
+            mistakes["with"],
+            "got {value:,.0f}, expected {expected:,}",
+        )
+        return fb if not fb else Feedback(True, title)
+
+    def described(d: int, s: int, n: int, layers: int) -> str:
+        return t(
+            "d_model = {d}, t_src = {s}, n_steps = {n}, n_layers = {layers}",
+            d=d,
+            s=s,
+            n=n,
+            layers=layers,
+        )
+
+    sizes = ((32, 8, 9, 3), (512, 64, 20, 6), (16, 5, 3, 4))  # no two named mistakes coincide
+    cases = [(described(*size), size) for size in sizes]
+    passed = "all {n} cases right"
+    return run_cases(title, multiplies, "multiplies", cases, compare, passed)

@@ -10,7 +10,10 @@ Model: letter embeddings + sinusoidal positions -> ``n_layers`` encoder blocks
 (:class:`~course_utils.transformer.TransformerBlock`) -> LayerNorm = the memory; the decoder reads
 ``<bos> y_0 ... y_{L-1}`` with a causal mask through ``n_layers``
 :class:`~course_utils.decoder.DecoderBlock` s -> LayerNorm -> logits over letters and ``<eos>``.
-Trained with teacher forcing (the decoder sees the right previous letters), decoded greedily.
+Trained with teacher forcing (the decoder sees the right previous letters), decoded greedily:
+:meth:`ReversalModel.greedy_decode` either runs the decoder on the whole prefix at every step
+(the cross-attention's keys and values projected from the memory again each time) or projects
+them once per source and caches the self-attention's keys and values (``cached=True``).
 
 Runs are seeded and deterministic (one thread, deterministic algorithms).
 """
@@ -31,8 +34,10 @@ from torch import Tensor, nn
 from .._determinism import deterministic as _deterministic
 from .._shared_results import shared_result
 from .._training import ExperimentConfig, train_adam, with_settings
+from .._validation import check_bool, check_int
 from ..decoder import DecoderBlock
 from ..i18n import t
+from ..kv_cache import KVCache
 from ..masks import causal_mask, key_padding_mask
 from ..positions import sinusoidal_encoding
 from ..transformer import TransformerBlock, TransformerSize
@@ -154,8 +159,9 @@ class ReversalModel(nn.Module):
         self.dec_norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, len(VOCAB))
 
-    def _embed(self, ids: Tensor) -> Tensor:
-        return self.embed(ids) + self.pe[: ids.size(1)]  # (B, T, d_model)
+    def _embed(self, ids: Tensor, start: int = 0) -> Tensor:
+        """Letter vectors plus the sinusoids of positions ``start .. start + T - 1``."""
+        return self.embed(ids) + self.pe[start : start + ids.size(1)]  # (B, T, d_model)
 
     def encode(
         self, src: Tensor, lengths: Tensor, *, use_encoder_mask: bool = True
@@ -210,14 +216,71 @@ class ReversalModel(nn.Module):
         ``use_padding_mask`` is the mask of the decoder's cross-attention, ``use_encoder_mask``
         the one of the encoder's self-attention."""
         memory, keep = self.encode(src, lengths, use_encoder_mask=use_encoder_mask)
-        ids = torch.full((src.size(0), 1), BOS)  # (B, 1)
-        for _ in range(self.max_len + 1):
-            logits = self.decode_step(ids, memory, keep if use_padding_mask else None)
-            ids = torch.cat([ids, logits[:, -1:].argmax(-1)], dim=1)  # (B, t + 1)
-        _, cross = self.decode_step(
-            ids[:, :-1], memory, keep if use_padding_mask else None, return_weights=True
-        )
-        return ids[:, 1:], cross
+        keep = keep if use_padding_mask else None
+        out, _ = self._greedy(memory, keep, self.max_len + 1, cached=False)  # (B, T_out)
+        ids = torch.cat([torch.full_like(out[:, :1], BOS), out], dim=1)  # (B, 1 + T_out)
+        _, cross = self.decode_step(ids[:, :-1], memory, keep, return_weights=True)
+        return out, cross
+
+    @torch.no_grad()
+    def greedy_decode(
+        self, src: Tensor, lengths: Tensor, *, n_steps: int | None = None, cached: bool = True
+    ) -> tuple[Tensor, Tensor]:
+        """Greedy decoding of ``n_steps`` tokens (default ``max_len + 1``): the ids ``(B,
+        n_steps)`` and the logits ``(B, n_steps, vocab)`` each step chose from.
+
+        ``cached=False``: every step runs the decoder on the whole prefix, so each block projects
+        the memory through the cross-attention's ``W_K`` and ``W_V`` again and recomputes the
+        self-attention of every earlier token. ``cached=True``: each block projects the memory
+        once (:meth:`DecoderBlock.cross_kv`), and a step runs the new token only, its
+        self-attention reading a :class:`~course_utils.kv_cache.KVCache`. Same tokens, same logits
+        to float32 rounding (``tests/test_reversal.py``).
+
+        >>> _ = torch.manual_seed(0)
+        >>> model = ReversalModel().eval()
+        >>> src, lengths = encode(["cab", "jihgf"])
+        >>> naive, fast = (model.greedy_decode(src, lengths, cached=c) for c in (False, True))
+        >>> torch.equal(naive[0], fast[0]), bool((naive[1] - fast[1]).abs().max() < 1e-5)
+        (True, True)
+        """
+        cached = check_bool(cached, "cached")
+        longest = self.pe.size(0) - 1  # positions 0 .. n_steps - 1 of the decoder's input
+        n_steps = longest if n_steps is None else check_int(n_steps, "n_steps", low=1, high=longest)
+        memory, keep = self.encode(src, lengths)
+        return self._greedy(memory, keep, n_steps, cached=cached)
+
+    def _greedy(
+        self,
+        memory: Tensor,
+        keep: Tensor | None,
+        n_steps: int,
+        *,
+        cached: bool,
+        cross_once: bool = True,
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`greedy_decode` from the memory ``(B, T_k, d_model)`` on (no checks).
+
+        ``cross_once=False`` (with ``cached=True``) keeps the self-attention's KV cache but
+        projects the memory again at every step: what ``benchmarks/bench_cross_kv_cache.py``
+        times to tell the cross-attention's saving from the self-attention's."""
+        ids = torch.full((memory.size(0), 1), BOS)  # (B, 1): the decoder's input so far
+        steps = []
+        if cached:
+            crosses = [block.cross_kv(memory, keep) for block in self.decoder]  # once per source
+            caches = [KVCache() for _ in self.decoder]
+        for step in range(n_steps):
+            if cached:
+                if not cross_once and step > 0:
+                    crosses = [block.cross_kv(memory, keep) for block in self.decoder]
+                h = self._embed(ids[:, -1:], start=step)  # (B, 1, d_model): the newest token
+                for block, cross, cache in zip(self.decoder, crosses, caches, strict=True):
+                    h = block.step(h, cross, cache)  # (B, 1, d_model)
+                logits = self.head(self.dec_norm(h))[:, -1]  # (B, vocab)
+            else:
+                logits = self.decode_step(ids, memory, keep)[:, -1]  # (B, vocab): whole prefix
+            steps.append(logits)
+            ids = torch.cat([ids, logits.argmax(-1, keepdim=True)], dim=1)  # (B, t + 2)
+        return ids[:, 1:], torch.stack(steps, dim=1)  # (B, n_steps), (B, n_steps, vocab)
 
 
 def alignment_accuracy(cross: Tensor, lengths: Tensor) -> float:
