@@ -750,7 +750,6 @@ def plot_decoder_stack(
     return ax
 
 
-<<<<<<< HEAD
 def plot_attention_variants(result: Mapping[str, Any], *, ax: Axes | None = None) -> Axes:
     """Validation loss against KV cache size for attention variants trained several times each.
 
@@ -759,18 +758,10 @@ def plot_attention_variants(result: Mapping[str, Any], *, ax: Axes | None = None
     "runs": [{"val_loss": float, ...}, ...]}``. Every run is a dot; each variant's mean is a bar
     with its standard deviation over the runs (so the spread shows next to the difference), and
     the variant's name is written beside it. Drawn at :data:`COLUMN_WIDTH_IN`.
-=======
-def plot_decoding_times(result: Mapping[str, Any], *, ax: Axes | None = None) -> Axes:
-    """The measured time per generated token of ``benchmarks/bench_cross_kv_cache.py``: naive
-    greedy decoding (solid) against decoding with a cached source (dashed) and, where the rows
-    have it, with only the self-attention cached (dotted), one colour per model size, by source
-    length, on log–log axes. ``result`` is the benchmark's JSON, loaded.
->>>>>>> xattn35
 
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
-<<<<<<< HEAD
     >>> r = {"variants": {"MHA": {"cache_values_per_token_per_layer": 128,
     ...                           "runs": [{"val_loss": 0.50}, {"val_loss": 0.52}]},
     ...                   "MQA": {"cache_values_per_token_per_layer": 32,
@@ -837,7 +828,18 @@ def plot_decoding_times(result: Mapping[str, Any], *, ax: Axes | None = None) ->
     ax.set_ylabel(t("validation loss (nats per character)"))
     ax.grid(alpha=0.3)
     ax.figure.tight_layout()
-=======
+    return ax
+
+
+def plot_decoding_times(result: Mapping[str, Any], *, ax: Axes | None = None) -> Axes:
+    """The measured time per generated token of ``benchmarks/bench_cross_kv_cache.py``: naive
+    greedy decoding (solid) against decoding with a cached source (dashed) and, where the rows
+    have it, with only the self-attention cached (dotted), one colour per model size, by source
+    length, on log–log axes. ``result`` is the benchmark's JSON, loaded.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
     >>> rows = [{"size": "chapter 8", "t_src": n, "naive_ms_per_token": 2.0 + n / 100,
     ...          "cached_ms_per_token": 1.0} for n in (16, 64, 256)]
     >>> ax = plot_decoding_times({"rows": rows})
@@ -901,5 +903,4 @@ def plot_decoding_times(result: Mapping[str, Any], *, ax: Axes | None = None) ->
         ncol=2,
     )
     ax.grid(True, which="major", alpha=0.3)
->>>>>>> xattn35
     return ax
