@@ -38,6 +38,7 @@ ALLOWED_WORDS = frozenset(
         "None",
         "Ellipsis",
         "Mistral",
+        "Gemma",
         "Falcon",
         "Python",
         "http",
