@@ -100,3 +100,26 @@ def test_calculator_groups_reject_a_non_divisor():
     w.kv_index = KV_HEADS.index(2)  # 9 query heads, 2 k/v heads
     with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
         w.groups()
+
+
+def test_the_javascript_draws_the_held_cache_python_computes(tmp_path):
+    """The widget's own ES module, run in Node on a minimal fake DOM for every preset at every
+    context: the total it draws is ``total_bytes()`` (a sliding layer stops at its window), and
+    its "sliding-window layers" row names the count and the window of the model's config."""
+    from pathlib import Path
+
+    from .system_tools import run_widget_dom
+
+    runner = Path(__file__).parent / "js" / "kv_cache_calculator.dom.mjs"
+    frames = run_widget_dom(KVCacheCalculator(), runner, tmp_path)
+    assert len(frames) == len(MODEL_CONFIGS) * len(CONTEXTS)
+    for f in frames:
+        cfg = list(MODEL_CONFIGS.values())[f["m"]]
+        w = KVCacheCalculator(cfg.name, context=CONTEXTS[f["c"]])
+        assert f["total"] == w.total_bytes() == cfg.held_cache_bytes(CONTEXTS[f["c"]])
+        n_sliding = cfg.layer_counts().get("sliding", 0)
+        if n_sliding:
+            want = f"{n_sliding} of {cfg.n_layers}, window {cfg.sliding_window:,} tokens"
+            assert f["sliding"].endswith(want), f["sliding"]
+        else:
+            assert f["sliding"].endswith("none: every layer keeps every token"), f["sliding"]

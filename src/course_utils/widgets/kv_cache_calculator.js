@@ -169,6 +169,7 @@ function render({ model, el }) {
       text += CU.t(" This context is beyond the trained one: the formula's number, not a claim about the model.");
     }
     note.textContent = text;
+    svg.setAttribute("data-total", String(total)); // the exact bytes drawn (tests read them)
     svgTitle.textContent = CU.t(`${name}: ${fmtBytes(perToken)} per token; ${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens; ${batch} sequences fit in ${grids.memories_gib[iM]} GiB.`);
 
     modelSel.set(m);
