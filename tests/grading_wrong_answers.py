@@ -1061,6 +1061,34 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "wastes 0 slots, not block_size",
         ),
     ],
+    # --- chapter 10, exercise 10.4 (issue 35) ---
+    "ch10.local_global_cache": [
+        (
+            "def local_global_cache(n_layers, n_heads, n_kv_heads, d_head, window, seq_len,\n"
+            "                       bytes_per_value):\n"
+            "    per = 2 * n_kv_heads * d_head * bytes_per_value\n"
+            "    return per * n_layers * min(seq_len, window), per * n_layers * seq_len\n",
+            "every sixth layer is full",
+        ),
+        (
+            "def local_global_cache(n_layers, n_heads, n_kv_heads, d_head, window, seq_len,\n"
+            "                       bytes_per_value):\n"
+            "    per = n_kv_heads * d_head * bytes_per_value\n"
+            "    n_full = n_layers // 6\n"
+            "    held = (n_layers - n_full) * min(seq_len, window) + n_full * seq_len\n"
+            "    return per * held, per * n_layers * seq_len\n",
+            "keys AND values",
+        ),
+        (
+            "def local_global_cache(n_layers, n_heads, n_kv_heads, d_head, window, seq_len,\n"
+            "                       bytes_per_value):\n"
+            "    per = 2 * n_heads * d_head * bytes_per_value\n"
+            "    n_full = n_layers // 6\n"
+            "    held = (n_layers - n_full) * min(seq_len, window) + n_full * seq_len\n"
+            "    return per * held, per * n_layers * seq_len\n",
+            "not one per query head",
+        ),
+    ],
 }
 
 # --- chapter 8, exercise 8.7 (the cached source) ---

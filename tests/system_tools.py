@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -28,6 +28,7 @@ __all__ = [
     "require",
     "require_cjk_font",
     "run_node_tests",
+    "run_widget_dom",
 ]
 
 
@@ -103,3 +104,26 @@ def run_node_tests(test_file: Path, env: dict[str, str], timeout: int = 1200) ->
     assert run.returncode == 0, run.stdout + run.stderr
     assert "skipped 0" in run.stdout, run.stdout
     return run.stdout
+
+
+def run_widget_dom(widget: Any, runner: Path, tmp_path: Path) -> Any:
+    """Run a widget's own ES module in Node on the fake DOM of ``tests/js/fake_dom.mjs``:
+    ``node runner widget.mjs state.json`` with the widget's synced state; returns the JSON the
+    runner prints (what the widget drew)."""
+    import json
+
+    from course_utils.widgets._base import widget_esm
+
+    node = require("node")
+    state = {k: v for k, v in widget.get_state().items() if not k.startswith("_")}
+    (tmp_path / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    (tmp_path / "widget.mjs").write_text(widget_esm(widget._widget_file), encoding="utf-8")
+    run = subprocess.run(
+        [node, str(runner), str(tmp_path / "widget.mjs"), str(tmp_path / "state.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)

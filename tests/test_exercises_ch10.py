@@ -155,3 +155,82 @@ def test_typical_mistakes_get_their_hint(checker, wrong, hint):
     fb = checker(wrong)
     assert not fb
     assert hint in str(fb), str(fb)
+
+
+# --- exercise 10.4: the cache of a 5:1 local/global model ---
+
+
+def local_global_cache(n_layers, n_heads, n_kv_heads, d_head, window, seq_len, bytes_per_value):
+    per = 2 * n_kv_heads * d_head * bytes_per_value  # one token, one layer
+    n_full = n_layers // 6
+    held = (n_layers - n_full) * min(seq_len, window) + n_full * seq_len
+    return per * held, per * n_layers * seq_len
+
+
+def local_global_cache_loop(L, h, kv, d, w, T, b):
+    # layer by layer, a list of floats
+    local = sum(2 * kv * d * b * (T if i % 6 == 5 else min(T, w)) for i in range(L))
+    return [float(local), float(2 * kv * d * b * L * T)]
+
+
+def _lg(fn):
+    """A wrong answer built from the right one's pieces: fn(per, L, n_full, w, T)."""
+
+    def wrong(L, h, kv, d, w, T, b):
+        return fn(2 * kv * d * b, L, L // 6, w, T), 2 * kv * d * b * L * T
+
+    return wrong
+
+
+LOCAL_GLOBAL_RIGHT = [
+    local_global_cache,
+    local_global_cache_loop,
+    lambda *a: np.array(local_global_cache(*a)),
+    lambda *a: torch.tensor(local_global_cache(*a), dtype=torch.float64),
+]
+LOCAL_GLOBAL_WRONG = [
+    (_lg(lambda per, L, nf, w, T: per * L * min(T, w)), "every sixth layer is full"),
+    (lambda *a: tuple(x / 2 for x in local_global_cache(*a)), "keys AND values"),
+    (
+        lambda L, h, kv, d, w, T, b: local_global_cache(L, h, h, d, w, T, b),
+        "not one per query head",
+    ),
+    (_lg(lambda per, L, nf, w, T: per * ((L - nf) * w + nf * T)), "while T is still shorter"),
+    (_lg(lambda per, L, nf, w, T: per * L * T), "not all T"),
+    (
+        _lg(lambda per, L, nf, w, T: per * ((L - -(-L // 6)) * min(T, w) + -(-L // 6) * T)),
+        "n_layers // 6 full layers",
+    ),
+]
+
+
+@pytest.mark.parametrize("right", LOCAL_GLOBAL_RIGHT)
+def test_local_global_cache_right_answers_pass(right):
+    fb = ch10.check_local_global_cache(right)
+    assert fb, str(fb)
+
+
+@pytest.mark.parametrize(("wrong", "hint"), LOCAL_GLOBAL_WRONG)
+def test_local_global_cache_mistakes_are_named(wrong, hint):
+    fb = ch10.check_local_global_cache(wrong)
+    assert not fb
+    assert hint in str(fb), str(fb)
+    # exactly one named mistake: the hints tell the mistakes apart
+    assert len(fb.hints) == 1, fb.hints
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        lambda *a: None,
+        lambda *a: 1 / 0,
+        lambda *a: "lots",
+        lambda *a: local_global_cache(*a)[0],  # one number, not the pair
+        lambda *a: (*local_global_cache(*a), 0),
+        lambda *a: (float("nan"), 1.0),
+    ],
+)
+def test_local_global_cache_broken_answers_get_feedback(broken):
+    fb = ch10.check_local_global_cache(broken)
+    assert not fb
+    assert str(fb)

@@ -320,11 +320,15 @@ def test_kv_cache_table_numbers():
     rows = {r["name"]: r for r in kv_cache_table()}
     assert rows["Llama 2 7B"]["gib"][4096] == 2.0  # 2·32·32·128·4096·2 bytes = 2 GiB
     assert rows["Llama 2 70B"]["gib"][131072] == 40.0
-    assert rows["Mistral 7B"]["gib"][32768] == 4.0
+    # v0.1's rolling buffer: 4096 tokens per layer, 0.5 GiB, at any longer context
+    assert rows["Mistral 7B"]["gib"][4096] == rows["Mistral 7B"]["gib"][32768] == 0.5
+    assert rows["Gemma 3 12B"]["layers"] == {"sliding": 40, "full": 8}
     assert rows["Falcon 7B"]["bytes_per_token"] == 2 * 32 * 1 * 64 * 2
     for r in rows.values():
         cfg = MODEL_CONFIGS[r["name"]]
-        assert r["max_batch"] == (80 * 2**30) // cfg.cache_bytes(32768)
+        assert r["max_batch"] == (80 * 2**30) // cfg.held_cache_bytes(32768)
+        if set(cfg.layer_kinds()) == {"full"}:
+            assert r["max_batch"] == cfg.max_batch(80 * 2**30, 32768)
 
 
 @pytest.mark.parametrize("seq_len", [1, 4096, 32768])

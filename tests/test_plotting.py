@@ -613,3 +613,38 @@ def test_plot_decoding_times_draws_the_saved_benchmark_and_rejects_other_input()
     for bad in ({}, {"rows": []}, {"rows": [{"size": "x"}]}, [1, 2]):
         with pytest.raises(ValueError, match="result must be the JSON of benchmarks"):
             plot_decoding_times(bad)
+
+
+# --- chapter 9: the FlexAttention benchmark, drawn from its saved JSON ---
+
+
+def test_plot_flex_benchmark_draws_the_saved_json():
+    import json
+
+    from course_utils.plotting import FLEX_STYLES, plot_flex_benchmark
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks/results/flex_attention.json"
+    result = json.loads(path.read_text(encoding="utf-8"))
+    ax = plot_flex_benchmark(result)
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == set(result["rows"][0]["cpu_ms"]) <= set(FLEX_STYLES)
+    for name, line in lines.items():  # every point is a saved number, none invented
+        assert list(line.get_ydata()) == [r["cpu_ms"][name] for r in result["rows"]]
+        assert list(line.get_xdata()) == [r["T"] for r in result["rows"]]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    plt.close(ax.figure)
+
+
+def test_plot_flex_benchmark_without_compiled_variants_and_bad_input():
+    from course_utils.plotting import plot_flex_benchmark
+
+    rows = [{"T": T, "cpu_ms": {"ours": T / 100, "flex eager": T / 10}} for T in (1024, 4096)]
+    ax = plot_flex_benchmark({"rows": rows, "compile_ok": False})
+    assert [line.get_label() for line in ax.get_lines()] == ["ours", "flex eager"]
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match=r"'rows' hold 'T' and 'cpu_ms'; got keys \['runs'\]"):
+        plot_flex_benchmark({"runs": rows})
+    with pytest.raises(ValueError, match="got list"):
+        plot_flex_benchmark(rows)
+    with pytest.raises(ValueError, match=r"unknown variants \['naive'\]"):
+        plot_flex_benchmark({"rows": [{"T": 8, "cpu_ms": {"naive": 1.0}}]})

@@ -40,9 +40,25 @@ def test_calculator_presets_set_the_knobs(name):
     w = KVCacheCalculator(name, context=4096, memory_gib=24)
     assert w.model_name == name
     assert w.bytes_per_token() == cfg.bytes_per_token()
-    assert w.total_bytes() == cfg.cache_bytes(4096)
-    assert w.batch_that_fits() == cfg.max_batch(24 * 2**30, 4096)
     assert [len(g) for g in w.groups()] == [cfg.group_size] * cfg.n_kv_heads
+    for i, T in enumerate(CONTEXTS):  # a sliding layer stops at its window (layers_cache_bytes)
+        w.context_index = i
+        assert w.total_bytes() == cfg.held_cache_bytes(T)
+        assert w.batch_that_fits() == (24 * 2**30) // cfg.held_cache_bytes(T)
+    counts = cfg.layer_counts()
+    assert w.models[w.model_index]["n_sliding"] == counts.get("sliding", 0)
+
+
+def test_calculator_windowed_presets_stop_growing():
+    w = KVCacheCalculator("Mistral 7B", context=4096)
+    at_4k = w.total_bytes()
+    w.context_index = CONTEXTS.index(131072)
+    assert w.total_bytes() == at_4k == 32 * 2 * 8 * 128 * 4096 * 2  # the rolling buffer
+    w = KVCacheCalculator("Gemma 3 12B", context=32768)
+    assert w.total_bytes() == 2 * 8 * 256 * 2 * (40 * 1024 + 8 * 32768)
+    w.layers_index = LAYERS.index(48)  # a moved knob: custom, every layer keeps every token
+    w.model_index = len(MODEL_CONFIGS)
+    assert w.total_bytes() == kv_cache_bytes(48, 8, 256, 32768)
 
 
 def test_calculator_switching_model_and_custom():
@@ -84,3 +100,26 @@ def test_calculator_groups_reject_a_non_divisor():
     w.kv_index = KV_HEADS.index(2)  # 9 query heads, 2 k/v heads
     with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):
         w.groups()
+
+
+def test_the_javascript_draws_the_held_cache_python_computes(tmp_path):
+    """The widget's own ES module, run in Node on a minimal fake DOM for every preset at every
+    context: the total it draws is ``total_bytes()`` (a sliding layer stops at its window), and
+    its "sliding-window layers" row names the count and the window of the model's config."""
+    from pathlib import Path
+
+    from .system_tools import run_widget_dom
+
+    runner = Path(__file__).parent / "js" / "kv_cache_calculator.dom.mjs"
+    frames = run_widget_dom(KVCacheCalculator(), runner, tmp_path)
+    assert len(frames) == len(MODEL_CONFIGS) * len(CONTEXTS)
+    for f in frames:
+        cfg = list(MODEL_CONFIGS.values())[f["m"]]
+        w = KVCacheCalculator(cfg.name, context=CONTEXTS[f["c"]])
+        assert f["total"] == w.total_bytes() == cfg.held_cache_bytes(CONTEXTS[f["c"]])
+        n_sliding = cfg.layer_counts().get("sliding", 0)
+        if n_sliding:
+            want = f"{n_sliding} of {cfg.n_layers}, window {cfg.sliding_window:,} tokens"
+            assert f["sliding"].endswith(want), f["sliding"]
+        else:
+            assert f["sliding"].endswith("none: every layer keeps every token"), f["sliding"]

@@ -5,8 +5,6 @@ own warpers (temperature, top-k, top-p); bad input is rejected clearly."""
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +18,9 @@ from transformers.generation.logits_process import (
 )
 
 from course_utils.widgets import NextTokenFilters
-from course_utils.widgets._base import MAX_STATE_BYTES, widget_esm
+from course_utils.widgets._base import MAX_STATE_BYTES
 
-from .system_tools import require
+from .system_tools import run_widget_dom
 
 IDS = torch.zeros(1, 1, dtype=torch.long)  # the warpers take input_ids and ignore them
 
@@ -144,21 +142,9 @@ def test_the_javascript_draws_what_python_computes(tmp_path):
     controls: the kept count it shows and each kept bar's renormalised probability equal
     ``kept_count`` and ``shown_probabilities`` (the same division in IEEE doubles), which the test
     above holds to transformers' warpers."""
-    node = require("node")
     w = _random(4, 2, 300)
-    state = {k: v for k, v in w.get_state().items() if not k.startswith("_")}
-    (tmp_path / "state.json").write_text(json.dumps(state), encoding="utf-8")
-    (tmp_path / "widget.mjs").write_text(widget_esm("next_token_filters"), encoding="utf-8")
     runner = Path(__file__).parent / "js" / "next_token_filters.dom.mjs"
-    run = subprocess.run(
-        [node, str(runner), str(tmp_path / "widget.mjs"), str(tmp_path / "state.json")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    frames = json.loads(run.stdout)
+    frames = run_widget_dom(w, runner, tmp_path)
     assert len(frames) == 2 * len(w.temperatures) * len(w.top_ks) * len(w.top_ps)
     for f in frames:
         w.prompt_index, w.t_index, w.k_index, w.p_index = f["i"], f["t"], f["k"], f["p"]

@@ -40,6 +40,7 @@ ALLOWED_WORDS = frozenset(
         "Mistral",
         "Chrome",
         "Lighthouse",
+        "Gemma",
         "Falcon",
         "Python",
         "http",

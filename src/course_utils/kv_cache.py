@@ -65,6 +65,7 @@ __all__ = [
     "cached_self_attention_checked",
     "check_cache",
     "kv_cache_bytes",
+    "layer_caches",
     "layers_cache_bytes",
     "max_batch",
     "mla_cache_bytes",
@@ -754,6 +755,50 @@ class StreamingKVCache(KVCache):
 def cache_nbytes(caches: Sequence[KVCache]) -> int:
     """Total bytes of a model's caches (one per layer)."""
     return sum(c.nbytes for c in caches)
+
+
+def layer_caches(layers: Sequence[AttentionLayer]) -> list[KVCache]:
+    """One real cache per layer, by its kind: a :class:`KVCache` for a ``full`` layer (it keeps
+    every token) and a :class:`StreamingKVCache` with ``n_sink = 0`` for a ``sliding`` one (a
+    rolling buffer of its last ``window`` tokens, Mistral 7B v0.1's cache; Jiang et al. 2023, §2).
+
+    What :func:`layers_cache_bytes` computes, these tensors hold: after ``T`` tokens
+    :func:`cache_nbytes` of them is ``Σ 2 · n_kv · d_head · min(T, window) · bytes`` (a full
+    layer's window is ``T``). Five sliding layers per full one, as Gemma 3:
+
+    >>> local = AttentionLayer("sliding", n_heads=4, n_kv_heads=2, d_head=8, window=16)
+    >>> full = AttentionLayer("full", n_heads=4, n_kv_heads=2, d_head=8)
+    >>> caches = layer_caches([local] * 5 + [full])
+    >>> for _ in range(100):                          # one token at a time, float32
+    ...     for c in caches:
+    ...         _ = c.append(torch.zeros(1, 2, 1, 8), torch.zeros(1, 2, 1, 8))
+    >>> [len(c) for c in caches]
+    [16, 16, 16, 16, 16, 100]
+    >>> cache_nbytes(caches) == layers_cache_bytes([local] * 5 + [full], 100, bytes_per_value=4)
+    True
+    >>> layer_caches([AttentionLayer("mla", n_heads=4, d_latent_kv=8)])
+    Traceback (most recent call last):
+    ...
+    ValueError: layers[0] is a 'mla' layer; layer_caches builds 'full' and 'sliding' caches only
+    """
+    if isinstance(layers, AttentionLayer) or not isinstance(layers, Sequence) or not layers:
+        raise TypeError(
+            f"layers must be a non-empty sequence of AttentionLayer; got {type(layers).__name__}"
+        )
+    caches: list[KVCache] = []
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, AttentionLayer):
+            raise TypeError(f"layers[{i}] must be an AttentionLayer; got {type(layer).__name__}")
+        if layer.kind == "full":
+            caches.append(KVCache())
+        elif layer.kind == "sliding" and layer.window is not None:
+            caches.append(StreamingKVCache(layer.window, n_sink=0))
+        else:
+            raise ValueError(
+                f"layers[{i}] is a {layer.kind!r} layer; layer_caches builds 'full' and "
+                "'sliding' caches only"
+            )
+    return caches
 
 
 def _check_x(x: object, d_model: int, dtype: torch.dtype) -> Tensor:

@@ -370,8 +370,9 @@ def configs_in_chapter(chapter: int) -> dict[str, ModelConfig]:
     """The records a chapter shows (``chapters`` holds its number), by name, in the table's
     order.
 
-    >>> list(configs_in_chapter(10))
-    ['Llama 2 7B', 'Llama 2 70B', 'Mistral 7B', 'Llama 3 8B', 'Falcon 7B', 'SmolLM2-135M']
+    >>> list(configs_in_chapter(10))        # doctest: +NORMALIZE_WHITESPACE
+    ['Llama 2 7B', 'Llama 2 70B', 'Mistral 7B', 'Llama 3 8B', 'Falcon 7B', 'SmolLM2-135M',
+     'Gemma 3 12B']
     """
     check_count(chapter, "chapter")
     return {name: cfg for name, cfg in MODEL_CONFIGS.items() if chapter in cfg.chapters}
@@ -385,8 +386,10 @@ def kv_cache_table(
     batch_seq_len: int = 32768,
 ) -> list[dict[str, Any]]:
     """One row per model of chapter 10 (:func:`configs_in_chapter`): its shape, cache bytes per
-    token, the cache of one sequence at each of ``seq_lens`` (GiB) and the largest batch of
-    ``batch_seq_len``-token sequences whose cache fits in ``memory_bytes``.
+    token while every layer still keeps every token, the cache one sequence really holds at each
+    of ``seq_lens`` (GiB: :meth:`ModelConfig.held_cache_bytes`, so a sliding layer stops at its
+    window) and the largest batch of ``batch_seq_len``-token sequences whose cache fits in
+    ``memory_bytes``.
 
     The cache at a length beyond a model's trained context is what the formula gives, not a
     claim that the model works there.
@@ -394,19 +397,22 @@ def kv_cache_table(
     >>> rows = kv_cache_table()
     >>> rows[0]["name"], rows[0]["gib"][4096], rows[0]["max_batch"]
     ('Llama 2 7B', 2.0, 5)
+    >>> mistral = rows[2]                        # v0.1: every layer a 4096-token rolling buffer
+    >>> mistral["gib"][4096] == mistral["gib"][131072] == 0.5, mistral["max_batch"]
+    (True, 160)
     """
+    check_count(memory_bytes, "memory_bytes", low=0)
     rows = []
     for cfg in configs_in_chapter(10).values():
+        held = {T: cfg.held_cache_bytes(T, bytes_per_value=bytes_per_value) for T in seq_lens}
+        per_sequence = cfg.held_cache_bytes(batch_seq_len, bytes_per_value=bytes_per_value)
         rows.append(
             cfg.as_dict()
             | {
                 "bytes_per_token": cfg.bytes_per_token(bytes_per_value),
-                "gib": {
-                    T: cfg.cache_bytes(T, bytes_per_value=bytes_per_value) / 2**30 for T in seq_lens
-                },
-                "max_batch": cfg.max_batch(
-                    memory_bytes, batch_seq_len, bytes_per_value=bytes_per_value
-                ),
+                "layers": cfg.layer_counts(),
+                "gib": {T: b / 2**30 for T, b in held.items()},
+                "max_batch": memory_bytes // per_sequence,
             }
         )
     return rows

@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not by `impo
 __all__ = [
     "COLUMN_WIDTH_IN",
     "FIGURE_DPI",
+    "FLEX_STYLES",
     "MIN_TEXT_PX",
     "OKABE_ITO",
     "PALETTE_MAX_ERROR",
@@ -77,6 +78,7 @@ __all__ = [
     "plot_attention_variants",
     "plot_decoder_stack",
     "plot_decoding_times",
+    "plot_flex_benchmark",
     "plot_query_and_keys",
     "plot_vectors",
     "recorded_text_px",
@@ -903,4 +905,64 @@ def plot_decoding_times(result: Mapping[str, Any], *, ax: Axes | None = None) ->
         ncol=2,
     )
     ax.grid(True, which="major", alpha=0.3)
+    return ax
+
+
+#: How :func:`plot_flex_benchmark` draws each variant of ``benchmarks/bench_flex_attention.py``:
+#: colour, marker and line style (the two compiled FlexAttention kernels share a colour, the window
+#: solid and the causal control dashed, so that the gap between them reads as the mask's saving).
+FLEX_STYLES: dict[str, tuple[str, str, str]] = {
+    "sdpa causal": ("blue", "o", ":"),
+    "sdpa + mask": ("sky blue", "s", ":"),
+    "ours": ("vermillion", "D", "-"),
+    "flex eager": ("reddish purple", "v", "-."),
+    "flex compiled": ("bluish green", "^", "-"),
+    "flex compiled, causal": ("bluish green", "^", "--"),
+}
+
+
+def plot_flex_benchmark(result: dict[str, Any], ax: Axes | None = None) -> Axes:
+    """Time per call (CPU ms, median) against ``T``, one line per variant, from the JSON that
+    ``benchmarks/bench_flex_attention.py`` saves (its ``rows``: ``T``, ``cpu_ms`` by variant).
+    Log-log axes; a variant missing from the rows (the compiled ones, when ``torch.compile``
+    failed) is simply not drawn. Returns the Axes.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> rows = [{"T": T, "cpu_ms": {"ours": T / 100, "sdpa + mask": T * T / 1e5}}
+    ...         for T in (1024, 2048)]
+    >>> ax = plot_flex_benchmark({"rows": rows})
+    >>> [line.get_label() for line in ax.get_lines()]
+    ['sdpa + mask', 'ours']
+    >>> import matplotlib.pyplot as plt; plt.close(ax.figure)
+    """
+    rows = result.get("rows") if isinstance(result, dict) else None
+    if not rows or not all(isinstance(r, dict) and "T" in r and "cpu_ms" in r for r in rows):
+        raise ValueError(
+            "result must be the JSON of benchmarks/bench_flex_attention.py: a dict whose 'rows' "
+            "hold 'T' and 'cpu_ms'; got "
+            + (f"keys {sorted(result)}" if isinstance(result, dict) else type(result).__name__)
+        )
+    unknown = sorted({n for r in rows for n in r["cpu_ms"]} - set(FLEX_STYLES))
+    if unknown:
+        raise ValueError(f"unknown variants {unknown}; expected some of {list(FLEX_STYLES)}")
+    if ax is None:
+        ax = _new_axes(column_figsize(3.6))
+    lengths = [r["T"] for r in rows]
+    for name, (colour, marker, style) in FLEX_STYLES.items():
+        if all(name in r["cpu_ms"] for r in rows):
+            ax.loglog(
+                lengths,
+                [r["cpu_ms"][name] for r in rows],
+                marker=marker,
+                linestyle=style,
+                color=OKABE_ITO[colour],
+                lw=1.8,
+                label=name,
+            )
+    ax.set_xticks(lengths, [f"{T // 1024}k" for T in lengths])
+    ax.minorticks_off()
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel("CPU time per call (ms)")
+    ax.legend(fontsize=SMALL_FONT_PT, loc="upper left")  # the lines rise to the right
     return ax

@@ -10,7 +10,10 @@ chapter never printed, so a hard-coded answer fails) and compares with the packa
 - :func:`check_gqa_attention`: ``gqa_attention(q, k, v)`` with ``q`` ``(n_heads, T, d)`` and
   ``k``, ``v`` ``(n_kv_heads, T, d)``, each query head reading the k/v head of its group;
 - :func:`check_mean_pool`: ``mean_pool(W, n_heads, n_kv_heads)``, the GQA conversion of a key
-  (or value) projection ``(n_heads * d_k, d_model)`` by averaging the heads of each group.
+  (or value) projection ``(n_heads * d_k, d_model)`` by averaging the heads of each group;
+- :func:`check_local_global_cache`: ``local_global_cache(n_layers, n_heads, n_kv_heads, d_head,
+  window, seq_len, bytes_per_value)``, the cache bytes of a model of 5 sliding-window layers per
+  full one (Gemma 3) and of the same model with every layer full.
 
 >>> def max_batch(memory_bytes, n_layers, n_heads, n_kv_heads, d_head, seq_len, bytes_per_value):
 ...     per_sequence = 2 * n_layers * n_kv_heads * d_head * seq_len * bytes_per_value
@@ -33,13 +36,19 @@ import torch.nn.functional as F
 
 from ..gqa import mean_pool_kv
 from ..i18n import t
+from ..kv_cache import AttentionLayer, layers_cache_bytes
 from ..kv_cache import max_batch as _max_batch
 from ..multihead import MultiHeadAttention
 from ._checks import Mistake, check_array, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
-__all__ = ["check_gqa_attention", "check_max_batch", "check_mean_pool"]
+__all__ = [
+    "check_gqa_attention",
+    "check_local_global_cache",
+    "check_max_batch",
+    "check_mean_pool",
+]
 
 _SEED = 2023
 
@@ -262,4 +271,111 @@ def check_mean_pool(mean_pool: Callable[..., Any]) -> Feedback:
         _mean_pool_cases(),
         compare,
         "all {n} cases match gqa.mean_pool_kv",
+    )
+
+
+# --- exercise 10.4: the cache of a 5:1 local/global model ------------------------------------
+
+
+def _local_global_stack(
+    n_layers: int, n_kv: int, d_head: int, window: int, n_full: int | None = None
+) -> list[AttentionLayer]:
+    """Gemma 3's pattern: 5 sliding layers then 1 full, repeated and cut at ``n_layers`` (so
+    ``n_layers // 6`` full ones). ``n_full`` forces another count (a mistake's)."""
+    local = AttentionLayer("sliding", n_heads=n_kv, n_kv_heads=n_kv, d_head=d_head, window=window)
+    full = AttentionLayer("full", n_heads=n_kv, n_kv_heads=n_kv, d_head=d_head)
+    if n_full is None:
+        return [full if i % 6 == 5 else local for i in range(n_layers)]
+    return [full] * n_full + [local] * (n_layers - n_full)
+
+
+def check_local_global_cache(local_global_cache: Callable[..., Any]) -> Feedback:
+    """Check ``local_global_cache(n_layers, n_heads, n_kv_heads, d_head, window, seq_len,
+    bytes_per_value)``: a pair ``(local_global, all_global)``, the bytes of one sequence's cache
+    after ``seq_len`` tokens in a model whose layers go 5 sliding-window then 1 full, repeated
+    from the first layer and cut at ``n_layers`` (Gemma 3), and in the same model with every layer
+    full (:func:`course_utils.kv_cache.layers_cache_bytes`).
+
+    >>> def local_global_cache(n_layers, n_heads, n_kv_heads, d_head, window, seq_len,
+    ...                        bytes_per_value):
+    ...     per = 2 * n_kv_heads * d_head * bytes_per_value      # one token, one layer
+    ...     n_full = n_layers // 6
+    ...     local = (n_layers - n_full) * min(seq_len, window) + n_full * seq_len
+    ...     return per * local, per * n_layers * seq_len
+    >>> bool(check_local_global_cache(local_global_cache))
+    True
+    >>> every_layer_windowed = lambda L, h, kv, d, w, T, b: (
+    ...     2 * kv * d * b * L * min(T, w), 2 * kv * d * b * L * T)
+    >>> print(check_local_global_cache(every_layer_windowed).hints[0])
+    only the sliding layers stop at the window: every sixth layer is full and keeps all T tokens
+    """
+    title = "local/global cache"
+    cases = [
+        ("Gemma 3 1B: 26 layers, 4 heads, 1 k/v head, d_head 256, window 512; T = 32768; 2 B",
+         (26, 4, 1, 256, 512, 32768, 2)),
+        ("Gemma 3 12B: 48 layers, 16 heads, 8 k/v heads, d_head 256, window 1024; T = 32768; 2 B",
+         (48, 16, 8, 256, 1024, 32768, 2)),
+        ("13 layers, 12 heads, 3 k/v heads, d_head 64, window 4096; T = 1000 (< window); 4 B",
+         (13, 12, 3, 64, 4096, 1000, 4)),
+        ("Gemma 3 27B: 62 layers, 32 heads, 16 k/v heads, d_head 128, window 1024; T = 131072; 1 B",
+         (62, 32, 16, 128, 1024, 131072, 1)),
+    ]  # fmt: skip
+
+    def compare(result: Any, L: int, h: int, kv: int, d: int, w: int, T: int, b: int) -> Feedback:
+        stack = _local_global_stack(L, kv, d, w)
+        everything = _local_global_stack(L, kv, d, T, n_full=L)  # every layer full
+        expected = np.array(
+            [
+                layers_cache_bytes(stack, T, bytes_per_value=b),
+                layers_cache_bytes(everything, T, bytes_per_value=b),
+            ],
+            dtype=float,
+        )
+        per = 2 * kv * d * b  # one token, one layer
+        n_full = L // 6
+        windowed_all = per * L * min(T, w)
+        mistakes = [
+            Mistake(
+                "only the sliding layers stop at the window: every sixth layer is full and "
+                "keeps all T tokens",
+                [windowed_all, expected[1]],
+            ),
+            Mistake("the cache holds keys AND values: a factor 2", expected / 2),
+            Mistake(
+                "only the n_kv_heads key/value heads are cached, not one per query head",
+                expected * h / kv,
+            ),
+            Mistake(
+                "a sliding layer holds min(T, window) tokens: the window, or all T tokens "
+                "while T is still shorter",
+                [per * ((L - n_full) * w + n_full * T), expected[1]],
+            ),
+            Mistake(
+                "a sliding layer holds min(T, window) tokens, not all T: only the full layers "
+                "keep every token",
+                [expected[1], expected[1]],
+            ),
+            Mistake(
+                "the pattern starts with 5 sliding layers and is cut at n_layers: "
+                "n_layers // 6 full layers",
+                [
+                    layers_cache_bytes(
+                        _local_global_stack(L, kv, d, w, n_full=-(-L // 6)), T, bytes_per_value=b
+                    ),
+                    expected[1],
+                ],
+            ),
+        ]
+        answer = to_numpy(result)
+        if isinstance(answer, dict):
+            answer = list(answer.values())
+        return check_array(title, answer, expected, mistakes=mistakes, rtol=1e-9, atol=0.5)
+
+    return run_cases(
+        title,
+        local_global_cache,
+        "local_global_cache",
+        cases,
+        compare,
+        "all {n} cases match kv_cache.layers_cache_bytes",
     )

@@ -1,8 +1,10 @@
 // KVCacheCalculator: a select for a real model (or custom), sliders for layers, query heads, k/v
 // heads, head width and context, selects for the number type and the memory. Python precomputed
 // frames.per_token (L, K, D, dtype): the cache bytes per token for every combination of the grids
-// (kv_cache_bytes). This file looks the bytes per token up; the total is that times the context,
-// and the batch that fits is how many such totals fit in the memory. CU is prepended by Python.
+// (kv_cache_bytes). This file looks the bytes per token up; the total is that times the context
+// (for a preset, the bytes of one layer times models[m].held_tokens[c], the tokens all its layers
+// hold: a sliding layer stops at its window), and the batch that fits is how many such totals fit
+// in the memory. CU is prepended by Python.
 
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-kvcalc");
@@ -103,6 +105,7 @@ function render({ model, el }) {
   const cTotal = row(CU.t("cache of one sequence"));
   const cBatch = row(CU.t("sequences that fit"));
   const cGroups = row(CU.t("query heads per k/v head"));
+  const cSliding = row(CU.t("sliding-window layers"));
   const note = CU.html("p", { class: "cu-kvcalc-note", "aria-live": "polite" }, stage);
 
   const y = (bytes) => Y0 + PH * (1 - (Math.log2(Math.max(bytes, 2 ** LOG_MIN)) - LOG_MIN) / (LOG_MAX - LOG_MIN));
@@ -115,7 +118,10 @@ function render({ model, el }) {
     const perToken = CU.at(model.get("frames").per_token, iL, iK, iD, iT);
     const contexts = grids.contexts;
     const memory = grids.memories_gib[iM] * 2 ** 30;
-    const totals = contexts.map((T) => perToken * T);
+    const held = m < CUSTOM ? models[m].held_tokens : null;
+    const nLayers = grids.layers[iL];
+    // perToken counts every layer; a preset's layers together hold held[c] tokens, not nLayers * T
+    const totals = contexts.map((T, c) => (held ? (perToken / nLayers) * held[c] : perToken * T));
     const total = totals[iC];
     const batch = Math.floor(memory / total);
     const heads = grids.heads[iH];
@@ -150,6 +156,10 @@ function render({ model, el }) {
     cGroups.textContent = divides
       ? `${heads / kv} (${kv === heads ? "MHA" : kv === 1 ? "MQA" : "GQA"})`
       : CU.t(`invalid: ${kv} k/v heads do not divide ${heads} query heads`);
+    const nSliding = m < CUSTOM ? models[m].n_sliding : 0;
+    cSliding.textContent = nSliding > 0
+      ? CU.t(`${nSliding} of ${nLayers}, window ${models[m].window.toLocaleString("en")} tokens`)
+      : CU.t("none: every layer keeps every token");
     const name = m < CUSTOM ? models[m].name : CU.t("custom");
     let text = m < CUSTOM
       ? CU.t(`${name}: the published configuration (${models[m].citation}), trained for ${fmtCtx(models[m].context_length)} tokens.`)
@@ -159,6 +169,7 @@ function render({ model, el }) {
       text += CU.t(" This context is beyond the trained one: the formula's number, not a claim about the model.");
     }
     note.textContent = text;
+    svg.setAttribute("data-total", String(total)); // the exact bytes drawn (tests read them)
     svgTitle.textContent = CU.t(`${name}: ${fmtBytes(perToken)} per token; ${fmtBytes(total)} at ${fmtCtx(contexts[iC])} tokens; ${batch} sequences fit in ${grids.memories_gib[iM]} GiB.`);
 
     modelSel.set(m);

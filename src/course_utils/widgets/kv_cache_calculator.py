@@ -9,11 +9,20 @@ the grids (layers x k/v heads x head width x number type); JavaScript looks the 
 up and shows them times the context (the total for one sequence) and how many such sequences fit
 in the memory, with bars of the total at every context of the grid.
 
+A model with sliding-window layers (Mistral 7B v0.1's rolling buffer, Gemma 3's five local layers
+per global one) keeps only its window in those layers: for each preset, Python also precomputes
+``held_tokens``, the tokens all layers hold at every context of the grid
+(:meth:`course_utils.model_configs.ModelConfig.layers`, ``AttentionLayer.reads``), and the total is
+the bytes per token of one layer times that. A custom shape keeps every token in every layer.
+
 >>> w = KVCacheCalculator()
 >>> w.model_name, w.bytes_per_token()        # Llama 3 8B, bf16: 2 * 32 * 8 * 128 * 2 bytes
 ('Llama 3 8B', 131072)
 >>> w.total_bytes() / 2**30, w.batch_that_fits()       # at 32k tokens, 80 GiB for the cache
 (4.0, 20)
+>>> w.model_index = list(MODELS).index("Gemma 3 12B")    # 40 sliding (window 1024) + 8 full
+>>> w.total_bytes() / 2**30, w.batch_that_fits()
+(2.3125, 34)
 """
 
 from __future__ import annotations
@@ -97,6 +106,7 @@ class KVCacheCalculator(CourseWidget):
             raise ValueError(f"memory_gib must be one of {MEMORIES_GIB}; got {memory_gib!r}")
         presets = []
         for cfg in MODELS.values():
+            layers = cfg.layers()
             presets.append(
                 {
                     "name": cfg.name,
@@ -108,6 +118,10 @@ class KVCacheCalculator(CourseWidget):
                     "heads_index": HEADS.index(cfg.n_heads),
                     "kv_index": KV_HEADS.index(cfg.n_kv_heads),
                     "dhead_index": D_HEADS.index(cfg.d_head),
+                    # tokens held by all layers together at each context (sliding: its window)
+                    "held_tokens": [sum(x.reads(T) for x in layers) for T in CONTEXTS],
+                    "n_sliding": cfg.layer_counts().get("sliding", 0),
+                    "window": cfg.sliding_window or 0,
                 }
             )
         with self.hold_trait_notifications():
@@ -191,16 +205,23 @@ class KVCacheCalculator(CourseWidget):
         return kv_cache_bytes(n_layers, n_kv, d_head, 1, bytes_per_value=nbytes)
 
     def total_bytes(self) -> int:
-        """The cache of one sequence at the current context."""
+        """The cache one sequence holds at the current context (a preset's sliding layers
+        stop at their window, as the drawing shows)."""
         n_layers, n_kv, d_head, nbytes = self._shape()
         T = CONTEXTS[self.context_index]
-        return kv_cache_bytes(n_layers, n_kv, d_head, T, bytes_per_value=nbytes)
+        if self.model_index >= len(self.models):
+            return kv_cache_bytes(n_layers, n_kv, d_head, T, bytes_per_value=nbytes)
+        held = self.models[self.model_index]["held_tokens"][self.context_index]
+        # bytes of one token in one layer, times the tokens all layers hold
+        return kv_cache_bytes(1, n_kv, d_head, held, bytes_per_value=nbytes)
 
     def batch_that_fits(self) -> int:
-        n_layers, n_kv, d_head, nbytes = self._shape()
         memory = MEMORIES_GIB[self.memory_index] * 2**30
-        T = CONTEXTS[self.context_index]
-        return max_batch(memory, n_layers, n_kv, d_head, T, bytes_per_value=nbytes)
+        if self.model_index >= len(self.models):
+            n_layers, n_kv, d_head, nbytes = self._shape()
+            T = CONTEXTS[self.context_index]
+            return max_batch(memory, n_layers, n_kv, d_head, T, bytes_per_value=nbytes)
+        return memory // self.total_bytes()
 
     def groups(self) -> list[list[int]]:
         """Query heads sharing each k/v head (ValueError if k/v heads do not divide heads)."""
