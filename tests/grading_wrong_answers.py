@@ -514,6 +514,30 @@ WRONG_ANSWERS: dict[str, list[tuple[str, str]]] = {
             "apply the temperature BEFORE filtering",
         ),
     ],
+    "ch07.streaming_view": [
+        (
+            "def streaming_view(n_appended, window, n_sink):\n"
+            "    held = list(range(max(0, n_appended - window), n_appended))\n"
+            "    return held, len(held) - 1\n",
+            "the first n_sink tokens stay as well",
+        ),
+        (
+            "def streaming_view(n_appended, window, n_sink):\n"
+            "    sinks = list(range(min(n_sink, n_appended)))\n"
+            "    start = max(len(sinks), n_appended - window)\n"
+            "    held = sinks + list(range(start, n_appended))\n"
+            "    return held, n_appended - 1\n",
+            "by place in the cache, not in the text",
+        ),
+        (
+            "def streaming_view(n_appended, window, n_sink):\n"
+            "    sinks = list(range(min(n_sink, n_appended)))\n"
+            "    start = max(len(sinks), n_appended - window - 1)\n"
+            "    held = sinks + list(range(start, n_appended))\n"
+            "    return held, len(held) - 1\n",
+            "the window counts the newest token itself",
+        ),
+    ],
     # --- chapter 8 ---
     "ch08.cross_attention": [
         (

@@ -228,3 +228,75 @@ def test_nucleus_never_raises(answer):
     fb = ch07.check_nucleus(answer)
     assert not fb
     assert str(fb)
+
+
+# --- exercise 7.6: what a streaming cache holds -----------------------------------------------
+
+
+def _view(n, window, n_sink, *, sinks=True, extra=0, query="cache"):
+    """A learner's answer, right by default; each keyword is one typical slip."""
+    first = list(range(min(n_sink, n))) if sinks else []
+    start = max(len(first), n - window - extra)
+    held = first + list(range(start, n))
+    pos = {"cache": len(held) - 1, "text": n - 1, "from one": len(held)}[query]
+    return held, pos
+
+
+def _view_independent(n, window, n_sink):
+    """StreamingLLM's rule written as a filter over the stream (the paper's figure 1 (d)):
+    token j is held iff it is a sink or among the last `window`."""
+    held = [j for j in range(n) if j < n_sink or j >= n - window]
+    return held, len(held) - 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _view,
+        _view_independent,
+        lambda n, w, s: tuple(np.array(x) for x in _view(n, w, s)),
+        lambda n, w, s: (torch.tensor(_view(n, w, s)[0]), torch.tensor(_view(n, w, s)[1])),
+        lambda n, w, s: [_view(n, w, s)[0], float(_view(n, w, s)[1])],
+    ],
+    ids=["lists", "filter", "numpy", "torch", "float-position"],
+)
+def test_streaming_view_right(answer):
+    fb = ch07.check_streaming_view(answer)
+    assert fb, str(fb)
+
+
+def test_streaming_view_cases_agree_with_the_rule_written_independently():
+    """The checker's expected values (read off StreamingKVCache) equal the paper's rule."""
+    for n, w, s in [(1000, 124, 4), (10, 3, 2), (20, 6, 0), (5, 8, 4), (3, 2, 4), (7, 1, 1)]:
+        assert ch07._streaming_view(n, w, s) == _view_independent(n, w, s)
+
+
+@pytest.mark.parametrize(
+    ("answer", "hint"),
+    [
+        (lambda n, w, s: _view(n, w, s, sinks=False), "the first n_sink tokens stay as well"),
+        (lambda n, w, s: _view(n, w, s, extra=1), "the window counts the newest token itself"),
+        (lambda n, w, s: _view(n, w, s, extra=-1), "not only window - 1 of them"),
+        (lambda n, w, s: ([p + 1 for p in _view(n, w, s)[0]], 0), "the first token is position 0"),
+        (lambda n, w, s: _view(n, w, s, query="text"), "by place in the cache, not in the text"),
+        (lambda n, w, s: _view(n, w, s, query="from one"), "not L"),
+        (lambda n, w, s: (_view(n, w, s)[0], min(w, n) - 1), "the sinks are in the cache too"),
+    ],
+    ids=["no-sinks", "window+1", "window-1", "from-one", "text-position", "L", "no-sink-offset"],
+)
+def test_streaming_view_mistakes_are_named(answer, hint):
+    fb = ch07.check_streaming_view(answer)
+    assert not fb
+    assert any(hint in h for h in fb.hints), str(fb)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [..., None, 3, lambda *a: 1 / 0, lambda *a: None, lambda *a: "x", lambda: 0,
+     lambda n, w, s: ([float("nan")], 0), lambda n, w, s: ([0, 1], "a"),
+     lambda n, w, s: ([0, 1], [1, 2]), lambda n, w, s: (1, 2, 3)],
+)  # fmt: skip
+def test_streaming_view_never_raises(answer):
+    fb = ch07.check_streaming_view(answer)
+    assert not fb
+    assert str(fb)

@@ -37,6 +37,7 @@ from course_utils.masks import causal_mask
 from course_utils.plotting import (
     describe_attention,
     plot_attention,
+    plot_nll_per_block,
     plot_query_and_keys,
     plot_vectors,
     token_font_kwargs,
@@ -648,3 +649,41 @@ def test_plot_flex_benchmark_without_compiled_variants_and_bad_input():
         plot_flex_benchmark(rows)
     with pytest.raises(ValueError, match=r"unknown variants \['naive'\]"):
         plot_flex_benchmark({"rows": [{"T": 8, "cpu_ms": {"naive": 1.0}}]})
+
+
+# --- NLL per block (chapter 7's sinks, chapter 5's long context) ------------------------------
+
+
+def test_plot_nll_per_block_draws_each_curve_at_block_middles_and_the_boundary():
+    from course_utils.plotting import SMALL_FONT_PT, smallest_text_px
+
+    curves = {"full cache": [4.4, 3.9, 4.5], "rolling window": [4.4, 3.9, 5.2]}
+    ax = plot_nll_per_block(curves, 64, boundary=128, boundary_label="eviction starts")
+    lines = ax.get_lines()
+    assert [ln.get_xdata().tolist() for ln in lines[:2]] == [[32.0, 96.0, 160.0]] * 2
+    assert [ln.get_ydata().tolist() for ln in lines[:2]] == list(curves.values())
+    assert list(lines[2].get_xdata()) == [128, 128]  # the dotted boundary
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(curves)
+    assert len({ln.get_linestyle() for ln in lines[:2]}) == 2  # told apart without colour
+    assert smallest_text_px(ax.figure) >= SMALL_FONT_PT * 100 / 72 - 0.01
+    assert "eviction starts" in [t.get_text() for t in ax.texts]
+
+
+@pytest.mark.parametrize(
+    ("curves", "block", "kwargs", "error", "match"),
+    [
+        ({}, 64, {}, TypeError, r"^curves must be a non-empty mapping"),
+        ([[1.0, 2.0]], 64, {}, TypeError, r"^curves must be a non-empty mapping"),
+        ({"a": [1.0]}, 0, {}, ValueError, r"^block must be >= 1; got 0"),
+        ({"a": [[1.0, 2.0]]}, 64, {}, ValueError, r"^curves\['a'\] has shape \(1, 2\), expected"),
+        ({"a": []}, 64, {}, ValueError, r"^curves\['a'\] has shape \(0,\)"),
+        ({"a": [1.0, float("-inf")]}, 64, {}, ValueError, r"^curves\['a'\] holds a NaN or"),
+        ({"a": [1.0, float("nan")]}, 64, {}, ValueError, r"curves\['a'\]"),
+        ({"a": ["x"]}, 64, {}, TypeError, r"curves\['a'\]"),
+        ({"a": [1.0]}, 64, {"boundary": -1}, ValueError, r"^boundary must be >= 0; got -1"),
+        ({str(i): [1.0] for i in range(6)}, 64, {}, ValueError, r"^curves has 6 runs, expected"),
+    ],
+)  # fmt: skip
+def test_plot_nll_per_block_bad_input(curves, block, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        plot_nll_per_block(curves, block, **kwargs)

@@ -40,6 +40,7 @@ from ._validation import (
 )
 from .kv_cache import KVCache, cached_self_attention
 from .multihead import MultiHeadAttention
+from .positions import ScaledRoPE
 from .transformer import TransformerBlock
 
 __all__ = [
@@ -105,7 +106,9 @@ class CausalSelfAttention(nn.Module):
     """Masked (causal) multi-head self-attention with an optional :class:`KVCache`.
 
     Built on :class:`~course_utils.multihead.MultiHeadAttention` (kept as ``self.mha``, so
-    ``n_kv_heads < n_heads`` gives grouped-query attention).
+    ``n_kv_heads < n_heads`` gives grouped-query attention). ``rope_base``: RoPE's base (q and k
+    rotated by their positions), or a :class:`~course_utils.positions.ScaledRoPE` (a long-context
+    model's scaled frequencies), or ``None`` for no RoPE.
 
     >>> _ = torch.manual_seed(0)
     >>> attn = CausalSelfAttention(d_model=8, n_heads=2).double()
@@ -124,13 +127,15 @@ class CausalSelfAttention(nn.Module):
         *,
         n_kv_heads: int | None = None,
         bias: bool = True,
-        rope_base: float | None = None,
+        rope_base: float | ScaledRoPE | None = None,
     ) -> None:
         super().__init__()
         self.mha = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=bias)
-        # checked here, not at the first forward pass
+        # checked here, not at the first forward pass (a ScaledRoPE was checked when made)
         self.rope_base = (
-            None if rope_base is None else check_positive_finite(rope_base, "rope_base")
+            rope_base
+            if rope_base is None or isinstance(rope_base, ScaledRoPE)
+            else check_positive_finite(rope_base, "rope_base")
         )
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, self.mha.n_kv_heads
 

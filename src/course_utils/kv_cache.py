@@ -49,7 +49,7 @@ from ._validation import (
 from .kv_cache_fast import decode_attention, one_query_attention
 from .masks import causal_mask
 from .multihead import MultiHeadAttention
-from .positions import apply_rope
+from .positions import ScaledRoPE, rotate_by_rope
 
 __all__ = [
     "DEEPSEEK_V2",
@@ -818,7 +818,7 @@ def cached_self_attention(
     cache: KVCache | None = None,
     *,
     return_weights: bool = False,
-    rope_base: float | None = None,
+    rope_base: float | ScaledRoPE | None = None,
     fast: bool | None = None,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """Causal self-attention of ``attn`` on the new tokens ``x`` ``(B, T_new, d_model)``.
@@ -828,9 +828,11 @@ def cached_self_attention(
     token and to new tokens ``0..i`` (the causal mask aligned bottom-right). Without a cache this
     is plain causal self-attention. ``rope_base`` (e.g. 100000 for SmolLM2) rotates q and k by
     their absolute positions with :func:`course_utils.positions.apply_rope` *before* caching, so
-    a cached key is never rotated again. A :class:`StreamingKVCache` instead keeps keys unrotated
-    and the positions are those in the cache (StreamingLLM): the held keys are rotated by ``0 ..
-    L-1`` and the new queries by ``L-T_new .. L-1`` at every call. Returns ``(B, T_new,
+    a cached key is never rotated again; a :class:`~course_utils.positions.ScaledRoPE` there
+    rotates them with a long-context model's scaled frequencies instead. A
+    :class:`StreamingKVCache` keeps keys unrotated and the positions are those in the cache
+    (StreamingLLM): the held keys are rotated by ``0 .. L-1`` and the new queries by ``L-T_new ..
+    L-1`` at every call. Returns ``(B, T_new,
     d_model)``, or ``(output, weights)`` with weights ``(B, n_heads, T_new, P + T_new)`` (``L``
     keys for a streaming cache).
     """
@@ -853,7 +855,7 @@ def cached_self_attention_checked(
     x: Tensor,
     cache: KVCache | None,
     return_weights: bool = False,
-    rope_base: float | None = None,
+    rope_base: float | ScaledRoPE | None = None,
     fast: bool | None = None,
 ) -> Tensor | tuple[Tensor, Tensor]:
     """:func:`cached_self_attention` on arguments already checked (``x`` by :func:`_check_x` or a
@@ -879,16 +881,16 @@ def cached_self_attention_checked(
     v = attn.split_heads(attn.W_V(x), attn.n_kv_heads)  # (B, n_kv_heads, T, d_k)
     if rope_base is not None and not streaming:
         positions = torch.arange(past, past + T, device=x.device)  # (T,) absolute positions
-        q = apply_rope(q, positions, base=rope_base)  # (B, n_heads, T, d_k)
-        k = apply_rope(k, positions, base=rope_base)  # (B, n_kv_heads, T, d_k)
+        q = rotate_by_rope(q, positions, rope_base)  # (B, n_heads, T, d_k)
+        k = rotate_by_rope(k, positions, rope_base)  # (B, n_kv_heads, T, d_k)
     if cache is not None:
         k, v = cache.append(k, v)  # (B, n_kv_heads, L, d_k) each; L = past + T unless streaming
     if rope_base is not None and streaming:
         # StreamingLLM numbers tokens by their place in the cache (sinks 0.., then the window),
         # so the held keys, cached unrotated, are rotated afresh at every step.
         positions = torch.arange(k.size(2), device=x.device)  # (L,) positions in the cache
-        q = apply_rope(q, positions[-T:], base=rope_base)  # (B, n_heads, T, d_k)
-        k = apply_rope(k, positions, base=rope_base)  # (B, n_kv_heads, L, d_k)
+        q = rotate_by_rope(q, positions[-T:], rope_base)  # (B, n_heads, T, d_k)
+        k = rotate_by_rope(k, positions, rope_base)  # (B, n_kv_heads, L, d_k)
     mask = None
     if T > 1:  # one new token may see every key: no mask needed
         tri = causal_mask(T, k.size(2), align="bottom_right")  # (T, L)

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .positions import rope_frequencies
+from .positions import ScaledRoPE, rope_frequencies
 
 __all__ = [
     "decode_attention",
@@ -125,20 +125,35 @@ def decoding_layout(module: nn.Module) -> nn.Module:
 
 
 @lru_cache(maxsize=32)
-def _rope_table(n: int, d: int, base: float, dtype: torch.dtype, device: str) -> tuple[Tensor, ...]:
-    theta = torch.from_numpy(rope_frequencies(d, base=base)).to(device)  # (d/2,) float64
+def _rope_table(
+    n: int, d: int, base: float | ScaledRoPE, dtype: torch.dtype, device: str
+) -> tuple[Tensor, ...]:
+    if isinstance(base, ScaledRoPE) and base.scaling:
+        inv_freq, factor = base.frequencies(d)  # (d/2,) float64; YaRN's factor, else 1
+        theta = inv_freq.to(device)  # (d/2,) float64
+    else:
+        plain = base.base if isinstance(base, ScaledRoPE) else base
+        theta, factor = torch.from_numpy(rope_frequencies(d, base=plain)).to(device), 1.0
     angles = torch.arange(n, device=device).to(torch.float64)[:, None] * theta  # (n, d/2)
+    if factor != 1.0:  # YaRN: cos and sin scaled, as the rotated q and k are by apply()
+        return (angles.cos() * factor).to(dtype), (angles.sin() * factor).to(dtype)
     return angles.cos().to(dtype), angles.sin().to(dtype)  # (n, d/2) each
 
 
 def rope_cos_sin(
-    n: int, d: int, base: float, dtype: torch.dtype, device: torch.device | str = "cpu"
+    n: int,
+    d: int,
+    base: float | ScaledRoPE,
+    dtype: torch.dtype,
+    device: torch.device | str = "cpu",
 ) -> tuple[Tensor, Tensor]:
     """``cos`` and ``sin`` ``(N, d/2)`` of RoPE's angles ``p · theta_i`` for positions
     ``p = 0 .. N-1``, ``N >= n`` (a power of two: the table is made once per size class and kept).
 
     The angles are those of :func:`course_utils.positions.apply_rope`, computed in float64 and
-    then rounded to ``dtype`` (float32 for 16-bit inputs, as ``apply_rope`` works).
+    then rounded to ``dtype`` (float32 for 16-bit inputs, as ``apply_rope`` works). ``base`` may
+    be a :class:`~course_utils.positions.ScaledRoPE` (a long-context model's scaled frequencies;
+    YaRN's attention factor multiplies both tables).
 
     >>> cos, sin = rope_cos_sin(3, 4, 100.0, torch.float64)
     >>> cos.shape[0] >= 3, cos.shape[1]
@@ -149,7 +164,8 @@ def rope_cos_sin(
     """
     size = 1 << max(n - 1, 15).bit_length()  # >= n; 32768 positions at least (one table, 2 MiB)
     work = dtype if dtype in (torch.float32, torch.float64) else torch.float32
-    cos, sin = _rope_table(size, d, float(base), work, str(device))
+    key = base if isinstance(base, ScaledRoPE) else float(base)
+    cos, sin = _rope_table(size, d, key, work, str(device))
     return cos, sin
 
 
@@ -176,7 +192,7 @@ def rotate_half(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 
 def decode_attention(
-    attn: nn.Module, x: Tensor, cache: Any, rope_base: float | None
+    attn: nn.Module, x: Tensor, cache: Any, rope_base: float | ScaledRoPE | None
 ) -> Tensor | tuple[Tensor, Tensor, Tensor, Tensor | None]:
     """Causal self-attention of ``attn`` on new tokens ``x`` ``(B, T, d_model)`` after ``cache``
     (a plain or preallocated KV cache, or ``None``), inputs already checked by the caller.

@@ -51,9 +51,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._validation import as_float_array, shape_str
+from ._validation import as_float_array, check_int, shape_str
 from .fonts import cjk_font_family
-from .i18n import get_language, install_matplotlib_hook, t
+from .i18n import get_language, install_matplotlib_hook, t, t_literal
 
 if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not by `import course_utils`
     from matplotlib.axes import Axes
@@ -79,6 +79,7 @@ __all__ = [
     "plot_decoder_stack",
     "plot_decoding_times",
     "plot_flex_benchmark",
+    "plot_nll_per_block",
     "plot_query_and_keys",
     "plot_vectors",
     "recorded_text_px",
@@ -965,4 +966,86 @@ def plot_flex_benchmark(result: dict[str, Any], ax: Axes | None = None) -> Axes:
     ax.set_xlabel("sequence length T")
     ax.set_ylabel("CPU time per call (ms)")
     ax.legend(fontsize=SMALL_FONT_PT, loc="upper left")  # the lines rise to the right
+    return ax
+
+
+#: Line styles of :func:`plot_nll_per_block`'s curves, in order: colour, dash and marker all differ,
+#: so the curves stay apart in grey print and for colour-blind readers.
+_NLL_STYLES = [
+    (OKABE_ITO["blue"], "-", "o"),
+    (OKABE_ITO["vermillion"], "--", "s"),
+    (OKABE_ITO["bluish green"], "-.", "^"),
+    (OKABE_ITO["reddish purple"], ":", "D"),
+    (OKABE_ITO["orange"], (0, (5, 1, 1, 1)), "v"),
+]
+
+
+def plot_nll_per_block(
+    curves: Mapping[str, Sequence[float]],
+    block: int,
+    *,
+    boundary: int | None = None,
+    boundary_label: str = "",
+    ax: Axes | None = None,
+) -> Axes:
+    """A language model's mean negative log-likelihood (NLL) per block of ``block`` tokens, one
+    curve per run (``curves``: label -> the NLL of blocks 0, 1, ...), against the position in
+    the text (each point at the middle of its block). ``boundary`` draws a dotted vertical line
+    at that token, labelled ``boundary_label`` (where a cache starts to evict, or a model's
+    trained context ends). Lower is better: ``exp`` of the NLL is the perplexity. Labels go
+    through :func:`course_utils.i18n.t_literal`, so a label the catalogue knows is drawn in
+    Chinese in the 中文 edition. Used by chapter 7 (StreamingLLM's sinks,
+    ``benchmarks/streaming_sinks.py``) and chapter 5 (RoPE scaling on a long text,
+    ``benchmarks/smollm2_long_context.py``).
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> ax = plot_nll_per_block({"full cache": [4.4, 3.9], "rolling window": [4.4, 5.2]}, 64,
+    ...                         boundary=64, boundary_label="eviction starts")
+    >>> [line.get_xdata().tolist() for line in ax.get_lines()[:2]]
+    [[32.0, 96.0], [32.0, 96.0]]
+    >>> plt.close(ax.figure)
+    """
+    block = check_int(block, "block", low=1)
+    if not isinstance(curves, Mapping) or not curves:
+        raise TypeError(
+            f"curves must be a non-empty mapping label -> NLL per block; got {curves!r:.80}"
+        )
+    if len(curves) > len(_NLL_STYLES):
+        raise ValueError(f"curves has {len(curves)} runs, expected at most {len(_NLL_STYLES)}")
+    values = {str(k): as_float_array(v, f"curves[{k!r}]") for k, v in curves.items()}
+    for label, v in values.items():
+        if v.ndim != 1 or v.size == 0:
+            raise ValueError(
+                f"curves[{label!r}] has shape {shape_str(v.shape)}, expected (n_blocks,) "
+                "with n_blocks >= 1"
+            )
+        if not np.isfinite(v).all():
+            raise ValueError(f"curves[{label!r}] holds a NaN or an infinity: {v.tolist()}")
+    if boundary is not None:
+        boundary = check_int(boundary, "boundary", low=0)
+    if ax is None:
+        ax = _new_axes(column_figsize(3.0))
+    for (label, v), (colour, dash, marker) in zip(values.items(), _NLL_STYLES, strict=False):
+        x = (np.arange(v.size) + 0.5) * block  # (n_blocks,): the middle of each block
+        ax.plot(x, v, color=colour, linestyle=dash, marker=marker, markersize=4,
+                label=t_literal(label))  # fmt: skip
+    if boundary is not None:
+        ax.axvline(boundary, color="grey", linestyle=":", linewidth=1.2)
+        if boundary_label:
+            ax.annotate(
+                t_literal(boundary_label),
+                (boundary, 0.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize=SMALL_FONT_PT,
+                color="dimgrey",
+            )
+    ax.set_xlabel(t("position in the text (tokens)"), fontsize=SMALL_FONT_PT + 1)
+    ax.set_ylabel(t("mean NLL per {block} tokens", block=block), fontsize=SMALL_FONT_PT + 1)
+    ax.tick_params(labelsize=SMALL_FONT_PT)
+    ax.legend(fontsize=SMALL_FONT_PT, loc="best")
+    ax.figure.tight_layout()
     return ax

@@ -37,6 +37,7 @@ float32 and cast back).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -56,12 +57,14 @@ from .masks import diagonal_offset
 
 __all__ = [
     "ROPE_TYPES",
+    "ScaledRoPE",
     "alibi_bias",
     "alibi_slopes",
     "apply_rope",
     "interleaved_to_half",
     "rope_frequencies",
     "rope_inverse_frequencies",
+    "rotate_by_rope",
     "rotation_matrix",
     "shaw_relative_positions",
     "sinusoid_shift_matrix",
@@ -703,6 +706,89 @@ def rope_inverse_frequencies(
     if rope_type == "yarn":
         return _yarn_inverse_frequencies(theta, head_dim, base, params)
     return _llama3_inverse_frequencies(theta, params), 1.0
+
+
+@dataclass(frozen=True)
+class ScaledRoPE:
+    """RoPE with a config's ``rope_scaling``, as a value a model's attention can carry in place of
+    its ``rope_base`` (:class:`course_utils.causal.CausalSelfAttention`, and so every layer of
+    :class:`~course_utils.pretrained.smollm2.SmolLM2`): the frequencies and YaRN's attention
+    factor of :func:`rope_inverse_frequencies` for ``base``, ``scaling``,
+    ``max_position_embeddings`` and ``seq_len``. Hashable, so the decoding path's ``cos``/``sin``
+    tables are made once per setting. Build one with :meth:`of`, which checks the arguments
+    (the dict becomes a sorted tuple of its items).
+
+    ``ScaledRoPE.of(base)`` (no scaling) rotates exactly as the plain ``rope_base = base``.
+    ``"dynamic"`` depends on the length: ``seq_len`` is the length the whole text will reach,
+    as ``transformers`` computes it for one forward pass over that text.
+
+    >>> plain = ScaledRoPE.of(100.0)
+    >>> x = torch.randn(1, 5, 8, dtype=torch.float64)              # (h, T, d)
+    >>> torch.equal(plain.apply(x, torch.arange(5)), apply_rope(x, base=100.0))
+    True
+    >>> yarn = ScaledRoPE.of(1e4, {"rope_type": "yarn", "factor": 2.0,
+    ...                            "original_max_position_embeddings": 8192})
+    >>> inv_freq, factor = yarn.frequencies(64)
+    >>> inv_freq.shape, round(factor, 4)                           # 0.1 ln 2 + 1
+    (torch.Size([32]), 1.0693)
+    """
+
+    base: float
+    scaling: tuple[tuple[str, Any], ...] = ()
+    max_position_embeddings: int | None = None
+    seq_len: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        base: float,
+        scaling: dict[str, Any] | None = None,
+        *,
+        max_position_embeddings: int | None = None,
+        seq_len: int | None = None,
+    ) -> ScaledRoPE:
+        """Check the arguments as :func:`rope_inverse_frequencies` does (a head width of 4
+        stands in for the model's), and keep them."""
+        rope_inverse_frequencies(
+            4, base, scaling, max_position_embeddings=max_position_embeddings, seq_len=seq_len
+        )
+        items = () if scaling is None else tuple(sorted(scaling.items()))
+        return cls(_check_base(base), items, max_position_embeddings, seq_len)
+
+    def frequencies(self, head_dim: int) -> tuple[Tensor, float]:
+        """``(inv_freq, attention_factor)`` for heads of width ``head_dim``: inv_freq float64
+        ``(head_dim // 2,)``."""
+        return rope_inverse_frequencies(
+            head_dim,
+            self.base,
+            dict(self.scaling) if self.scaling else None,
+            max_position_embeddings=self.max_position_embeddings,
+            seq_len=self.seq_len,
+        )
+
+    def apply(self, x: Tensor, positions: Any = None) -> Tensor:
+        """:func:`apply_rope` of ``x`` ``(..., T, d)`` with these frequencies, times the attention
+        factor (YaRN's; 1 otherwise). Exactly ``apply_rope(x, positions, base=base)`` without
+        scaling."""
+        if not self.scaling:
+            return apply_rope(x, positions, base=self.base)  # (..., T, d)
+        inv_freq, factor = self.frequencies(x.shape[-1])
+        rotated = apply_rope(x, positions, inv_freq=inv_freq)  # (..., T, d)
+        return rotated if factor == 1.0 else rotated * factor
+
+
+def rotate_by_rope(x: Tensor, positions: Any, rope: float | ScaledRoPE) -> Tensor:
+    """RoPE of ``x`` ``(..., T, d)`` at ``positions`` with ``rope`` either a plain base (a float,
+    as models carry ``rope_base``) or a :class:`ScaledRoPE`: the one dispatch of the attention
+    paths that accept both.
+
+    >>> x = torch.randn(3, 4)
+    >>> torch.equal(rotate_by_rope(x, torch.arange(3), 10.0), apply_rope(x, base=10.0))
+    True
+    """
+    if isinstance(rope, ScaledRoPE):
+        return rope.apply(x, positions)  # (..., T, d)
+    return apply_rope(x, positions, base=rope)  # (..., T, d)
 
 
 # --------------------------------------------------------------------------------------------

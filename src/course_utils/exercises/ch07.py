@@ -10,7 +10,9 @@ typical mistake when it recognises one.
 - :func:`check_kv_cache_bytes`:
   ``cache_bytes(n_layers, n_kv_heads, d_head, seq_len, bytes_per_value)``;
 - :func:`check_next_token_probs`: ``next_token_probs(logits, temperature)``, the sampling
-  distribution.
+  distribution;
+- :func:`check_streaming_view`: ``streaming_view(n_appended, window, n_sink)``, what a
+  :class:`~course_utils.kv_cache.StreamingKVCache` holds and where its newest query sits.
 
 >>> import numpy as np
 >>> def cache_mask(t_new, t_past):
@@ -35,9 +37,16 @@ import torch
 from numpy.typing import NDArray
 
 from ..i18n import t
-from ..kv_cache import kv_cache_bytes
+from ..kv_cache import StreamingKVCache, kv_cache_bytes
 from ..softmax import softmax
-from ._checks import Mistake, check_array, check_causal_mask, to_numpy
+from ._checks import (
+    Mistake,
+    check_array,
+    check_causal_mask,
+    check_number,
+    not_a_pair,
+    to_numpy,
+)
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -197,7 +206,6 @@ def check_token_passes(passes: Callable[[int, int], Any]) -> Feedback:
     the last new token is never fed back in: ...
     """
     title = "token passes"
-    from ._checks import not_a_pair
 
     def compare(result: Any, P: int, N: int) -> Feedback:
         if tuple(getattr(result, "shape", ())) == (2,):  # a numpy array or tensor of two numbers
@@ -367,3 +375,110 @@ def check_nucleus(nucleus: Callable[[Any, float, float], Any]) -> Feedback:
     ]
     passed = "all {n} cases equal softmax(top_p_filter(logits / temperature, p))"
     return run_cases(title, nucleus, "nucleus", cases, compare, passed)
+
+
+# --- exercise 7.6: what a streaming cache holds ------------------------------------------------
+
+__all__ += ["check_streaming_view"]
+
+
+def _streaming_view(n_appended: int, window: int, n_sink: int) -> tuple[list[int], int]:
+    """What :class:`course_utils.kv_cache.StreamingKVCache` holds after ``n_appended`` tokens fed
+    one at a time, and the RoPE position of the newest query (the last place in the cache)."""
+    cache = StreamingKVCache(window=window, n_sink=n_sink)
+    kv = torch.zeros(1, 1, 1, 1)  # (B, heads, one token, d_k): only the positions matter
+    for _ in range(n_appended):
+        cache.append(kv, kv)
+    return cache.positions, len(cache) - 1
+
+
+def _streaming_mistakes(
+    n: int, window: int, n_sink: int
+) -> tuple[list[Mistake], list[tuple[float, str]]]:
+    """Typical wrong answers ``(held, query_position)``: for the held positions, and for the
+    query's position once the held positions are right."""
+    held, _ = _streaming_view(n, window, n_sink)
+
+    def last(k: int) -> list[int]:  # the sinks, then the last k tokens
+        sinks = list(range(min(n_sink, n)))
+        return sinks + list(range(max(len(sinks), n - k), n))
+
+    held_mistakes = [
+        Mistake(
+            "the first n_sink tokens stay as well (the attention sinks): the cache holds them "
+            "and the last `window` tokens",
+            list(range(max(0, n - window), n)),
+        ),
+        Mistake(
+            "the window counts the newest token itself: it holds positions n - window .. n - 1, "
+            "`window` tokens, not window + 1",
+            last(window + 1),
+        ),
+        Mistake(
+            "the window includes the newest token: positions n - window .. n - 1, not only "
+            "window - 1 of them",
+            last(window - 1),
+        ),
+        Mistake("positions count from 0: the first token is position 0", [p + 1 for p in held]),
+    ]
+    query_mistakes = [
+        (
+            n - 1,
+            "the cache numbers positions by place in the cache, not in the text (StreamingLLM): "
+            "the newest query is at len(held) - 1, not n - 1",
+        ),
+        (
+            len(held),
+            "positions count from 0: with L tokens held the newest one is at L - 1, not L",
+        ),
+        (
+            min(window, len(held)) - 1,
+            "the sinks are in the cache too, before the window: the newest query is at "
+            "n_sink + window - 1 once the cache is full",
+        ),
+    ]
+    return held_mistakes, query_mistakes
+
+
+def check_streaming_view(streaming_view: Callable[[int, int, int], Any]) -> Feedback:
+    """Check ``streaming_view(n_appended, window, n_sink)``: the pair ``(held, query_position)``
+    after a :class:`course_utils.kv_cache.StreamingKVCache` has been fed ``n_appended`` tokens
+    one at a time: the stream positions it holds (0-based, in cache order: the first ``n_sink``,
+    then the last ``window``) and the RoPE position the newest token's query uses (its place in
+    the cache, ``len(held) - 1``). The expected values come from the cache itself.
+
+    >>> def streaming_view(n, window, n_sink):
+    ...     held = list(range(min(n, n_sink))) + list(range(max(n_sink, n - window), n))
+    ...     return held, len(held) - 1
+    >>> bool(check_streaming_view(streaming_view))
+    True
+    >>> def original(n, window, n_sink):
+    ...     return streaming_view(n, window, n_sink)[0], n - 1
+    >>> print(check_streaming_view(original).hints[0])  # doctest: +ELLIPSIS
+    the cache numbers positions by place in the cache, not in the text ...
+    """
+    title = "what a streaming cache holds"
+
+    def compare(result: Any, n: int, window: int, n_sink: int) -> Feedback:
+        early = not_a_pair(title, result, "held, query_position")
+        if early is not None:
+            return early
+        held, query = _streaming_view(n, window, n_sink)
+        held_mistakes, query_mistakes = _streaming_mistakes(n, window, n_sink)
+        fb = check_array(t("held positions"), result[0], held, rtol=0, mistakes=held_mistakes)
+        if not fb:
+            return fb
+        return check_number(
+            t("query position"),
+            result[1],
+            query,
+            query_mistakes,
+            "the newest query is at position {value:g}, expected {expected:g}",
+        )
+
+    sizes = ((1000, 124, 4), (10, 3, 2), (20, 6, 0), (5, 8, 4), (3, 2, 4), (7, 1, 1))
+    cases = [
+        (t("{n} tokens, window = {w}, n_sink = {s}", n=n, w=w, s=s), (n, w, s)) for n, w, s in sizes
+    ]
+    passed = "all {n} cases equal what StreamingKVCache holds"
+    return run_cases(title, streaming_view, "streaming_view", cases, compare, passed)

@@ -43,6 +43,7 @@ from .._validation import check_int, shape_str
 from ..causal import CausalSelfAttention
 from ..kv_cache import KVCache, PreallocatedKVCache, cached_self_attention_checked, check_cache
 from ..norms import RMSNorm
+from ..positions import ScaledRoPE
 from ..transformer import SwiGLU
 
 __all__ = [
@@ -51,8 +52,11 @@ __all__ = [
     "WriterStep",
     "knocked_out_heads",
     "load_smollm2",
+    "long_text_bytes",
+    "nll_in_chunks",
     "prepare_smollm2_weights",
     "read_gguf",
+    "scaled_rope",
     "smollm2_gguf_path",
     "smollm2_weights_path",
     "writer_steps",
@@ -557,3 +561,104 @@ def writer_steps(
             seconds = time.perf_counter() - start
             yield WriterStep(int(nxt), weights.numpy().copy(), last[0].numpy().copy(), seconds)
             step_input = nxt  # (1, 1)
+
+
+# -- a text longer than the trained context: RoPE scaled, attention in query chunks ------------
+
+
+@contextmanager
+def scaled_rope(
+    model: SmolLM2, scaling: dict[str, Any] | None, *, seq_len: int | None = None
+) -> Iterator[SmolLM2]:
+    """Within the block, every attention layer rotates q and k with the RoPE frequencies of a
+    ``rope_scaling`` config (:class:`~course_utils.positions.ScaledRoPE`, the format of model
+    configs: ``{"rope_type": "linear" | "dynamic" | "yarn" | "llama3", "factor": ...}``),
+    scaled from the model's own base (100000) and trained context (8192 tokens, the GGUF's
+    ``context_length``, standing in for ``original_max_position_embeddings``). ``seq_len``:
+    the length the text will reach, which ``"dynamic"`` needs (it is plain RoPE up to 8192).
+    ``scaling=None`` is the model as shipped, to the last bit. The plain base is restored on exit.
+
+    >>> m = load_smollm2()
+    >>> ids = torch.tensor([m.tokenizer.encode("The cat sat on the mat.")])
+    >>> with scaled_rope(m, None):
+    ...     same = m(ids)
+    >>> with scaled_rope(m, {"rope_type": "linear", "factor": 2.0}):
+    ...     stretched = m(ids)
+    >>> bool(torch.equal(same, m(ids))), bool((stretched - same).abs().max() > 1e-3)
+    (True, True)
+    """
+    cfg = model.config
+    rope = ScaledRoPE.of(
+        cfg.rope_base, scaling, max_position_embeddings=cfg.context_length, seq_len=seq_len
+    )
+    before = [layer.attn.rope_base for layer in model.layers]
+    for layer in model.layers:
+        layer.attn.rope_base = rope
+    try:
+        yield model
+    finally:
+        for layer, base in zip(model.layers, before, strict=True):
+            layer.attn.rope_base = base
+
+
+def long_text_bytes(cfg: SmolLM2Config, n_tokens: int, chunk: int) -> int:
+    """Bytes :func:`nll_in_chunks` needs at its peak beyond the weights, an upper estimate: the
+    float32 KV cache of ``n_tokens`` (30 layers × keys and values × 3 heads × 64), one chunk's
+    scores and weights over every key (9 heads × ``chunk`` × ``n_tokens``, twice) and its logits
+    (``chunk`` × 49152, twice: logits and log-softmax).
+
+    >>> round(long_text_bytes(SmolLM2Config(), 12288, 512) / 2**20)    # MiB
+    1164
+    """
+    d_k = cfg.d_model // cfg.n_heads
+    cache = 2 * cfg.n_layers * cfg.n_kv_heads * d_k * n_tokens * 4
+    scores = 2 * cfg.n_heads * chunk * n_tokens * 4
+    logits = 2 * chunk * cfg.vocab_size * 4
+    return cache + scores + logits
+
+
+def nll_in_chunks(
+    model: SmolLM2, ids: Any, *, chunk: int = 512, max_bytes: int = 4 * 2**30
+) -> Tensor:
+    """The negative log-likelihood of every next token of ``ids`` (one sequence, ``(N,)`` or
+    ``(1, N)``), ``(N - 1,)`` float32, computed ``chunk`` tokens at a time through the KV cache:
+    each chunk attends to every earlier token as in one causal pass over the whole text, but no
+    ``N × N`` score matrix is ever made (a whole pass at N = 16k would hold 9 heads × 16k² float32
+    scores per layer, 9 GiB). Refuses (``ValueError``) a text whose estimate
+    (:func:`long_text_bytes`) exceeds ``max_bytes``. Run it under ``torch.no_grad()``.
+
+    >>> m = load_smollm2()
+    >>> ids = torch.tensor(m.tokenizer.encode("The cat sat on the mat. The dog sat on the log."))
+    >>> with torch.no_grad():
+    ...     whole = F.cross_entropy(m(ids[None])[0, :-1], ids[1:], reduction="none")
+    ...     chunked = nll_in_chunks(m, ids, chunk=5)
+    >>> bool((chunked - whole).abs().max() < 1e-4)
+    True
+    """
+    if not isinstance(ids, Tensor):
+        ids = torch.as_tensor(ids)
+    if ids.dim() == 2 and ids.size(0) == 1:
+        ids = ids[0]
+    if ids.dim() != 1 or ids.is_floating_point() or ids.dtype == torch.bool or ids.numel() < 2:
+        raise ValueError(
+            f"ids must be the integer token ids of one text, (N,) or (1, N) with N >= 2; got "
+            f"dtype {ids.dtype}, shape {shape_str(tuple(ids.shape))}"
+        )
+    chunk = check_int(chunk, "chunk", low=1)
+    max_bytes = check_int(max_bytes, "max_bytes", low=1)
+    n = ids.numel()
+    need = long_text_bytes(model.config, n, chunk)
+    if need > max_bytes:
+        raise ValueError(
+            f"ids of {n} tokens in chunks of {chunk} need about {need / 2**30:.2f} GiB "
+            f"(long_text_bytes), more than max_bytes = {max_bytes / 2**30:.2f} GiB; use fewer "
+            "tokens or a smaller chunk"
+        )
+    caches = model.new_cache(capacity=n)
+    out = []
+    for start in range(0, n - 1, chunk):
+        piece = ids[start : min(start + chunk, n - 1)]  # (T,): the last token predicts nothing
+        logits = model(piece[None], cache=caches)[0]  # (T, vocab)
+        target = ids[start + 1 : start + 1 + piece.numel()]  # (T,): the next tokens
+        out.append(F.cross_entropy(logits, target, reduction="none"))  # (T,)
+    return torch.cat(out)  # (N - 1,)
