@@ -344,6 +344,8 @@ PAGE_ENGLISH_ALLOWED = frozenset(
             "Gimelshein",
             "Shaw",
             "Sundararajan",
+            "Liu",
+            "Kwon",
         ],
         "Jain and",
         "Wiegreffe and",
