@@ -301,8 +301,9 @@ def phone_estimate(n_bytes: int) -> dict[str, str]:
     and its tokens per second on a mid-range and a low-end phone (the measured one-core speed
     divided by :data:`PHONE_SLOWDOWN`).
 
-    >>> phone_estimate(87_301_619)
-    {'mb': '87.3', 'minutes': '7', 'first_s': '1.0', 'mid': '7', 'low': '3'}
+    >>> phone_estimate(87_301_619)  # doctest: +NORMALIZE_WHITESPACE
+    {'mb': '87.3', 'minutes': '7', 'mbit': '1.6', 'first_s': '1.0', 'mid': '7', 'low': '3',
+     'mid_x': '4', 'low_x': '10'}
     """
     n_bytes = check_int(n_bytes, "n_bytes", low=1)
     mid, low = PHONE_SLOWDOWN["mid-range"], PHONE_SLOWDOWN["low-end"]
@@ -310,9 +311,12 @@ def phone_estimate(n_bytes: int) -> dict[str, str]:
     return {
         "mb": f"{n_bytes / 1e6:.1f}",
         "minutes": f"{max(1, round(minutes))}",
+        "mbit": f"{SLOW_MOBILE_MBIT_S:g}",
         "first_s": f"{MEASURED_FIRST_TOKEN_S * mid:.1f}",
         "mid": f"{max(1, round(MEASURED_TOKENS_PER_S / mid))}",
         "low": f"{max(1, round(MEASURED_TOKENS_PER_S / low))}",
+        "mid_x": f"{mid}",
+        "low_x": f"{low}",
     }
 
 

@@ -28,7 +28,7 @@ const TEXT = {
   knocked: (list) => (list.length ? CU.t(`Knocked out: ${list.join(", ")}`) : CU.t("No head knocked out.")),
   settings: (n, dec) => CU.t(`Next run: ${n} new tokens, ${dec}.`),
   phone: (p) => (p && p.mb
-    ? CU.t(`On a phone all of this runs on the phone. The ${p.mb} MB download takes about ${p.minutes} min on slow mobile data (1.6 Mbit/s). Then a mid-range phone needs about ${p.first_s} s for the first token and writes about ${p.mid} tokens/s, a low-end phone about ${p.low}: an estimate, this computer's speed on one core slowed 4 and 10 times, as Chrome's Lighthouse does to imitate phones.`)
+    ? CU.t(`On a phone all of this runs on the phone. The ${p.mb} MB download takes about ${p.minutes} min on slow mobile data (${p.mbit} Mbit/s). Then a mid-range phone needs about ${p.first_s} s for the first token and writes about ${p.mid} tokens/s, a low-end phone about ${p.low}: an estimate, this computer's speed on one core slowed ${p.mid_x} and ${p.low_x} times, as Chrome's Lighthouse does to imitate phones.`)
     : CU.t("On a phone the download and each token take longer: it computes on your device, one core.")),
   loading: (done, total) => CU.t(`Downloading the model: ${done} of ${total} MB…`),
   progress: CU.t("Model download"),
