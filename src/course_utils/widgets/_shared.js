@@ -274,6 +274,15 @@ const CU = (() => {
     };
   }
 
+  /**
+   * A drawing redrawn in place: <svg attrs> in parent, its <title> (what a screen reader says of it;
+   * set its text on each redraw) and one <g> to empty and draw into. Returns {svg, title, g}.
+   */
+  function drawing(parent, attrs) {
+    const root = svg("svg", attrs, parent);
+    return { svg: root, title: svg("title", {}, root), g: svg("g", {}, root) };
+  }
+
   /** Render one token as text: a <span class="cu-token"> whose textContent is the token. */
   function token(parent, text, attrs = {}) {
     return html("span", { class: "cu-token", ...attrs }, parent, text);
@@ -483,6 +492,53 @@ const CU = (() => {
     return cleanup;
   }
 
+  // ---- a model in the reader's browser (head explorer, SmolLM2 writer) ----
+  /** Bytes as megabytes with one decimal, as the download button and status line show them. */
+  function mb(bytes) {
+    return (bytes / 1e6).toFixed(1);
+  }
+
+  /**
+   * Start the kernel-free site's model in a Web Worker (the module at the model's `worker_path` under
+   * `_static/`) and ask it to load. Its download shows on the <progress> `bar` and in `status`, a live
+   * region that speaks only at 0, 25, 50, 75 and 100 % (a screen reader would otherwise read every
+   * chunk): text.loading(loadedMB, totalMB). Every other message goes to onMessage(msg); a worker that
+   * fails to start calls onFail(why). Returns the worker, or null where none can start (in JupyterLab,
+   * on a file:// page, without Worker), and then status says text.noWorker.
+   */
+  function modelWorker(model, { bar, status, text, onMessage, onFail }) {
+    let worker;
+    try {
+      if (!model.static_url || !window.Worker || location.protocol === "file:") throw new Error("no worker");
+      worker = new Worker(new URL(model.get("worker_path"), model.static_url), { type: "module" });
+    } catch (err) {
+      setText(status, text.noWorker);
+      return null;
+    }
+    bar.hidden = false;
+    let quarter = -1;
+    worker.onmessage = (ev) => {
+      const msg = ev.data;
+      if (msg.type !== "progress") {
+        onMessage(msg);
+        return;
+      }
+      bar.max = msg.total;
+      bar.value = msg.loaded;
+      const q = Math.floor((4 * msg.loaded) / msg.total);
+      if (q !== quarter) {
+        quarter = q;
+        setText(status, text.loading(mb(msg.loaded), mb(msg.total)));
+      }
+    };
+    worker.onerror = (ev) => {
+      ev.preventDefault();
+      onFail(ev.message || "the worker did not start");
+    };
+    worker.postMessage({ type: "load" });
+    return worker;
+  }
+
   /** Move each control that shows a model trait (made with {model, trait}) to the trait's value. */
   function sync(...controls) {
     for (const control of controls) control.sync();
@@ -547,7 +603,7 @@ const CU = (() => {
   }
 
   return {
-    svg, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, weightColumn, cellGrid, at, slice, bytes, offset,
-    fmt, frame, suppressShortcuts, listen, live, save, sync, traits, t, addMessages,
+    svg, drawing, html, setText, uid, slider, select, sequenceControls, colour, inkOn, token, weightColumn, cellGrid, at, slice, bytes, offset,
+    fmt, frame, suppressShortcuts, listen, live, save, sync, traits, t, addMessages, mb, modelWorker,
   };
 })();

@@ -27,9 +27,7 @@ function render({ model, el }) {
   });
   controls.appendChild(slider.root);
   const explain = CU.html("p", { class: "cu-steps-explain", "aria-live": "polite" }, stage);
-  const svg = CU.svg("svg", { role: "img", class: "cu-steps-svg" }, stage);
-  const svgTitle = CU.svg("title", {}, svg);
-  const body = CU.svg("g", {}, svg);
+  const { svg, title: svgTitle, g: body } = CU.drawing(stage, { role: "img", class: "cu-steps-svg" });
   let grids = null; // {keys: grid over (T_q, T_k), values: grid over (T_q, d_v)}
   let shownGrid = null;
 

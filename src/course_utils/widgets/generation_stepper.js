@@ -22,9 +22,7 @@ function render({ model, el }) {
   const { select: exampleSelect, slider } = picker;
   controls.append(exampleSelect.root, slider.root);
   const layout = CU.html("div", { class: "cu-gstep-layout" }, stage);
-  const svg = CU.svg("svg", { role: "img" }, layout);
-  const title = CU.svg("title", {}, svg);
-  const g = CU.svg("g", {}, svg);
+  const { svg, title, g } = CU.drawing(layout, { role: "img" });
   // The legend is HTML under the drawing, so it wraps instead of being cut at the SVG's width;
   // the sentence below it says how many keys and values come from the cache.
   const key = CU.html("ul", { class: "cu-gstep-key" }, stage);

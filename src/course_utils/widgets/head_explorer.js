@@ -46,7 +46,7 @@ const TEXT = {
 };
 
 function render({ model, el }) {
-  const { root, controls, stage } = CU.frame(el, model, "cu-head-explorer");
+  const { root, controls, stage } = CU.frame(el, model, "cu-head-explorer cu-long-menus");
   const svg = CU.svg("svg", { role: "img" }, stage);
   const note = CU.html("p", { class: "cu-he-note", "aria-live": "polite" }, stage, "");
   // Colour and text colour of each whole percentage 0..100 (a lookup table, not maths).
@@ -108,13 +108,12 @@ function render({ model, el }) {
   CU.html("label", { for: boxId }, box, TEXT.boxLabel);
   const row = CU.html("div", { class: "cu-he-own-row" }, box);
   const input = CU.html("input", {
-    id: boxId, type: "text", class: "cu-he-input", autocomplete: "off", spellcheck: "false",
+    id: boxId, type: "text", class: "cu-he-input cu-field", autocomplete: "off", spellcheck: "false",
     "aria-describedby": hintId,
   }, row);
   CU.suppressShortcuts(input);
-  const mb = (bytes) => (bytes / 1e6).toFixed(1);
-  const button = CU.html("button", { type: "button", class: "cu-he-run" }, row,
-    kernel ? TEXT.buttonKernel : TEXT.button(mb(model.get("download_bytes"))));
+  const button = CU.html("button", { type: "button", class: "cu-he-run cu-field-button" }, row,
+    kernel ? TEXT.buttonKernel : TEXT.button(CU.mb(model.get("download_bytes"))));
   CU.html("p", { id: hintId, class: "cu-he-hint" }, box, TEXT.boxHint(cap));
   const progress = CU.html("progress", { class: "cu-he-progress", max: 1, value: 0, "aria-label": TEXT.progress }, box);
   progress.hidden = true;
@@ -249,66 +248,45 @@ function render({ model, el }) {
   let asked = 0; // id of the latest request
   let pending = null; // text to run once the model is loaded
 
-  function startWorker() {
-    if (worker) return true;
-    let url;
-    try {
-      if (!model.static_url || !window.Worker || location.protocol === "file:") throw new Error("no worker");
-      url = new URL(model.get("worker_path"), model.static_url);
-      worker = new Worker(url, { type: "module" });
-    } catch (err) {
-      CU.setText(status, TEXT.noWorker);
-      return false;
-    }
-    progress.hidden = false;
-    let quarter = -1; // the status line (a live region) speaks at 0, 25, 50, 75 and 100 %
-    const fail = (message) => {
-      // the model could not load: say why, and let the next edit try again
-      CU.setText(status, TEXT.failed(message));
-      root.dataset.cuOwn = "error";
+  // the model could not load: say why, and let the next edit try again
+  function fail(message) {
+    CU.setText(status, TEXT.failed(message));
+    root.dataset.cuOwn = "error";
+    progress.hidden = true;
+    if (worker) worker.terminate();
+    worker = null;
+    ready = false;
+  }
+
+  function onWorkerMessage(msg) {
+    if (msg.type === "error" && msg.id === undefined) {
+      fail(msg.message);
+    } else if (msg.type === "ready") {
+      ready = true;
       progress.hidden = true;
-      if (worker) worker.terminate();
-      worker = null;
-      ready = false;
-    };
-    worker.onmessage = (ev) => {
-      const msg = ev.data;
-      if (msg.type === "progress") {
-        progress.max = msg.total;
-        progress.value = msg.loaded;
-        const q = Math.floor((4 * msg.loaded) / msg.total);
-        if (q !== quarter) {
-          quarter = q;
-          CU.setText(status, TEXT.loading(mb(msg.loaded), mb(msg.total)));
-        }
-      } else if (msg.type === "error" && msg.id === undefined) {
-        fail(msg.message);
-      } else if (msg.type === "ready") {
-        ready = true;
-        progress.hidden = true;
-        CU.setText(button, TEXT.buttonLoaded);
-        if (pending !== null) runInWorker(pending);
-      } else if (msg.id !== asked) {
-        // an answer to an older request: the reader has typed on since
-      } else if (msg.type === "result") {
-        root.cuHeadExplorer = { tokens: msg.tokens, maps: msg.maps, rollout: msg.rollout, text: pendingText, ms: msg.ms };
-        showOwn(pendingText, msg.tokens, toPercent(msg.maps), toPercent(msg.rollout));
-        CU.setText(status, TEXT.done(Math.round(msg.ms), msg.tokens.length));
-        root.dataset.cuOwn = "ready";
-      } else if (msg.type === "too-long") {
-        CU.setText(status, TEXT.tooLong(msg.tokens, msg.maxTokens));
-        root.dataset.cuOwn = "too-long";
-      } else if (msg.type === "error") {
-        CU.setText(status, TEXT.failed(msg.message));
-        root.dataset.cuOwn = "error";
-      }
-    };
-    worker.onerror = (ev) => {
-      ev.preventDefault();
-      fail(ev.message || "the worker did not start");
-    };
-    worker.postMessage({ type: "load" });
-    return true;
+      CU.setText(button, TEXT.buttonLoaded);
+      if (pending !== null) runInWorker(pending);
+    } else if (msg.id !== asked) {
+      // an answer to an older request: the reader has typed on since
+    } else if (msg.type === "result") {
+      root.cuHeadExplorer = { tokens: msg.tokens, maps: msg.maps, rollout: msg.rollout, text: pendingText, ms: msg.ms };
+      showOwn(pendingText, msg.tokens, toPercent(msg.maps), toPercent(msg.rollout));
+      CU.setText(status, TEXT.done(Math.round(msg.ms), msg.tokens.length));
+      root.dataset.cuOwn = "ready";
+    } else if (msg.type === "too-long") {
+      CU.setText(status, TEXT.tooLong(msg.tokens, msg.maxTokens));
+      root.dataset.cuOwn = "too-long";
+    } else if (msg.type === "error") {
+      CU.setText(status, TEXT.failed(msg.message));
+      root.dataset.cuOwn = "error";
+    }
+  }
+
+  function startWorker() {
+    if (!worker) {
+      worker = CU.modelWorker(model, { bar: progress, status, text: TEXT, onMessage: onWorkerMessage, onFail: fail });
+    }
+    return worker !== null;
   }
 
   let pendingText = "";

@@ -34,9 +34,7 @@ function render({ model, el }) {
   controls.appendChild(kvSlider.root);
   controls.appendChild(qSlider.root);
 
-  const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" }, stage);
-  const svgTitle = CU.svg("title", {}, svg);
-  const g = CU.svg("g", {}, svg);
+  const { title: svgTitle, g } = CU.drawing(stage, { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" });
   const note = CU.html("p", { class: "cu-groups-note", "aria-live": "polite" }, stage);
 
   function draw() {

@@ -88,9 +88,7 @@ function render({ model, el }) {
 
   const row2 = CU.html("div", { class: "cu-row" }, stage); // drawing and numbers side by side
   const svgBox = CU.html("div", { class: "cu-kvcalc-plot" }, row2);
-  const svg = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" }, svgBox);
-  const svgTitle = CU.svg("title", {}, svg);
-  const plot = CU.svg("g", {}, svg);
+  const { svg, title: svgTitle, g: plot } = CU.drawing(svgBox, { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-plot" });
   // The caption is HTML under the drawing, so it wraps instead of being cut at the SVG's width.
   CU.html("p", { class: "cu-kvcalc-caption" }, svgBox,
     CU.t("cache of one sequence (log scale) by context; above the dashed line: does not fit"));

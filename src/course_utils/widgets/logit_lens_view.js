@@ -32,16 +32,12 @@ function render({ model, el }) {
   const right = 12;
   const top = 14;
   const bottom = 40;
-  const chart = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-llv-chart" }, layout);
-  const chartTitle = CU.svg("title", {}, chart);
-  const chartG = CU.svg("g", {}, chart);
+  const { title: chartTitle, g: chartG } = CU.drawing(layout, { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-llv-chart" });
 
   // Right: the top guesses after the chosen block, as bars.
   const BW = 320;
   const BH = 210;
-  const bars = CU.svg("svg", { viewBox: `0 0 ${BW} ${BH}`, role: "img", class: "cu-llv-bars" }, layout);
-  const barsTitle = CU.svg("title", {}, bars);
-  const barsG = CU.svg("g", {}, bars);
+  const { title: barsTitle, g: barsG } = CU.drawing(layout, { viewBox: `0 0 ${BW} ${BH}`, role: "img", class: "cu-llv-bars" });
   const out = CU.html("p", { class: "cu-llv-out", "aria-live": "polite" }, stage);
 
   function update() {

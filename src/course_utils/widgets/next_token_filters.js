@@ -34,9 +34,7 @@ function render({ model, el }) {
   const LEFT = 46; // room for the scale's "100.0%" at 12 px
   const BASE = 120; // the bars' baseline
   const TALL = 96; // the tallest bar
-  const drawing = CU.svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-ntf-bars" }, stage);
-  const heading = CU.svg("title", {}, drawing);
-  const bars = CU.svg("g", {}, drawing);
+  const { svg: drawing, title: heading, g: bars } = CU.drawing(stage, { viewBox: `0 0 ${W} ${H}`, role: "img", class: "cu-ntf-bars" });
   // the settings in words, in the drawing's card: every move of a control shows here too (a top-k
   // above what top-p keeps, say, changes no bar)
   const settings = CU.html("p", { class: "cu-ntf-settings" }, stage);

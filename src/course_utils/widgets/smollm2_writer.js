@@ -48,12 +48,11 @@ const TEXT = {
 };
 
 function render({ model, el }) {
-  const { root, controls, stage } = CU.frame(el, model, "cu-smollm2-writer");
+  const { root, controls, stage } = CU.frame(el, model, "cu-smollm2-writer cu-long-menus");
   const kernel = !model.kernelless;
   const L = model.get("n_layers");
   const H = model.get("n_heads");
   const group = H / model.get("n_kv_heads");
-  const mb = (bytes) => (bytes / 1e6).toFixed(1);
 
   const example = CU.select({
     label: TEXT.example, options: model.get("prompts"), model, trait: "example_index",
@@ -87,16 +86,16 @@ function render({ model, el }) {
   controls.after(ask);
   const boxId = CU.uid("prompt");
   CU.html("label", { for: boxId }, ask, TEXT.promptLabel);
-  const box = CU.html("textarea", { id: boxId, class: "cu-sw-prompt", rows: 2, spellcheck: "false" }, ask);
+  const box = CU.html("textarea", { id: boxId, class: "cu-sw-prompt cu-field", rows: 2, spellcheck: "false" }, ask);
   box.value = model.get("prompt") || model.get("prompts")[0];
   CU.suppressShortcuts(box);
   const buttons = CU.html("div", { class: "cu-sw-buttons" }, ask);
-  const go = CU.html("button", { type: "button", class: "cu-sw-go" }, buttons,
-    kernel ? TEXT.generateKernel : TEXT.generate(model.get("download_bytes") ? mb(model.get("download_bytes")) : null));
-  const stopButton = CU.html("button", { type: "button", class: "cu-sw-stop" }, buttons, TEXT.stop);
+  const go = CU.html("button", { type: "button", class: "cu-sw-go cu-field-button" }, buttons,
+    kernel ? TEXT.generateKernel : TEXT.generate(model.get("download_bytes") ? CU.mb(model.get("download_bytes")) : null));
+  const stopButton = CU.html("button", { type: "button", class: "cu-sw-stop cu-field-button" }, buttons, TEXT.stop);
   stopButton.disabled = true;
-  const knock = CU.html("button", { type: "button", class: "cu-sw-knock", "aria-pressed": "false" }, buttons, "");
-  const clear = CU.html("button", { type: "button", class: "cu-sw-clear" }, buttons, TEXT.clear);
+  const knock = CU.html("button", { type: "button", class: "cu-sw-knock cu-field-button", "aria-pressed": "false" }, buttons, "");
+  const clear = CU.html("button", { type: "button", class: "cu-sw-clear cu-field-button" }, buttons, TEXT.clear);
   const progress = CU.html("progress", { class: "cu-sw-progress", max: 1, value: 0, "aria-label": TEXT.progress }, ask);
   progress.hidden = true;
   const status = CU.html("p", { class: "cu-sw-status", role: "status" }, ask, "");
@@ -297,57 +296,41 @@ function render({ model, el }) {
   let worker = null;
   let ready = false;
   let pending = null;
-  function startWorker() {
-    if (worker) return true;
-    try {
-      if (!model.static_url || !window.Worker || location.protocol === "file:") throw new Error("no worker");
-      worker = new Worker(new URL(model.get("worker_path"), model.static_url), { type: "module" });
-    } catch (err) {
-      CU.setText(status, TEXT.noWorker);
-      return false;
-    }
-    progress.hidden = false;
-    let quarter = -1;
-    worker.onmessage = (ev) => {
-      const msg = ev.data;
-      if (msg.type === "progress") {
-        progress.max = msg.total;
-        progress.value = msg.loaded;
-        const q = Math.floor((4 * msg.loaded) / msg.total);
-        if (q !== quarter) {
-          quarter = q;
-          CU.setText(status, TEXT.loading(mb(msg.loaded), mb(msg.total)));
-        }
-      } else if (msg.type === "ready") {
-        ready = true;
-        progress.hidden = true;
-        CU.setText(go, TEXT.generateReady);
-        CU.setText(status, TEXT.loaded(msg.cached));
-        root.dataset.cuModel = msg.simd ? "wasm-simd" : "javascript";
-        if (pending) {
-          worker.postMessage(pending);
-          pending = null;
-        }
-      } else if (msg.type === "error" && msg.id === undefined) {
-        CU.setText(status, TEXT.failed(msg.message));
-        root.dataset.cuRun = "error";
-        worker.terminate();
-        worker = null;
-        ready = false;
-        go.disabled = false;
-      } else onMessage(msg);
-    };
-    worker.onerror = (ev) => {
-      ev.preventDefault();
-      CU.setText(status, TEXT.failed(ev.message || "the worker did not start"));
+  // the worker's own messages; the download's progress is shown by CU.modelWorker
+  function onModelMessage(msg) {
+    if (msg.type === "ready") {
+      ready = true;
+      progress.hidden = true;
+      CU.setText(go, TEXT.generateReady);
+      CU.setText(status, TEXT.loaded(msg.cached));
+      root.dataset.cuModel = msg.simd ? "wasm-simd" : "javascript";
+      if (pending) {
+        worker.postMessage(pending);
+        pending = null;
+      }
+    } else if (msg.type === "error" && msg.id === undefined) {
+      CU.setText(status, TEXT.failed(msg.message));
       root.dataset.cuRun = "error";
+      worker.terminate();
       worker = null;
+      ready = false;
       go.disabled = false;
-    };
-    worker.postMessage({ type: "load" });
-    return true;
+    } else onMessage(msg);
   }
 
+  function onStartFailed(why) {
+    CU.setText(status, TEXT.failed(why));
+    root.dataset.cuRun = "error";
+    worker = null;
+    go.disabled = false;
+  }
+
+  function startWorker() {
+    if (!worker) {
+      worker = CU.modelWorker(model, { bar: progress, status, text: TEXT, onMessage: onModelMessage, onFail: onStartFailed });
+    }
+    return worker !== null;
+  }
 
   go.addEventListener("click", () => {
     const text = box.value;
