@@ -457,6 +457,84 @@ def test_shared_js_cell_grid_geometry() -> None:
     assert out["num"] == {"x": "148", "y": "113", "text-anchor": "middle", "class": "n"}
 
 
+def test_shared_js_drawing() -> None:
+    """CU.drawing: the <svg> with the caller's attributes in its parent, its <title>, one <g>."""
+    out = run_shared_js(
+        "const parent = document.createElement('div');\n"
+        "const d = CU.drawing(parent, { viewBox: '0 0 10 5', role: 'img', class: 'cu-plot' });\n"
+        "const only = parent.kids.length === 1 && parent.kids[0] === d.svg;\n"
+        "console.log(JSON.stringify({ inParent: only,"
+        " tag: d.svg.tag, attrs: d.svg.attrs, kids: d.svg.kids.map((k) => k.tag),"
+        " mine: d.svg.kids[0] === d.title && d.svg.kids[1] === d.g }));\n",
+        dom=True,
+    )
+    assert out["inParent"] and out["mine"] and out["tag"] == "svg"
+    assert out["attrs"] == {"viewBox": "0 0 10 5", "role": "img", "class": "cu-plot"}
+    assert out["kids"] == ["title", "g"]
+
+
+# A Worker that records what it is given; the test plays the worker's side by calling onmessage.
+FAKE_WORKER = (
+    "const made = [];\n"
+    "class Worker { constructor(url, opts) { this.url = String(url); this.opts = opts;"
+    " this.posted = []; made.push(this); } postMessage(m) { this.posted.push(m); } }\n"
+    "globalThis.window = { Worker };\nglobalThis.location = { protocol: 'https:' };\n"
+    "const said = [];\nconst status = { set textContent(v) { said.push(v); } };\n"
+    "const bar = { hidden: true, max: 0, value: 0 };\n"
+    "const text = { noWorker: 'no worker here', loading: (a, b) => `${a} of ${b} MB` };\n"
+    "const got = [];\nconst failed = [];\n"
+    "const start = (staticUrl) => CU.modelWorker("
+    "{ static_url: staticUrl, get: (k) => ({ worker_path: 'm/worker.js' })[k] },"
+    " { bar, status, text, onMessage: (m) => got.push(m), onFail: (why) => failed.push(why) });\n"
+)
+
+
+def test_shared_js_model_worker_without_a_site_says_so() -> None:
+    """CU.modelWorker starts no worker in JupyterLab (no static_url) or on a file:// page."""
+    out = run_shared_js(
+        FAKE_WORKER + "const none = start(undefined);\n"
+        "location.protocol = 'file:';\nconst local = start('file:///book/_static/');\n"
+        "const hidden = bar.hidden;\n"
+        "console.log(JSON.stringify({ none, local, made: made.length, said, hidden }));\n"
+    )
+    assert out == {
+        "none": None,
+        "local": None,
+        "made": 0,
+        "said": ["no worker here", "no worker here"],
+        "hidden": True,
+    }
+
+
+def test_shared_js_model_worker_loads_and_speaks_each_quarter() -> None:
+    """CU.modelWorker: a module worker at static_url + worker_path, asked to load; the bar follows
+    every progress message, the status line speaks only when the quarter changes (0, 25, 50, 75,
+    100 %), other messages go to onMessage and a failed start to onFail (its default event
+    prevented)."""
+    out = run_shared_js(
+        FAKE_WORKER + "const w = start('https://example.org/book/_static/');\n"
+        "const bars = [];\n"
+        "for (const loaded of [0, 2e6, 6e6, 6.5e6, 12e6, 24e6]) {\n"
+        "  w.onmessage({ data: { type: 'progress', loaded, total: 24e6 } });\n"
+        "  bars.push([bar.value, bar.max]);\n}\n"
+        "w.onmessage({ data: { type: 'ready', simd: true } });\n"
+        "let prevented = false;\n"
+        "w.onerror({ message: '', preventDefault: () => { prevented = true; } });\n"
+        "console.log(JSON.stringify({ same: w === made[0], url: w.url, opts: w.opts,"
+        " posted: w.posted, hidden: bar.hidden, bars, said, got, failed, prevented,"
+        " mb: CU.mb(86954321) }));\n"
+    )
+    assert out["same"] and out["url"] == "https://example.org/book/_static/m/worker.js"
+    assert out["opts"] == {"type": "module"} and out["posted"] == [{"type": "load"}]
+    assert out["hidden"] is False
+    assert out["bars"] == [[x, 24e6] for x in (0, 2e6, 6e6, 6.5e6, 12e6, 24e6)]
+    # quarters 0, 0, 1, 1, 2, 4: spoken at 0, 6, 12 and 24 MB only
+    assert out["said"] == ["0.0 of 24.0 MB", "6.0 of 24.0 MB", "12.0 of 24.0 MB", "24.0 of 24.0 MB"]
+    assert out["got"] == [{"type": "ready", "simd": True}]
+    assert out["failed"] == ["the worker did not start"] and out["prevented"]
+    assert out["mb"] == "87.0"
+
+
 def test_check_qkv_shapes_and_messages() -> None:
     """check_qkv: k has q's width, v has k's rows; same_length adds T_k == T_q (self-attention)."""
     q, k, v = check_qkv([[1, 0], [0, 1]], [[1, 0]], [[1, 2, 3]])
