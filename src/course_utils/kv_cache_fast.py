@@ -37,6 +37,7 @@ from torch import Tensor, nn
 from .positions import ScaledRoPE, rope_frequencies
 
 __all__ = [
+    "columns_contiguous",
     "decode_attention",
     "decoding_layout",
     "one_query_attention",
@@ -80,14 +81,14 @@ def stacked_qkv(attn: nn.Module) -> tuple[Tensor, Tensor | None]:
         return held[1], held[2]
     with torch.no_grad():
         weight = torch.cat([layer.weight for layer in layers])  # ((h + 2 h_kv) d_k, d_model)
-        weight = _columns_contiguous(weight)  # the layout a product by one token reads fastest
+        weight = columns_contiguous(weight)  # the layout a product by one token reads fastest
         has_bias = attn.W_Q.bias is not None
         bias = torch.cat([layer.bias for layer in layers]) if has_bias else None
     _STACKED[attn] = ((key, [t.detach() for t in sources]), weight, bias)
     return weight, bias
 
 
-def _columns_contiguous(w: Tensor) -> Tensor:
+def columns_contiguous(w: Tensor) -> Tensor:
     """``w`` ``(out, in)`` with the same values, stored column by column (``w.t()`` contiguous)."""
     return w.t().contiguous().t()  # (out, in), strides (1, out)
 
@@ -108,9 +109,10 @@ def decoding_layout(module: nn.Module) -> nn.Module:
 
     Opt-in, because the product then sums in another order: float32 results move by a few
     units in the last place per layer. On SmolLM2 (30 layers, float32 logits) the largest gap
-    between cached decoding and the full pass grew from 9.2e-5 to 1.3e-4 with it, past the
-    1e-4 that ``tests/test_smollm2.py`` allows, so :func:`~course_utils.pretrained.load_smollm2`
-    keeps PyTorch's layout; ``benchmarks/bench_decode_floor.py`` measures both.
+    between cached decoding and the full pass grew from 9.2e-5 to 1.3e-4 with every matrix so
+    stored, past the 1e-4 that ``tests/test_smollm2.py`` allows, so
+    :func:`~course_utils.pretrained.load_smollm2` stores only three so (its
+    ``COLUMN_MAJOR_WEIGHTS``: 7.8e-5); ``benchmarks/bench_decode_floor.py`` measures both.
 
     >>> lin = nn.Linear(3, 2)
     >>> w = lin.weight.detach().clone()
@@ -120,7 +122,7 @@ def decoding_layout(module: nn.Module) -> nn.Module:
     with torch.no_grad():
         for m in module.modules():
             if isinstance(m, nn.Linear | nn.Embedding) and m.weight.stride(-1) == 1:
-                m.weight.data = _columns_contiguous(m.weight.data)  # same Parameter object
+                m.weight.data = columns_contiguous(m.weight.data)  # same Parameter object
     return module
 
 
