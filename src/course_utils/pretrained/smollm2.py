@@ -461,13 +461,12 @@ def _state_from_gguf(cfg: SmolLM2Config, w: dict[str, np.ndarray]) -> dict[str, 
     }
 
 
-#: The weights kept column by column (strides ``(1, out)``) in the float32 file, so mapped from
-#: it so: a decoding step's product with one token then streams them in order
-#: (:func:`course_utils.kv_cache_fast.decoding_layout` says why). Only these three: their
-#: products run the same way in the full pass and in a cached step, so cached decoding stays
-#: within 1e-4 of the full pass (7.8e-5 measured, against 1.3e-4 with every matrix so stored);
-#: with them SmolLM2 decodes faster than ``transformers``' Llama on the same weights
-#: (``benchmarks/bench_smollm2_decoding.py``).
+#: The weights stored column by column (strides ``(1, out)``) in the float32 file, and so in the
+#: model mapped from it: a decoding step's product with one token then reads them in order
+#: (:func:`course_utils.kv_cache_fast.decoding_layout` says why). Only these three, because that
+#: is what keeps cached decoding within the tests' 1e-4 of the full pass: 7.8e-5 measured with
+#: them, 1.3e-4 with every matrix so stored. With them SmolLM2 decodes faster than
+#: ``transformers``' Llama on the same weights (``benchmarks/bench_smollm2_decoding.py``).
 COLUMN_MAJOR_WEIGHTS = ("embed.weight", "mlp.gate.weight", "mlp.up.weight")
 
 
