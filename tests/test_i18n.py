@@ -259,11 +259,12 @@ def test_entry_is_chinese_follows_the_glossary_and_formats(section, key, value):
 
 #: Where ``t`` may be given something other than a literal: (file, function) of the documented
 #: pass-throughs. ``t_literal`` looks finished text up by exact key; ``run_cases`` formats its
-#: ``passed`` argument and ``check_number`` its ``wrong`` template, which every call site gives as
-#: a literal (collected below).
+#: ``passed`` argument (``run_array_cases`` hands its own on to it) and ``check_number`` its
+#: ``wrong`` template, which every call site gives as a literal (collected below).
 PASS_THROUGH = {
     ("i18n/__init__.py", "t_literal"),
     ("exercises/_learner.py", "run_cases"),
+    ("exercises/_checks.py", "run_array_cases"),
     ("exercises/_checks.py", "check_number"),
 }
 
@@ -310,7 +311,7 @@ def _t_calls() -> list[tuple[str, str, ast.Call]]:
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
                 if child.func.id == "t" and has_t:
                     out.append((where, func, child.args[0] if child.args else child))
-                elif child.func.id == "run_cases":
+                elif child.func.id in ("run_cases", "run_array_cases"):
                     out.append((where, func, argument(child, 5, "passed")))
                 elif child.func.id == "check_number":
                     wrong = argument(child, 4, "wrong")

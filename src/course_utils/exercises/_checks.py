@@ -25,6 +25,7 @@ from ..i18n import t
 from ..masks import causal_mask
 from ..softmax import softmax
 from ._feedback import Feedback
+from ._learner import run_cases
 
 
 @dataclass(frozen=True)
@@ -399,6 +400,41 @@ def check_array(
     ):
         hints.append(t("{name} is the transpose of the expected result", name=name))
     return Feedback(False, name, tuple(messages), tuple(hints))
+
+
+def run_array_cases(
+    title: str,
+    fn: Any,
+    name: str,
+    cases: Iterable[tuple[Any, ...]],
+    reference: Callable[..., tuple[Any, Iterable[Mistake]]],
+    passed: str,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+) -> Feedback:
+    """:func:`~course_utils.exercises._learner.run_cases` for a function whose result is an array.
+
+    ``reference(*args)`` returns the right result for one case and the typical wrong ones
+    (``(expected, mistakes)``); :func:`check_array` compares the learner's result with them, with
+    ``rtol``/``atol``. A checker then says only what is right and what is wrong, not how to compare.
+    ``passed`` is :func:`run_cases`'s (a literal template with ``{n}``).
+
+    >>> cases = [("x = 1", (1,)), ("x = 2", (2,))]
+    >>> double = lambda x: ([2 * x], [Mistake("you added 1, double instead", [x + 1])])
+    >>> print(run_array_cases("double", lambda x: [x + 1], "double", cases, double, "{n} right"))
+    ✗ double: not yet right
+      - test case: x = 2
+      - entry [0] is 3, expected 4
+      - 1 of 1 entries differ
+      hint: you added 1, double instead
+    """
+
+    def compare(result: Any, *args: Any) -> Feedback:
+        expected, mistakes = reference(*args)
+        return check_array(title, result, expected, mistakes=mistakes, rtol=rtol, atol=atol)
+
+    return run_cases(title, fn, name, cases, compare, passed)  # passed: a literal template
 
 
 # --- attention-specific checkers -----------------------------------------------------------------

@@ -31,7 +31,7 @@ from ..i18n import t
 from ..memory import matmul_cost
 from ..positions import rotation_matrix
 from ..power_law import fit_power_law
-from ._checks import Mistake, check_array, check_number
+from ._checks import Mistake, check_number, run_array_cases
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -53,7 +53,7 @@ def check_rotate(rotate: Callable[[Any, float], Any]) -> Feedback:
     """
     title = "rotate"
 
-    def compare(result: Any, v: np.ndarray, angle: float) -> Feedback:
+    def reference(v: np.ndarray, angle: float) -> tuple[Any, list[Mistake]]:
         mistakes = [
             Mistake(
                 "that turns clockwise: R(θ) = [[cos θ, -sin θ], [sin θ, cos θ]] (the minus sign "
@@ -65,7 +65,7 @@ def check_rotate(rotate: Callable[[Any, float], Any]) -> Feedback:
                 rotation_matrix(math.radians(angle)) @ v,
             ),
         ]
-        return check_array(title, result, rotation_matrix(angle) @ v, atol=1e-6, mistakes=mistakes)
+        return rotation_matrix(angle) @ v, mistakes
 
     inputs = [((1.0, 0.0), 0.5), ((0.6, -1.3), math.pi / 2), ((2.0, 1.0), -1.2), ((-0.4, 0.9), 3.0)]
     cases = [
@@ -76,7 +76,7 @@ def check_rotate(rotate: Callable[[Any, float], Any]) -> Feedback:
         for (x, y), angle in inputs
     ]
     passed = "all {n} cases equal rotation_matrix(angle) @ v"
-    return run_cases(title, rotate, "rotate", cases, compare, passed)
+    return run_array_cases(title, rotate, "rotate", cases, reference, passed, atol=1e-6)
 
 
 # --- log–log slopes: the exponent through two points ----------------------------------------------

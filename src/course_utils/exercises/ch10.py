@@ -39,7 +39,7 @@ from ..i18n import t
 from ..kv_cache import AttentionLayer, layers_cache_bytes
 from ..kv_cache import max_batch as _max_batch
 from ..multihead import MultiHeadAttention
-from ._checks import Mistake, check_array, to_numpy
+from ._checks import Mistake, check_array, run_array_cases, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -175,7 +175,7 @@ def check_gqa_attention(gqa_attention: Callable[..., Any]) -> Feedback:
     """
     title = "GQA attention"
 
-    def compare(result: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> Feedback:
+    def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[Any, list[Mistake]]:
         expected = _gqa_reference(q, k, v, interleave=True)  # (h, T, d)
         kv = k.shape[0]
         mistakes = []
@@ -194,15 +194,17 @@ def check_gqa_attention(gqa_attention: Callable[..., Any]) -> Feedback:
                 _gqa_reference(q * math.sqrt(q.shape[-1]), k, v, interleave=True),
             )
         )
-        return check_array(title, result, expected, mistakes=mistakes, rtol=1e-5, atol=1e-7)
+        return expected, mistakes
 
-    return run_cases(
+    return run_array_cases(
         title,
         gqa_attention,
         "gqa_attention",
         _gqa_cases(),
-        compare,
+        reference,
         "all {n} cases match scaled_dot_product_attention(enable_gqa=True)",
+        rtol=1e-5,
+        atol=1e-7,
     )
 
 
@@ -244,7 +246,7 @@ def check_mean_pool(mean_pool: Callable[..., Any]) -> Feedback:
     """
     title = "mean pool"
 
-    def compare(result: Any, W: np.ndarray, h: int, kv: int) -> Feedback:
+    def reference(W: np.ndarray, h: int, kv: int) -> tuple[Any, list[Mistake]]:
         mha = MultiHeadAttention(W.shape[1], h, bias=False).double()
         with torch.no_grad():
             mha.W_K.weight.copy_(torch.from_numpy(W))
@@ -262,15 +264,17 @@ def check_mean_pool(mean_pool: Callable[..., Any]) -> Feedback:
                     _pool(W, h, kv, "strided"),
                 )
             )
-        return check_array(title, result, expected, mistakes=mistakes, rtol=1e-6, atol=1e-9)
+        return expected, mistakes
 
-    return run_cases(
+    return run_array_cases(
         title,
         mean_pool,
         "mean_pool",
         _mean_pool_cases(),
-        compare,
+        reference,
         "all {n} cases match gqa.mean_pool_kv",
+        rtol=1e-6,
+        atol=1e-9,
     )
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from ..attention import default_scale
 from ..i18n import t
 from ..kv_cache import kv_cache_bytes, mla_cache_bytes, values_per_token_mha, values_per_token_mla
-from ._checks import Mistake, check_array, check_number
+from ._checks import Mistake, check_number, run_array_cases
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -74,7 +74,7 @@ def check_cache_values(cache_values: Callable[[int, int, int, int], Any]) -> Fee
     title = "cache values"
     cases = [(128, 128, 512, 64), (16, 64, 256, 32), (32, 128, 512, 64), (8, 32, 96, 16)]
 
-    def compare(result: Any, h: int, d: int, dc: int, dr: int) -> Feedback:
+    def reference(h: int, d: int, dc: int, dr: int) -> tuple[Any, list[Mistake]]:
         expected = np.array([values_per_token_mha(h, d), values_per_token_mla(dc, dr)])
         mistakes = [
             Mistake("MHA caches a key AND a value per head: 2 · n_h · d_h", [h * d, dc + dr]),
@@ -89,15 +89,17 @@ def check_cache_values(cache_values: Callable[[int, int, int, int], Any]) -> Fee
             ),
             Mistake("the RoPE key k^R is cached too, beside the latent", [2 * h * d, dc]),
         ]
-        return check_array(title, result, expected, mistakes=mistakes, rtol=0, atol=0)
+        return expected, mistakes
 
-    return run_cases(
+    return run_array_cases(
         title,
         cache_values,
         "cache_values",
         _described(cases),
-        compare,
+        reference,
         "all {n} configurations counted right (DeepSeek-V2: 32,768 against 576)",
+        rtol=0,
+        atol=0,
     )
 
 
@@ -129,7 +131,7 @@ def check_absorb_query(absorb_query: Callable[[Any, Any], Any]) -> Feedback:
     """
     title = "absorbed query"
 
-    def compare(result: Any, q_c: np.ndarray, w_uk: np.ndarray) -> Feedback:
+    def reference(q_c: np.ndarray, w_uk: np.ndarray) -> tuple[Any, list[Mistake]]:
         expected = np.einsum("hn,hnc->hc", q_c, w_uk)  # (h, d_c): W_UK[i]^T q_c[i]
         mistakes = [
             Mistake(
@@ -137,15 +139,16 @@ def check_absorb_query(absorb_query: Callable[[Any, Any], Any]) -> Feedback:
                 np.broadcast_to(expected.sum(axis=0), expected.shape),
             ),
         ]
-        return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)
+        return expected, mistakes
 
-    return run_cases(
+    return run_array_cases(
         title,
         absorb_query,
         "absorb_query",
         _absorb_cases(),
-        compare,
+        reference,
         "all {n} cases equal W_UK[i]ᵀ q_c[i]: the query now lives in latent space",
+        atol=_ATOL,
     )
 
 
@@ -200,7 +203,7 @@ def check_latent_scores(latent_scores: Callable[..., Any]) -> Feedback:
     """
     title = "latent scores"
 
-    def compare(result: Any, q_c, q_r, c_kv, k_r, w_uk) -> Feedback:
+    def reference(q_c, q_r, c_kv, k_r, w_uk) -> tuple[Any, list[Mistake]]:
         expected = _naive_scores(q_c, q_r, c_kv, k_r, w_uk)  # (h, S)
         d_h = q_c.shape[-1]
         mistakes = [
@@ -217,15 +220,16 @@ def check_latent_scores(latent_scores: Callable[..., Any]) -> Feedback:
                 _naive_scores(q_c, q_r, c_kv, k_r, w_uk, scale=1.0),
             ),
         ]
-        return check_array(title, result, expected, mistakes=mistakes, atol=_ATOL)
+        return expected, mistakes
 
-    return run_cases(
+    return run_array_cases(
         title,
         latent_scores,
         "latent_scores",
         _score_cases(),
-        compare,
+        reference,
         "all {n} cases equal the naive scores (keys rebuilt from the latents)",
+        atol=_ATOL,
     )
 
 
@@ -344,7 +348,7 @@ def check_equivalent_mqa(equivalent_mqa: Callable[[int, int, int, int], Any]) ->
     title = "equivalent MQA"
     cases = [(128, 128, 512, 64), (16, 64, 256, 32), (8, 32, 96, 16), (4, 16, 40, 8)]
 
-    def compare(result: Any, h: int, d: int, dc: int, dr: int) -> Feedback:
+    def reference(h: int, d: int, dc: int, dr: int) -> tuple[Any, list[Mistake]]:
         cache = values_per_token_mla(dc, dr)  # d_c + d_h^R
         expected = np.array([cache, dc, cache])  # the key is exactly what is cached
         mistakes = [
@@ -377,14 +381,16 @@ def check_equivalent_mqa(equivalent_mqa: Callable[[int, int, int, int], Any]) ->
                 [cache, dc, 2 * dc + dr],
             ),
         ]
-        return check_array(title, result, expected, mistakes=mistakes, rtol=0, atol=0)
+        return expected, mistakes
 
-    return run_cases(
+    return run_array_cases(
         title,
         equivalent_mqa,
         "equivalent_mqa",
         _described(cases),
-        compare,
+        reference,
         "all {n} configurations right: MQA with d_k = d_c + d_h^R, d_v = d_c (576 and 512 for "
         "DeepSeek-V2)",
+        rtol=0,
+        atol=0,
     )
