@@ -45,9 +45,9 @@ import base64
 import json
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import anywidget
 import numpy as np
@@ -62,6 +62,7 @@ __all__ = [
     "MAX_STATE_BYTES",
     "CourseWidget",
     "Text",
+    "check_examples",
     "check_grid_size",
     "check_index",
     "check_qkv",
@@ -315,6 +316,38 @@ def check_index(i: Any, name: str, n: int) -> int:
     ValueError: query_index must be an int in [0, 3]; got 4
     """
     return check_int(i, name, low=0, high=n - 1)
+
+
+_Checked = TypeVar("_Checked")
+
+
+def check_examples(
+    examples: Any,
+    check_one: Callable[[Any, int], _Checked],
+    *,
+    most: int | None = None,
+    unit: str = "examples",
+) -> list[_Checked]:
+    """A widget's ``examples``: a non-empty list (a dict is not one) of at most ``most`` items
+    (``unit`` names them in the error), each checked by ``check_one(item, i)``, whose errors name
+    ``examples[i]``.
+
+    >>> check_examples([{"n": 1}, {"n": 2}], lambda e, i: e["n"])
+    [1, 2]
+    >>> check_examples({"n": 1}, lambda e, i: e)
+    Traceback (most recent call last):
+    ...
+    TypeError: examples must be a non-empty list of dicts
+    >>> check_examples([{}] * 3, lambda e, i: e, most=2, unit="prompts")
+    Traceback (most recent call last):
+    ...
+    ValueError: examples must hold at most 2 prompts; got 3
+    """
+    if isinstance(examples, dict) or not isinstance(examples, Sequence) or not examples:
+        raise TypeError("examples must be a non-empty list of dicts")
+    if most is not None and len(examples) > most:
+        raise ValueError(f"examples must hold at most {most} {unit}; got {len(examples)}")
+    return [check_one(e, i) for i, e in enumerate(examples)]
 
 
 def check_grid_size(n: Any, name: str, *, low: int = 2, high: int = 121) -> int:

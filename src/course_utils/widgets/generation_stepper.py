@@ -24,7 +24,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget, check_tokens, pack_array
+from ._base import CourseWidget, check_examples, check_tokens, pack_array
 from ._text import Text
 
 __all__ = ["GenerationStepper"]
@@ -95,9 +95,7 @@ class GenerationStepper(CourseWidget):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if isinstance(examples, dict) or not isinstance(examples, Sequence) or not examples:
-            raise TypeError("examples must be a non-empty list of dicts")
-        checked = [_check_example(e, i) for i, e in enumerate(examples)]
+        checked = check_examples(examples, _check_example)
         with self.hold_trait_notifications():
             self.names = [c["name"] for c in checked]
             self.tokens = [c["tokens"] for c in checked]

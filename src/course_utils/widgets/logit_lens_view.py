@@ -22,7 +22,7 @@ import numpy as np
 import traitlets
 from numpy.typing import NDArray
 
-from ._base import CourseWidget, check_index, check_tokens, pack_array
+from ._base import CourseWidget, check_examples, check_index, check_tokens, pack_array
 
 __all__ = ["LogitLensView"]
 
@@ -120,13 +120,7 @@ class LogitLensView(CourseWidget):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if isinstance(examples, dict) or not isinstance(examples, Sequence) or not examples:
-            raise TypeError("examples must be a non-empty list of dicts")
-        if len(examples) > MAX_PROMPTS:
-            raise ValueError(
-                f"examples must hold at most {MAX_PROMPTS} prompts; got {len(examples)}"
-            )
-        checked = [_check_example(e, i) for i, e in enumerate(examples)]
+        checked = check_examples(examples, _check_example, most=MAX_PROMPTS, unit="prompts")
         sizes = {c["norms"].size for c in checked}
         if len(sizes) != 1:
             raise ValueError(
