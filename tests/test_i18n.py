@@ -259,12 +259,14 @@ def test_entry_is_chinese_follows_the_glossary_and_formats(section, key, value):
 
 #: Where ``t`` may be given something other than a literal: (file, function) of the documented
 #: pass-throughs. ``t_literal`` looks finished text up by exact key; ``run_cases`` formats its
-#: ``passed`` argument (``run_array_cases`` hands its own on to it) and ``check_number`` its
-#: ``wrong`` template, which every call site gives as a literal (collected below).
+#: ``passed`` argument (``run_array_cases`` hands its own on to it), ``check_number`` its
+#: ``wrong`` template and ``described_cases`` its ``template``, which every call site gives as a
+#: literal (collected below).
 PASS_THROUGH = {
     ("i18n/__init__.py", "t_literal"),
     ("exercises/_learner.py", "run_cases"),
     ("exercises/_checks.py", "run_array_cases"),
+    ("exercises/_checks.py", "described_cases"),
     ("exercises/_checks.py", "check_number"),
 }
 
@@ -296,9 +298,9 @@ def _sources() -> tuple[tuple[str, ast.Module], ...]:
 
 
 def _t_calls() -> list[tuple[str, str, ast.Call]]:
-    """Every call ``t(...)`` (and ``run_cases(...)``'s ``passed``, ``check_number(...)``'s
-    ``wrong`` when it is a template) as (file, enclosing function, the argument node that is the
-    template)."""
+    """Every call ``t(...)`` (and ``run_cases(...)``'s ``passed``, ``described_cases(...)``'s
+    template, ``check_number(...)``'s ``wrong`` when it is a template) as (file, enclosing
+    function, the argument node that is the template)."""
     out = []
 
     def argument(call: ast.Call, index: int, name: str) -> ast.AST | None:
@@ -313,6 +315,8 @@ def _t_calls() -> list[tuple[str, str, ast.Call]]:
                     out.append((where, func, child.args[0] if child.args else child))
                 elif child.func.id in ("run_cases", "run_array_cases"):
                     out.append((where, func, argument(child, 5, "passed")))
+                elif child.func.id == "described_cases":
+                    out.append((where, func, argument(child, 0, "template")))
                 elif child.func.id == "check_number":
                     wrong = argument(child, 4, "wrong")
                     # a lambda or a def of the answer builds its own message with t

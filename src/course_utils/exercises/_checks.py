@@ -12,6 +12,7 @@ The package re-exports the public names of this module (``course_utils.exercises
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -400,6 +401,20 @@ def check_array(
     ):
         hints.append(t("{name} is the transpose of the expected result", name=name))
     return Feedback(False, name, tuple(messages), tuple(hints))
+
+
+def described_cases(
+    template: str, rows: Iterable[Sequence[Any]]
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """:func:`~course_utils.exercises._learner.run_cases`'s test cases: each row of arguments with
+    its description, the literal :func:`~course_utils.i18n.t` template ``template`` filled with the
+    row's values, which its fields name in order (``{m}``, ``{k:g}``: one field per value).
+
+    >>> described_cases("m = {m}, k = {k:g}", [(2, 0.5), (3, 1.0)])
+    [('m = 2, k = 0.5', (2, 0.5)), ('m = 3, k = 1', (3, 1.0))]
+    """
+    fields = list(dict.fromkeys(f for _, f, _, _ in string.Formatter().parse(template) if f))
+    return [(t(template, **dict(zip(fields, row, strict=True))), tuple(row)) for row in rows]
 
 
 def run_array_cases(

@@ -31,7 +31,7 @@ from ..i18n import t
 from ..memory import matmul_cost
 from ..positions import rotation_matrix
 from ..power_law import fit_power_law
-from ._checks import Mistake, check_number, run_array_cases
+from ._checks import Mistake, check_number, described_cases, run_array_cases
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -110,19 +110,7 @@ def check_loglog_slope(slope: Callable[[float, float, float, float], Any]) -> Fe
         return check_number(title, result, expected, mistakes, wrong, atol=1e-6)
 
     points = [(256, 1e-3, 1024, 1.6e-2), (64, 5.0, 4096, 320.0), (100, 8.0, 400, 16.0)]
-    cases = [
-        (
-            t(
-                "(x1, y1) = ({x1:g}, {y1:g}), (x2, y2) = ({x2:g}, {y2:g})",
-                x1=x1,
-                y1=y1,
-                x2=x2,
-                y2=y2,
-            ),
-            (x1, y1, x2, y2),
-        )
-        for x1, y1, x2, y2 in points
-    ]
+    cases = described_cases("(x1, y1) = ({x1:g}, {y1:g}), (x2, y2) = ({x2:g}, {y2:g})", points)
     passed = "all {n} cases equal log(y2/y1) / log(x2/x1)"
     return run_cases(title, slope, "slope", cases, compare, passed)
 
@@ -164,9 +152,6 @@ def check_intensity(intensity: Callable[[int, int, int, int], Any]) -> Feedback:
         return check_number(title, result, expected, mistakes, wrong)
 
     sizes = ((4096, 4096, 1, 2), (4096, 4096, 64, 2), (512, 256, 128, 4), (3, 5, 7, 1))
-    cases = [
-        (t("m = {m}, k = {k}, n = {n}, bytes_per_value = {b}", m=m, k=k, n=n, b=b), (m, k, n, b))
-        for m, k, n, b in sizes
-    ]
+    cases = described_cases("m = {m}, k = {k}, n = {n}, bytes_per_value = {b}", sizes)
     passed = "all {n} cases equal 2·m·k·n / ((m·k + k·n + m·n) · bytes_per_value)"
     return run_cases(title, intensity, "intensity", cases, compare, passed)

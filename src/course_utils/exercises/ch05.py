@@ -26,7 +26,7 @@ import torch
 
 from ..i18n import t
 from ..positions import alibi_bias, alibi_slopes, apply_rope, sinusoidal_encoding
-from ._checks import Mistake, check_array
+from ._checks import Mistake, check_array, described_cases
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -348,10 +348,7 @@ def check_slow_pairs(count: Callable[[int, float, int], Any]) -> Feedback:
         return check_number(title, result, expected, mistakes, wrong)
 
     sizes = [(64, 10000.0, 4096), (64, 100000.0, 8192), (128, 500000.0, 8192), (64, 10000.0, 100)]
-    cases = [
-        (t("d = {d}, base = {base:g}, context = {context}", d=d, base=b, context=c), (d, b, c))
-        for d, b, c in sizes
-    ]
+    cases = described_cases("d = {d}, base = {base:g}, context = {context}", sizes)
     passed = "all {n} cases right"
     return run_cases(title, count, "count", cases, compare, passed)
 

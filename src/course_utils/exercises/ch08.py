@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
-from ._checks import Mistake, check_array, to_numpy
+from ._checks import Mistake, check_array, described_cases, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -342,10 +342,7 @@ def check_attention_shapes(shapes: Callable[[int, int, int, int], Any]) -> Feedb
         return Feedback(True, title)
 
     sizes = ((2, 4, 7, 5), (1, 8, 3, 9), (3, 2, 6, 6))
-    cases = [
-        (t("B = {B}, n_heads = {h}, t_src = {s}, t_tgt = {q}", B=B, h=h, s=s, q=q), (B, h, s, q))
-        for B, h, s, q in sizes
-    ]
+    cases = described_cases("B = {B}, n_heads = {h}, t_src = {s}, t_tgt = {q}", sizes)
     passed = "all {n} cases right"
     return run_cases(title, shapes, "shapes", cases, compare, passed)
 
