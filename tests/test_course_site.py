@@ -276,3 +276,33 @@ def test_no_widget_or_site_style_depends_on_touch() -> None:
         for m in TOUCH_DEPENDENT.finditer(p.read_text(encoding="utf-8"))
     ]
     assert not found, found
+
+
+def _playwright_disabled_features() -> list[str]:
+    """The features the installed Playwright turns off when it launches Chromium, read from its
+    driver (``disabledFeatures = [...]``: one quoted name a line, comments between)."""
+    import playwright
+
+    bundle = Path(playwright.__file__).parent / "driver/package/lib/coreBundle.js"
+    text = bundle.read_text(encoding="utf-8")
+    block = re.search(r"disabledFeatures = \[(.*?)\]\.filter\(Boolean\)", text, re.S)
+    assert block, f"Playwright's list of disabled features was not found in {bundle}"
+    names = re.findall(r'^\s*"(\w+)",?\s*$', block.group(1), re.M)
+    assert len(names) >= 10, names  # the list as read, not an empty match
+    return names
+
+
+def test_our_chromium_switches_keep_what_playwright_turns_off() -> None:
+    """CHROMIUM_ARGS gives a --disable-features switch of its own (no address-bar pop-up), after
+    Playwright's: it repeats every feature the pinned Playwright turns off."""
+    from course_site.browser import CHROMIUM_ARGS, NO_OMNIBOX_POPUP
+
+    ours = [a for a in CHROMIUM_ARGS if a.startswith("--disable-features=")]
+    assert len(ours) == 1, ours
+    listed = set(ours[0].removeprefix("--disable-features=").split(","))
+    missing = [f for f in _playwright_disabled_features() if f not in listed]
+    assert not missing, f"add to PLAYWRIGHT_DISABLED_FEATURES (course_site/browser.py): {missing}"
+    assert set(NO_OMNIBOX_POPUP) <= listed
+    resolver = [a for a in CHROMIUM_ARGS if a.startswith("--host-resolver-rules=")]
+    loopback_only = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
+    assert resolver == [f"--host-resolver-rules={loopback_only}"]

@@ -33,6 +33,7 @@ from course_site.browser import (
 from tests.browser.live_page import (
     goto_settled,
     move_every_control,
+    new_recorded_page,
     next_frames,
     open_page,
     run_page,
@@ -46,6 +47,42 @@ _SITE = site_dir()
 REDIRECT_PAGES = (
     [rel for rel in site_pages(_SITE) if is_redirect_page(_SITE, rel)] if _SITE.is_dir() else []
 )
+
+
+def test_off_site_requests_fail_and_are_recorded(site_url: str, browser: Any) -> None:
+    """The browser every test uses reaches nothing but this machine: a request to a host name, to
+    an internet or LAN address, or from a Web Worker fails in the network stack (the site's own
+    requests are not intercepted), and ``block_outside`` records each one, so a page that asks
+    for anything off the site fails its test."""
+    context, page, record = new_recorded_page(browser, (site_url,))
+    try:
+        goto_settled(page, site_url + "glossary.html")
+        outside = [
+            "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js",
+            "http://93.184.216.34/",
+            "http://10.0.0.1/",
+            "http://[2606:2800:220:1::]/",
+        ]
+        fetched = page.evaluate(
+            """async (urls) => Promise.all(urls.map((u) => fetch(u, {mode: 'no-cors'})
+                 .then(() => 'loaded', () => 'failed')))""",
+            outside,
+        )
+        assert fetched == ["failed"] * len(outside), dict(zip(outside, fetched, strict=True))
+        from_worker = "https://example.org/from-a-worker.js"
+        page.evaluate(
+            """(u) => new Promise((done) => {
+                 const code = `fetch('${u}').then(() => postMessage('loaded'),
+                                                   () => postMessage('failed'))`;
+                 const w = new Worker(URL.createObjectURL(new Blob([code])));
+                 w.onmessage = (e) => done(e.data);
+               })""",
+            from_worker,
+        )
+        assert sorted(record.blocked) == sorted([*outside, from_worker]), record.blocked
+        assert not record.failed, record.failed  # recorded as blocked, not as the site failing
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("rel", REDIRECT_PAGES or ["<no site>"])
