@@ -182,6 +182,32 @@ def block_outside(context: Any, allowed_prefixes: tuple[str, ...], blocked: list
     context.on("request", note)
 
 
+#: Every widget drawing (an ``<svg viewBox>``) that lies over another block of its ``.cu-row`` (a
+#: table, a legend beside it) by more than 2 px each way: the drawing keeps a readable minimum
+#: width, and a flex item that may shrink below it lets it spill onto its neighbour.
+DRAWING_OVERLAPS_JS = """
+() => {
+  const out = [];
+  for (const svg of document.querySelectorAll('.cu-widget svg[viewBox]')) {
+    const s = svg.getBoundingClientRect();
+    const row = svg.closest('.cu-row');
+    if (!s.width || !row) continue;
+    for (const other of row.children) {
+      if (other.contains(svg)) continue;
+      const r = other.getBoundingClientRect();
+      const x = Math.min(s.right, r.right) - Math.max(s.left, r.left);
+      const y = Math.min(s.bottom, r.bottom) - Math.max(s.top, r.top);
+      if (r.width && r.height && x > 2 && y > 2) {
+        out.push({widget: svg.closest('.cu-widget').className, over: other.className,
+                  x: Math.round(x), y: Math.round(y)});
+      }
+    }
+  }
+  return out;
+}
+"""
+
+
 #: Describe the widgets of the page: number of widget views (state scripts), rendered views, and for
 #: each course widget its controls.
 COLLECT_JS = """

@@ -16,6 +16,8 @@ grows), then, on that page:
   ``SVG_TEXT_MIN_CONTRAST``, 4.5), in light mode and, on the English page of a pair, in dark mode:
   axe does not check SVG text (``SVG_TEXT_CONTRAST_JS``); in dark mode no widget area or checker
   output is a light box (``LIGHT_BOXES_JS``);
+* no widget drawing lies over a neighbouring block of its row (a table beside a plot), at the
+  desktop and, on a chapter page, on the projector (``DRAWING_OVERLAPS_JS``);
 * at 390 px wide (a phone) the page does not scroll sideways;
 * on a 1280x720 projector at 150% zoom (a CSS viewport of 853x480) every course widget fits on one
   screen; every saved widget view of the page must have been drawn and measured, so a widget that
@@ -69,6 +71,7 @@ import pytest
 
 from course_site.browser import (
     DARK_MAX_LUMINANCE,
+    DRAWING_OVERLAPS_JS,
     FLATTEN_FOR_AXE_JS,
     LIGHT_BOXES_JS,
     N_VIEWS_JS,
@@ -157,6 +160,15 @@ def _figure_problems(page: Any, site_root: Path, site_url: str, where: str) -> l
         if not fig["link"] or fig["link"].split("#")[0] != fig["src"]:
             problems.append(f"{where}: figure {fig['file'][:16]} does not link to its image")
     return problems
+
+
+def _overlap_problems(page: Any, where: str) -> list[str]:
+    """Widget drawings lying over a neighbouring block of their row (a table beside a plot)."""
+    return [
+        f"{where}: a drawing of {o['widget']} lies over its neighbour {o['over']!r} "
+        f"({o['x']} x {o['y']} px)"
+        for o in page.evaluate(DRAWING_OVERLAPS_JS)
+    ]
 
 
 def _tab_problems(page: Any) -> list[str]:
@@ -305,6 +317,7 @@ def test_page_audit(
 
         problems += _figure_problems(page, site_root, site_url, "desktop")
         problems += widget_text_problems(page, "desktop", MIN_TEXT_PX)
+        problems += _overlap_problems(page, "desktop")
         if not once_a_pair_done:
             problems += _tab_problems(page)
 
@@ -327,6 +340,7 @@ def test_page_audit(
         if is_chapter:
             next_frames(page)
             problems += widget_text_problems(page, "projector", MIN_TEXT_PX)
+            problems += _overlap_problems(page, "projector")
             problems += scroll_region_problems(page, "projector")
             problems += _figure_problems(page, site_root, site_url, "projector")
         sizes = page.evaluate(WIDGET_SIZES_JS)
