@@ -306,3 +306,35 @@ def test_our_chromium_switches_keep_what_playwright_turns_off() -> None:
     resolver = [a for a in CHROMIUM_ARGS if a.startswith("--host-resolver-rules=")]
     loopback_only = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
     assert resolver == [f"--host-resolver-rules={loopback_only}"]
+
+
+def test_chinese_search_finds_and_stems_latin_words_as_sphinx_does() -> None:
+    """The 中文 search keeps the Latin words it has seen in a set (Sphinx's own list made every
+    lookup scan the whole book's words): the same terms, the same stems, acronyms kept whole."""
+    from sphinx.search.zh import SearchChinese
+
+    from course_site.search import ChineseSearch
+
+    text = "多头注意力 (multi-head attention) 的 QKV、GQA 与 RoPE: softmax of the scores, KV cache"
+    ours, sphinx = ChineseSearch({}), SearchChinese({})
+    words = sphinx.split(text)
+    assert ours.split(text)[: len(words)] == words  # then each Chinese character
+    assert isinstance(ChineseSearch.latin_terms, set), "the Latin words are looked up in a list"
+    assert {"QKV", "GQA", "RoPE", "softmax"} <= ChineseSearch.latin_terms
+    assert [ours.stem(w) for w in words] == [sphinx.stem(w) for w in words]
+    assert ours.stem("GQA") == "gqa" and ours.stem("scores") == "score"
+
+
+def test_pybtex_plugins_are_looked_up_once_and_are_the_same() -> None:
+    import pybtex.plugin
+
+    from course_site import _remember_pybtex_plugins
+
+    first = pybtex.plugin.find_plugin("pybtex.backends", "plaintext")
+    _remember_pybtex_plugins()
+    _remember_pybtex_plugins()  # a second build in one process does not wrap it twice
+    found = pybtex.plugin.find_plugin
+    assert found("pybtex.backends", "plaintext") is first
+    assert found("pybtex.backends", "plaintext") is first
+    assert found.cache_info().hits >= 1
+    assert not hasattr(found.__wrapped__, "cache_info")

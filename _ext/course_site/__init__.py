@@ -62,6 +62,7 @@ The vendored files (``static/course_vendor/``, with licences and ``VERSIONS.json
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import json
 import math
@@ -761,11 +762,27 @@ def _reuse_myst_default_settings() -> None:
     base.make_document = make_document
 
 
+def _remember_pybtex_plugins() -> None:
+    """Look each pybtex plugin up once per build, not once per citation (about 6 s less a build).
+
+    sphinxcontrib-bibtex 2.6 asks ``pybtex.plugin.find_plugin("pybtex.backends", "plaintext")``
+    for every citation it resolves (237 in a build), and each call reads the entry points of every
+    installed distribution again (25 ms here, profiled). Which class a name gives cannot change
+    while a build runs.
+    """
+    import pybtex.plugin
+
+    if hasattr(pybtex.plugin.find_plugin, "cache_info"):
+        return
+    pybtex.plugin.find_plugin = functools.lru_cache(maxsize=None)(pybtex.plugin.find_plugin)
+
+
 def setup(app: Any) -> dict[str, Any]:
     from . import glue
     from .search import ChineseSearch, EnglishWithChineseSearch
 
     _reuse_myst_default_settings()
+    _remember_pybtex_plugins()
     app.add_search_language(EnglishWithChineseSearch)  # Chinese words findable in both editions
     app.add_search_language(ChineseSearch)
     app.add_transform(TranslateTocCaptions)
