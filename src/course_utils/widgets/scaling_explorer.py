@@ -177,5 +177,5 @@ class ScalingExplorer(CourseWidget):
         raw = self.raw_scores(self.d_k)  # (n_rows, t_k)
         return {
             "unscaled": saturation_stats(raw, scale=1.0),
-            "scaled": saturation_stats(raw, scale=1.0 / math.sqrt(self.d_k)),
+            "scaled": saturation_stats(raw, scale=default_scale(self.d_k)),
         }
