@@ -49,6 +49,7 @@ SYSTEM_TOOLS = {
         "the browser tests, the slide decks and the PDF",
     ),
     "pdftotext": SystemTool("pdftotext", "poppler-utils", "reading the printed book back"),
+    "pdftoppm": SystemTool("pdftoppm", "poppler-utils", "seeing the printed book's pages"),
     "fc-list": SystemTool("fc-list", "fontconfig", "the font tests"),
 }
 

@@ -71,6 +71,7 @@ body { font-size: 10.5pt; margin: 0; }
 html.cu-print-numbers-only body * { visibility: hidden !important; }
 html.cu-print-numbers-only .cu-print-toc .page { visibility: visible !important; }
 html.cu-print-numbers-only section.cu-print-part { display: none !important; }
+html.cu-print-numbers-only, html.cu-print-numbers-only body { background: transparent !important; }
 a.headerlink, .cu-kit-links, .cu-lang-switch, .toggle-button, button.copybtn, .prev-next-area,
  .header-article, .bd-footer-article, .bd-sidebar-secondary { display: none !important; }
 pre { white-space: pre-wrap; word-break: break-word; }
@@ -378,6 +379,12 @@ def add_page_numbers(
     if front < 1:
         return
     page.evaluate("() => document.documentElement.classList.add('cu-print-numbers-only')")
+    # Chromium puts a white page under all it prints, backgrounds printed or not: laid over the
+    # book, that page hid its contents (the titles, while pdftotext still read them). A clear
+    # default background (what Puppeteer's omitBackground sets) leaves only the numbers.
+    cdp = page.context.new_cdp_session(page)
+    clear = {"color": {"r": 0, "g": 0, "b": 0, "a": 0}}
+    cdp.send("Emulation.setDefaultBackgroundColorOverride", clear)
     only_numbers = {
         **options,
         "print_background": False,
@@ -387,6 +394,8 @@ def add_page_numbers(
         "page_ranges": f"1-{front}",
     }
     numbers = page.pdf(**only_numbers)
+    cdp.send("Emulation.setDefaultBackgroundColorOverride", {})
+    cdp.detach()
     page.evaluate("() => document.documentElement.classList.remove('cu-print-numbers-only')")
     with (
         pikepdf.open(pdf, allow_overwriting_input=True) as book,

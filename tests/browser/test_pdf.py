@@ -65,9 +65,13 @@ def edition(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+def _pdf_file(edition: str) -> Path:
+    return Path(os.environ.get("COURSE_PDF_DIR", REPO / "_build" / "pdf")) / EDITIONS[edition][0]
+
+
 @pytest.fixture(scope="module")
 def pages(edition: str) -> list[str]:
-    pdf = Path(os.environ.get("COURSE_PDF_DIR", REPO / "_build" / "pdf")) / EDITIONS[edition][0]
+    pdf = _pdf_file(edition)
     if not pdf.is_file():
         message = f"{pdf} not found (run `make pdf`)"
         if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
@@ -246,3 +250,51 @@ def test_zh_pdf_is_the_chinese_edition(pages: list[str], edition: str) -> None:
     text = re.sub(r"\s+", "", "\n".join(pages[:3]))
     assert PRINT_TEXT["zh-CN"]["contents"] in text, "no 目录 (contents) in the 中文 book"
     assert "打印版" in text, "the title page of the 中文 book is not in Chinese"
+
+
+#: A word of the contents as pdftotext places it on the page (PDF points from the top left).
+BBOX_WORD = re.compile(
+    r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>'
+)
+
+
+def test_the_contents_titles_are_seen_beside_their_page_numbers(
+    pages: list[str], edition: str, tmp_path: Path
+) -> None:
+    """The contents' page numbers are printed apart and laid over the book's contents pages: the
+    chapters' titles must still be drawn there, not only found in the text (an opaque white page
+    under the numbers once hid every title while pdftotext still read them). Page 2, drawn by
+    pdftoppm at 72 dpi (one pixel a point): every word of a title has dark pixels in its box."""
+    from PIL import Image
+
+    pdf = _pdf_file(edition)
+    page = 2  # the title page is page 1
+    boxes = subprocess.run(
+        [require("pdftotext"), "-f", str(page), "-l", str(page), "-bbox", str(pdf), "-"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    words = [
+        (float(x0), float(y0), float(x1), float(y1), word)
+        for x0, y0, x1, y1, word in BBOX_WORD.findall(boxes)
+        if not word.isdigit()  # the numbers come from the laid-over page
+    ]
+    assert len(words) >= 20, f"page {page} has {len(words)} words besides page numbers"
+    subprocess.run(
+        [require("pdftoppm"), "-f", str(page), "-l", str(page), "-r", "72", "-gray", "-png"]
+        + [str(pdf), str(tmp_path / "page")],
+        check=True,
+        capture_output=True,
+    )
+    (png,) = tmp_path.glob("page*.png")
+    image = Image.open(png).convert("L")
+    unseen = [
+        word
+        for x0, y0, x1, y1, word in words
+        if image.crop((int(x0), int(y0), int(x1) + 1, int(y1) + 1)).getextrema()[0] > 160
+    ]
+    assert not unseen, (
+        f"{len(unseen)} of the {len(words)} words of the contents on page {page} are not drawn "
+        f"(hidden under the page numbers' print?): {unseen[:6]}"
+    )
