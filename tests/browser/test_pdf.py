@@ -281,12 +281,8 @@ def test_the_contents_titles_are_seen_beside_their_page_numbers(
         if not word.isdigit()  # the numbers come from the laid-over page
     ]
     assert len(words) >= 20, f"page {page} has {len(words)} words besides page numbers"
-    subprocess.run(
-        [require("pdftoppm"), "-f", str(page), "-l", str(page), "-r", "72", "-gray", "-png"]
-        + [str(pdf), str(tmp_path / "page")],
-        check=True,
-        capture_output=True,
-    )
+    draw = [require("pdftoppm"), "-f", str(page), "-l", str(page), "-r", "72", "-gray", "-png"]
+    subprocess.run([*draw, str(pdf), str(tmp_path / "page")], check=True, capture_output=True)
     (png,) = tmp_path.glob("page*.png")
     image = Image.open(png).convert("L")
     unseen = [
