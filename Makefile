@@ -170,7 +170,11 @@ browser-deps:
 # Two workers (one Chromium each; the site is served on a free port per worker). --dist loadgroup
 # keeps a module whose tests share one costly fixture on one worker (xdist_group: JupyterLab's
 # server, the PDFs read back); every other test goes to whichever worker is free.
-BROWSER_TESTS = $(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "(browser or jupyterlab) and not browser_model" tests
+# Only the files that hold browser or JupyterLab tests are collected: collecting all of tests/
+# imports transformers' model code and 7,000 other tests only to deselect them (10 CPU-s per
+# worker against 4, measured). tests/test_system_tools.py fails if a marked test lives elsewhere.
+BROWSER_TEST_FILES := tests/browser tests/test_built_site.py tests/test_built_site_zh.py tests/test_classroom.py tests/test_glue.py
+BROWSER_TESTS = $(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "(browser or jupyterlab) and not browser_model" $(BROWSER_TEST_FILES)
 test-browser: $(STAMP) browser-deps book pdf
 	$(BROWSER_TESTS)
 

@@ -71,3 +71,23 @@ def test_no_test_skips_for_a_missing_tool_except_through_system_tools():
             if needle in text and path.name not in {"system_tools.py", "test_system_tools.py"}:
                 offenders.append(f"{path.relative_to(REPO)}: {needle}")
     assert not offenders, offenders
+
+
+def test_every_browser_test_file_is_collected_by_make_test():
+    """The browser phase of ``make test`` collects only ``BROWSER_TEST_FILES`` (collecting every
+    test file costs each worker 6 CPU-s more): a browser, JupyterLab or in-browser-model test in
+    any other file would never run, without a word. Each file that marks one is listed."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    line = next(s for s in makefile.splitlines() if s.startswith("BROWSER_TEST_FILES :="))
+    listed = [REPO / p for p in line.split(":=", 1)[1].split()]
+    assert listed and all(p.exists() for p in listed), listed
+    marks = ("mark.browser", "mark.jupyterlab", "mark.browser_model")
+    marking = [
+        p for p in (REPO / "tests").rglob("*.py") if any(m in p.read_text("utf-8") for m in marks)
+    ]
+    outside = sorted(
+        str(p.relative_to(REPO)) for p in marking
+        if not any(p == q or q in p.parents for q in listed) and p.name != Path(__file__).name
+    )  # fmt: skip
+    assert len(marking) >= 5, marking
+    assert not outside, f"browser tests that `make test` does not collect: {outside}"
