@@ -393,10 +393,12 @@ def add_page_numbers(
         "footer_template": "<div></div>",  # the book's page has its footer already
         "page_ranges": f"1-{front}",
     }
-    numbers = page.pdf(**only_numbers)
-    cdp.send("Emulation.setDefaultBackgroundColorOverride", {})
-    cdp.detach()
-    page.evaluate("() => document.documentElement.classList.remove('cu-print-numbers-only')")
+    try:
+        numbers = page.pdf(**only_numbers)
+    finally:  # the page is the book's again, whatever the print did
+        cdp.send("Emulation.setDefaultBackgroundColorOverride", {})
+        cdp.detach()
+        page.evaluate("() => document.documentElement.classList.remove('cu-print-numbers-only')")
     with (
         pikepdf.open(pdf, allow_overwriting_input=True) as book,
         pikepdf.open(io.BytesIO(numbers)) as overlay,
