@@ -12,11 +12,12 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: browser-deps classroom help setup book book-zh slides pdf grade otter serve lab test test-python test-site test-machines test-browser-model test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
+.PHONY: browser-deps classroom help setup book book-zh slides pdf grade otter serve lab test test-python test-site test-machines test-browser-model test-handouts test-unit test-notebooks test-book test-browser lint format execute execute-zh gettext i18n-coverage freeze vendor vendor-reveal clean
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
 	@echo "make test    set up .venv and run every test (lint, unit, notebooks, book build, browser)"
+	@echo "make test-handouts  the handouts end to end: learner copies Run All, the PDFs printed and read back"
 	@echo "make slides  (re)build the slide decks and learner copies into _build/html (make book does too)"
 	@echo "make pdf     print the whole book to _build/pdf/ with Chromium"
 	@echo "make serve   serve _build/html on http://$(HOST):$(PORT)"
@@ -142,7 +143,7 @@ format: $(STAMP)
 
 # --durations: every run says where its time went (the 12-minute budget of `make test`).
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
+	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine and not handouts" tests --doctest-modules src/course_utils _ext/course_site _ext/course_kit
 
 test-notebooks: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --nbval -n 2 --dist loadfile chapters appendix
@@ -174,13 +175,14 @@ browser-deps:
 # imports transformers' model code and 7,000 other tests only to deselect them (10 CPU-s per
 # worker against 4, measured). tests/test_system_tools.py fails if a marked test lives elsewhere.
 BROWSER_TEST_FILES := tests/browser tests/test_built_site.py tests/test_built_site_zh.py tests/test_classroom.py tests/test_glue.py
-BROWSER_TESTS = $(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "(browser or jupyterlab) and not browser_model" $(BROWSER_TEST_FILES)
-test-browser: $(STAMP) browser-deps book pdf
+BROWSER_TESTS = $(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "(browser or jupyterlab) and not browser_model and not handouts" $(BROWSER_TEST_FILES)
+test-browser: $(STAMP) browser-deps book
 	$(BROWSER_TESTS)
 
-# The package and notebook tests keep both cores busy, while building the book and printing its PDFs
-# keeps about one busy: the two run side by side (nothing in the first reads _build), then the
-# browser tests run on the built site. -Otarget keeps each one's output in one piece.
+# The package and notebook tests keep both cores busy, while building the book keeps about one
+# busy: the two run side by side (nothing in the first reads _build), then the browser tests run
+# on the built site. -Otarget keeps each one's output in one piece. The handouts' end-to-end runs
+# are `make test-handouts` (CI runs it after this).
 test: lint browser-deps
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-site || exit 1; \
@@ -191,15 +193,24 @@ test: lint browser-deps
 # The unit tests and nbval in one pytest session: one pool of two workers with no idle tail between
 # the two runs (each notebook's cells stay on one worker, in order: conftest.py groups them).
 test-python: $(STAMP)
-	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine" --nbval tests chapters appendix --doctest-modules src/course_utils _ext/course_site _ext/course_kit
+	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m "not browser and not jupyterlab and not cross_machine and not handouts" --nbval tests chapters appendix --doctest-modules src/course_utils _ext/course_site _ext/course_kit
 
-test-site: $(STAMP) browser-deps book pdf
+test-site: $(STAMP) browser-deps book
 
 # "Another machine": every notebook (nbval) and the prose-number tests under each of torch's CPU
 # kernel sets (default, avx2, avx512 where the processor has it) x 1, 2 and 4 threads. Slow (it
 # re-runs the notebooks 6-9 times), so it is not part of `make test`; .ci/run runs it after.
 test-machines: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m cross_machine tests/test_cross_machine.py
+
+# A teacher's handouts end to end: every learner copy unzipped, installed and Run All in a fresh
+# kernel (as long as nbval's run of the chapters), and both PDFs printed and read back (printing
+# alone is about 100 CPU-s). Together about two minutes of `make test`'s 2 cores, so they are not
+# part of it; .ci/run runs this after it. `make test` keeps the learner copies' static checks (no
+# solution, no raw MyST, the zip installs) and the print page's unit tests.
+HANDOUT_TEST_FILES := tests/test_classroom_kit.py tests/browser/test_pdf.py
+test-handouts: $(STAMP) browser-deps book pdf
+	$(BIN)/python -m pytest -q --durations=12 -n 2 --dist loadgroup -m handouts $(HANDOUT_TEST_FILES)
 
 # SmolLM2 in Chromium on 20 prompts x 32 tokens against the Python model (chapter 7's writer; a few
 # minutes, so not part of `make test`; .ci/run runs it after).

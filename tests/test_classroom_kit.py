@@ -205,6 +205,18 @@ def unzipped_and_installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     return folder, target
 
 
+def test_the_learner_zip_installs_as_its_readme_says(
+    unzipped_and_installed: tuple[Path, Path],
+) -> None:
+    """The zip installs (seconds, in `make test`); every copy's Run All is `make test-handouts`."""
+    folder, installed = unzipped_and_installed
+    assert (folder / "chapters").is_dir()
+    assert (installed / "course_utils" / "__init__.py").is_file()
+
+
+# Every learner copy run again in a fresh kernel is as long as nbval's run of the chapters (about
+# 140 test-s): `make test-handouts`, which CI runs after `make test`.
+@pytest.mark.handouts
 @pytest.mark.parametrize("path", CHAPTERS, ids=IDS)
 def test_learner_copy_runs_all_from_the_unzipped_zip(
     path: Path, unzipped_and_installed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch

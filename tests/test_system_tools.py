@@ -91,3 +91,22 @@ def test_every_browser_test_file_is_collected_by_make_test():
     )  # fmt: skip
     assert len(marking) >= 5, marking
     assert not outside, f"browser tests that `make test` does not collect: {outside}"
+
+
+def test_every_handout_test_runs_in_ci_after_make_test():
+    """The handouts' end-to-end tests (learner copies Run All, the PDFs read back) are left out of
+    ``make test`` by their mark and run by ``make test-handouts``, which collects only
+    ``HANDOUT_TEST_FILES``: each file that marks one is listed, and CI runs the target."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    line = next(s for s in makefile.splitlines() if s.startswith("HANDOUT_TEST_FILES :="))
+    listed = [REPO / p for p in line.split(":=", 1)[1].split()]
+    assert listed and all(p.is_file() for p in listed), listed
+    marking = sorted(
+        p for p in (REPO / "tests").rglob("*.py")
+        if "mark.handouts" in p.read_text("utf-8") and p.name != Path(__file__).name
+    )  # fmt: skip
+    assert marking == sorted(listed), (marking, listed)
+    # make test leaves them out in both of its pytest runs, and CI runs them after it
+    assert makefile.count("and not handouts") >= 2
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert ci.index("make test-handouts") > ci.index("make test\n")

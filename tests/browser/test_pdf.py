@@ -32,7 +32,7 @@ from ..system_tools import require, require_cjk_font
 
 # The PDFs are read back once per edition (module fixture `pages`): under xdist the module stays on
 # one worker (--dist loadgroup).
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("pdf")]
+pytestmark = [pytest.mark.browser, pytest.mark.handouts, pytest.mark.xdist_group("pdf")]
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
