@@ -65,6 +65,9 @@ body { font-size: 10.5pt; margin: 0; }
 .cu-print-title h1 { font-size: 28pt; }
 .cu-print-toc ol { list-style: none; padding: 0; }
 .cu-print-toc li { display: flex; gap: 0.5em; margin: 0.35em 0; }
+.cu-print-toc li.cu-print-toc-part { display: block; margin-top: 0.9em; }
+.cu-print-toc .cu-print-toc-caption { font-weight: bold; }
+.cu-print-toc li.cu-print-toc-part > ol { margin-left: 1.2em; }
 .cu-print-toc li .dots { flex: 1; border-bottom: 1px dotted #888; margin-bottom: 0.3em; }
 .cu-print-toc a { color: inherit; text-decoration: none; }
 .cu-print-toc .page { visibility: hidden; min-width: 3ch; text-align: right; }
@@ -203,6 +206,70 @@ def toc_pages(repo: Path) -> list[str]:
     return [re.sub(r"\.(md|ipynb)$", "", p) for p in pages]
 
 
+def toc_part_starts(repo: Path) -> list[str]:
+    """The docname each part of ``_toc.yml`` starts with, in order (the book's parts: the
+    contents group the chapters under their captions, as the site's sidebar does).
+
+    >>> toc_part_starts(Path(__file__).resolve().parents[2])[:2]
+    ['chapters/01_queries_keys_values', 'chapters/04_multi_head_attention']
+    """
+    toc = yaml.safe_load((repo / "_toc.yml").read_text(encoding="utf-8"))
+    return [
+        re.sub(r"\.(md|ipynb)$", "", part["chapters"][0]["file"])
+        for part in toc.get("parts", [])
+        if part.get("chapters")
+    ]
+
+
+def part_captions(root_soup: Any) -> list[str]:
+    """The parts' captions as the built site's sidebar shows them (the 中文 edition's are
+    translated), read from the root page.
+
+    >>> from bs4 import BeautifulSoup
+    >>> part_captions(BeautifulSoup(
+    ...     '<nav class="bd-docs-nav"><p class="caption"><span class="caption-text">Part I'
+    ...     '</span></p><ul></ul><p class="caption"><span class="caption-text">Part II</span></p>'
+    ...     '</nav>', "html.parser"))
+    ['Part I', 'Part II']
+    """
+    nav = root_soup.select_one("nav.bd-docs-nav")
+    if nav is None:
+        return []
+    return [c.get_text(" ", strip=True) for c in nav.select("p.caption .caption-text")]
+
+
+def _contents_items(titles: list[str], parts: dict[int, str]) -> str:
+    """The contents' list: an entry per page (title, dots, page-number slot), the entries of a
+    part nested under its caption (``parts``: index of a part's first page -> its caption).
+
+    >>> items = _contents_items(["Intro", "One", "Two"], {1: "Part I"})
+    >>> print(re.sub(r'<span class="dots"></span><span class="page"[^<]*</span>', " ...", items))
+    <li><a href="#cu-print-0">Intro</a> ...</li>
+    <li class="cu-print-toc-part"><span class="cu-print-toc-caption">Part I</span><ol>
+    <li><a href="#cu-print-1">One</a> ...</li>
+    <li><a href="#cu-print-2">Two</a> ...</li>
+    </ol></li>
+    """
+    lines: list[str] = []
+    in_part = False
+    for i, t in enumerate(titles):
+        if i in parts:
+            if in_part:
+                lines.append("</ol></li>")
+            lines.append(
+                '<li class="cu-print-toc-part"><span class="cu-print-toc-caption">'
+                f"{html.escape(parts[i])}</span><ol>"
+            )
+            in_part = True
+        lines.append(
+            f'<li><a href="#cu-print-{i}">{html.escape(t)}</a><span class="dots"></span>'
+            f'<span class="page" data-part="{i}">{PAGE_NUMBER_SLOT}</span></li>'
+        )
+    if in_part:
+        lines.append("</ol></li>")
+    return "\n".join(lines)
+
+
 def _rewrite_urls(soup: Any, page: str, prefix: str) -> None:
     """Make local src/href of ``page`` (a docname) relative to the print page."""
     base = posixpath.dirname(page)
@@ -232,12 +299,16 @@ def print_page(
     parts: list[str] = []
     titles: list[str] = []
     mathjax_src: str | None = None
-    for n, page in enumerate(toc_pages(repo)):
+    captions: list[str] = []
+    pages = toc_pages(repo)
+    for n, page in enumerate(pages):
         path = site / f"{page}.html"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: build the site first (make book)")
         soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
         _rewrite_urls(soup, page, prefix)
+        if n == 0:
+            captions = part_captions(soup)
         if not head_links:
             for link in soup.head.find_all("link", rel="stylesheet"):
                 head_links.append(str(link))
@@ -262,10 +333,14 @@ def print_page(
         parts.append(
             f'<section class="cu-print-part" id="{anchor}">{article.decode_contents()}</section>'
         )
-    toc_items = "\n".join(
-        f'<li><a href="#cu-print-{i}">{html.escape(t)}</a><span class="dots"></span>'
-        f'<span class="page" data-part="{i}">{PAGE_NUMBER_SLOT}</span></li>'
-        for i, t in enumerate(titles)
+    starts = toc_part_starts(repo)
+    if len(captions) != len(starts):
+        raise RuntimeError(
+            f"{pages[0]}.html names {len(captions)} part captions, _toc.yml has {len(starts)} parts"
+        )
+    toc_items = _contents_items(
+        titles,
+        {pages.index(first): caption for first, caption in zip(starts, captions, strict=True)},
     )
     if mathjax_src is None:  # a book without formulas: the edition's own copy
         mathjax_src = f"{prefix}_static/course_vendor/mathjax/tex-mml-chtml.js"

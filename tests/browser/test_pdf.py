@@ -294,3 +294,31 @@ def test_the_contents_titles_are_seen_beside_their_page_numbers(
         f"{len(unseen)} of the {len(words)} words of the contents on page {page} are not drawn "
         f"(hidden under the page numbers' print?): {unseen[:6]}"
     )
+
+
+def test_the_contents_group_the_chapters_under_their_parts(pages: list[str], edition: str) -> None:
+    """The contents name the book's parts as the site's sidebar does, each caption before the
+    title of its part's first page (without them, chapter 14, last of part IV, read as if it came
+    before chapter 13 by mistake)."""
+    from bs4 import BeautifulSoup
+
+    from course_kit.pdf import part_captions, toc_part_starts
+
+    site = REPO / "_build" / "html" / ("zh/" if edition == "zh" else "")
+    root = BeautifulSoup((site / "intro.html").read_text("utf-8"), "html.parser")
+    captions = part_captions(root)
+    root_title = root.select_one("article h1").get_text(" ", strip=True).replace("#", "").strip()
+    book = [i for i, page in enumerate(pages[2:], start=3) if starts_with_title(page, root_title)]
+    assert book, f"no page starts with the book's first page, {root_title!r}"
+    # The contents: the pages after the title page and before the book's first page.
+    toc = _norm(" ".join(pages[1 : min(book) - 1]))
+    assert len(captions) == len(toc_part_starts(REPO)) >= 5, captions
+    at = -1
+    for caption, first in zip(captions, toc_part_starts(REPO), strict=True):
+        found = title_pattern(caption).search(toc, at + 1)
+        assert found, f"{caption!r}: not in the contents after the part before it"
+        at = found.start()
+        if first.startswith("chapters/"):
+            title = _title(REPO / f"{first}.ipynb", edition)
+            after = title_pattern(title).search(toc, at)
+            assert after, f"{caption!r} is not followed by its first chapter {title!r}"
