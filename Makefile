@@ -188,7 +188,7 @@ test: lint browser-deps
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-python test-site || exit 1; \
 	middle=$$(date +%s); \
 	$(BROWSER_TESTS) || exit 1; \
-	echo "make test phases: package, notebooks, book and PDF $$((middle - start)) s; browser $$(( $$(date +%s) - middle )) s"
+	echo "make test phases: package, notebooks and book $$((middle - start)) s; browser $$(( $$(date +%s) - middle )) s"
 
 # The unit tests and nbval in one pytest session: one pool of two workers with no idle tail between
 # the two runs (each notebook's cells stay on one worker, in order: conftest.py groups them).
