@@ -16,8 +16,9 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 help:
 	@echo "make book    set up .venv, execute the notebooks and build the website into _build/html"
-	@echo "make test    set up .venv and run every test (lint, unit, notebooks, book build, browser)"
+	@echo "make test    set up .venv and run the tests: lint, unit, notebooks, book build, browser"
 	@echo "make test-handouts  the handouts end to end: learner copies Run All, the PDFs printed and read back"
+	@echo "             (CI runs make test, then test-handouts, test-machines and test-browser-model)"
 	@echo "make slides  (re)build the slide decks and learner copies into _build/html (make book does too)"
 	@echo "make pdf     print the whole book to _build/pdf/ with Chromium"
 	@echo "make serve   serve _build/html on http://$(HOST):$(PORT)"
