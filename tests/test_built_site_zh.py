@@ -209,6 +209,27 @@ def test_zh_kit(stem: str, built: Path) -> None:
     assert (ZH / "learner" / "attention-step-by-step-learner.zip").is_file()
     index = (ZH / "slides" / "index.html").read_text(encoding="utf-8")
     assert f'href="{stem}.slides.html"' in index and '<html lang="zh-CN">' in index
+    # The deck's title as plain text in Chinese: no Markdown escape ("1\\. 查询"), no "(slides)";
+    # the index names the book, not Sphinx's "Project name not set".
+    title = re.search(r"<title>([^<]*)</title>", deck.read_text(encoding="utf-8")).group(1)
+    assert "\\" not in title and title.endswith("（幻灯片）"), title
+    assert "Project name not set" not in index and "注意力，一步一步来" in index
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_the_slide_index_names_the_book(edition: str, built: Path) -> None:
+    index = (SITE / edition / "slides" / "index.html").read_text(encoding="utf-8")
+    title = re.search(r"<title>([^<]*)</title>", index).group(1)
+    assert "Project name not set" not in title, title
+    assert title in {"Slides: Attention, step by step", "幻灯片：注意力，一步一步来"}, title
+
+
+def test_a_folded_answer_hints_in_chinese(built: Path) -> None:
+    """sphinx-togglebutton's "Click to show" hint, in Chinese on every 中文 chapter."""
+    for stem in CHAPTERS:
+        page = (ZH / "chapters" / f"{stem}.html").read_text(encoding="utf-8")
+        assert "let toggleHintShow = '点击显示';" in page, stem
+        assert "Click to show" not in page and "Click to hide" not in page, stem
 
 
 def _lang_switch(page: Path) -> tuple[str, str]:

@@ -283,6 +283,10 @@ def test_zh_config_sets_the_language_and_absolute_extension_paths(tmp_path: Path
     assert options["language"] == "zh_CN"
     assert options["gettext_compact"] is False and options["locale_dirs"] == ["locale/"]
     assert options["classroom_kit_source"] == str((tmp_path / "kit").resolve())
+    assert (options["togglebutton_hint"], options["togglebutton_hint_hide"]) == (
+        "点击显示",
+        "点击隐藏",
+    )
     for path in config["sphinx"]["local_extensions"].values():
         assert Path(path).is_absolute() and Path(path).is_dir()
     assert config["execute"]["execute_notebooks"] == "off"  # outputs are committed, as in English

@@ -270,6 +270,23 @@ def _contents_items(titles: list[str], parts: dict[int, str]) -> str:
     return "\n".join(lines)
 
 
+def site_title(site: Path, root: str) -> str | None:
+    """The book's title as a built edition names it: Sphinx's ``<title>`` of a page is
+    "<page> — <book>" (the 中文 edition's book title is translated). None if the page has none.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "intro.html").write_text("<title>注意力 &#8212; 注意力，一步一步来</title>")
+    >>> site_title(folder, "intro")
+    '注意力，一步一步来'
+    """
+    page = site / f"{root}.html"
+    found = re.search(r"<title>([^<]*)</title>", page.read_text(encoding="utf-8"))
+    if not found:
+        return None
+    return html.unescape(found.group(1)).rsplit(" \u2014 ", 1)[-1].strip() or None
+
+
 def _rewrite_urls(soup: Any, page: str, prefix: str) -> None:
     """Make local src/href of ``page`` (a docname) relative to the print page."""
     base = posixpath.dirname(page)
@@ -502,10 +519,12 @@ def build_pdf(
     from course_site.browser import wait_for_widgets
 
     words = PRINT_TEXT.get(language, PRINT_TEXT["en"])
+    site, out_dir = site.resolve(), out_dir.resolve()
+    if title is None:  # the edition's own title (the 中文 one is translated), else _config.yml's
+        title = site_title(site, toc_pages(repo)[0])
     if title is None:
         config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
         title = str(config.get("title", "Book"))
-    site, out_dir = site.resolve(), out_dir.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     doc, titles = print_page(repo, site, out_dir, title, language)
     book_html = out_dir / ("book.html" if name == PDF_NAME else f"{Path(name).stem}.html")

@@ -627,10 +627,17 @@ def _deck_notebook(
 
 
 def chapter_title(nb: Notebook, fallback: str) -> str:
+    r"""The text of the notebook's first ``#`` heading, as a reader sees it: without Markdown's
+    backslash escapes (a translated heading keeps ``1\.``, which stops Markdown reading "1." as a
+    list; a deck's ``<title>`` and the decks' index show it as plain text).
+
+    >>> chapter_title({"cells": [{"cell_type": "markdown", "source": "# 1\\. 查询、键、值"}]}, "x")
+    '1. 查询、键、值'
+    """
     for cell in nb["cells"]:
         for level, text in headings(cell):
             if level == 1:
-                return text
+                return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
     return fallback
 
 
@@ -660,6 +667,8 @@ def build_deck(
     resources = {
         "deck": {
             "title": myst_to_markdown(title),
+            # what the <title> adds after the chapter's title
+            "suffix": "（幻灯片）" if language.startswith("zh") else " (slides)",
             "language": language,
             "static": static_prefix,
             "mathjax": MATHJAX,

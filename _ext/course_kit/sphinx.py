@@ -187,7 +187,10 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
     # The 中文 edition builds its kit from translated chapters (course_site.zh_edition).
     source = Path(app.config.classroom_kit_source or app.srcdir)
     language = kit_language(app.config.language)
-    report = build_kit(source, Path(app.outdir), title=str(app.config.project), language=language)
+    # jupyter-book puts _config.yml's title in html_title and leaves `project` unset
+    # (Sphinx's "Project name not set"); the 中文 edition's html_title is its translated title.
+    title = str(app.config.html_title or app.config.project)
+    report = build_kit(source, Path(app.outdir), title=title, language=language)
     from sphinx.util import logging
 
     logging.getLogger(__name__).info(

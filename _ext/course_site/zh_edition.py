@@ -340,6 +340,9 @@ ZH_CHROME = {
     "title": "注意力，一步一步来",
     "author": "《注意力，一步一步来》的贡献者",
     "extra_footer": "代码：MIT 许可证；文字与图片：CC BY 4.0。\n",
+    # sphinx-togglebutton's hint on a folded answer or cell (its own catalogue has no zh_CN)
+    "togglebutton_hint": "点击显示",
+    "togglebutton_hint_hide": "点击隐藏",
 }
 #: The date of "最后更新于 …" (no zero padding, as Chinese dates are written).
 ZH_LAST_UPDATED_FMT = "%Y 年 %-m 月 %-d 日"
@@ -361,6 +364,8 @@ def zh_config(repo: Path, stage: Path, kit: Path) -> dict[str, Any]:
     options.setdefault("locale_dirs", ["locale/"])
     options.setdefault("gettext_compact", False)
     options["classroom_kit_source"] = str(kit.resolve())
+    options["togglebutton_hint"] = ZH_CHROME["togglebutton_hint"]
+    options["togglebutton_hint_hide"] = ZH_CHROME["togglebutton_hint_hide"]
     if options.get("html_last_updated_fmt") is not None:  # the date is shown: write it in Chinese
         options["html_last_updated_fmt"] = ZH_LAST_UPDATED_FMT
     return config

@@ -250,6 +250,13 @@ def test_zh_pdf_is_the_chinese_edition(pages: list[str], edition: str) -> None:
     text = re.sub(r"\s+", "", "\n".join(pages[:3]))
     assert PRINT_TEXT["zh-CN"]["contents"] in text, "no 目录 (contents) in the 中文 book"
     assert "打印版" in text, "the title page of the 中文 book is not in Chinese"
+    assert "注意力，一步一步来" in re.sub(r"\s+", "", pages[0]), (
+        "the title page's title is not Chinese"
+    )
+    import pikepdf
+
+    with pikepdf.open(_pdf_file("zh")) as pdf:
+        assert str(pdf.docinfo.get("/Title")) == "注意力，一步一步来", pdf.docinfo.get("/Title")
 
 
 #: A word of the contents as pdftotext places it on the page (PDF points from the top left).
