@@ -853,6 +853,37 @@ def test_figure_text_from_a_notebook_cell_is_drawn_in_chinese(zh):
     plt.close(fig)
 
 
+def test_a_chinese_tick_label_is_drawn_in_the_cjk_font(zh):
+    """A tick label a cell wrote in Chinese (``t("block {i}")``: 第 0 块) is drawn with the CJK
+    font: in the default font it was a row of empty boxes (tofu). Tick labels stay untranslated."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    from course_utils.fonts import COURSE_CJK_FAMILY
+
+    fig, ax = plt.subplots()
+    ax.set_xticks([0, 1], [i18n.t("block {i}", i=i) for i in (0, 1)])
+    ax.set_yticks([0], ["next"])
+    families: dict[str, list[str]] = {}
+    draw_text = RendererAgg.draw_text
+
+    def spy(self, gc, x, y, s, prop, *args, **kwargs):
+        families[s] = prop.get_family()
+        return draw_text(self, gc, x, y, s, prop, *args, **kwargs)
+
+    RendererAgg.draw_text = spy
+    try:
+        fig.canvas.draw()
+    finally:
+        RendererAgg.draw_text = draw_text
+        plt.close(fig)
+    assert "第 0 块" in families and COURSE_CJK_FAMILY in families["第 0 块"], families
+    assert "next" in families and "后一个词元" not in families  # data: not translated
+
+
 def test_alt_text_of_a_heatmap_is_chinese(zh):
     from course_utils.plotting import describe_attention
 

@@ -9,8 +9,9 @@ object itself keeps its English text. Under ``"en"`` the hook draws exactly what
 (the text is not touched), so English figures are byte-identical.
 
 Titles, axis labels, legend entries, annotations and ``fig.text`` are all
-:class:`matplotlib.text.Text` objects, so one hook covers them. Tick labels are left alone: they
-are data (tokens, numbers), and an English token such as "next" must not become 后一个词元.
+:class:`matplotlib.text.Text` objects, so one hook covers them. Tick labels are not translated:
+they are data (tokens, numbers), and an English token such as "next" must not become 后一个词元;
+a tick label a cell wrote in Chinese (``t("block {i}", i=0)``: 第 0 块) is drawn in the CJK font.
 
 >>> import matplotlib
 >>> matplotlib.use("Agg")
@@ -66,10 +67,12 @@ def install(get_language: Callable[[], str], lookup: Callable[[str], str]) -> No
 
     @functools.wraps(original)
     def draw(self: Text, renderer: Any, *args: Any, **kwargs: Any) -> Any:
-        if get_language() == "en" or getattr(_in_tick, "on", False):
+        if get_language() == "en":
             return original(self, renderer, *args, **kwargs)
         text = self.get_text()
-        translated = as_drawn(text, lookup)
+        # A tick label is data and never translated; one already in Chinese (a cell's
+        # t("block {i}") -> 第 0 块) is drawn in the CJK font, as it is measured (get_layout).
+        translated = text if getattr(_in_tick, "on", False) else as_drawn(text, lookup)
         if translated == text and not _needs_cjk_font(self):
             return original(self, renderer, *args, **kwargs)
         # Swap the string and the font for this one draw (set_text would mark the figure stale).
