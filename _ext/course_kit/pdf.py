@@ -188,9 +188,18 @@ def for_print_code(article: Any) -> int:
     return changed
 
 
+def _read_toc(repo: Path) -> dict[str, Any]:
+    return yaml.safe_load((repo / "_toc.yml").read_text(encoding="utf-8"))
+
+
+def _docname(file: str) -> str:
+    """A ``_toc.yml`` entry's file as a docname (``chapters/01_x.ipynb`` -> ``chapters/01_x``)."""
+    return re.sub(r"\.(md|ipynb)$", "", file)
+
+
 def toc_pages(repo: Path) -> list[str]:
     """Docnames of ``_toc.yml`` in reading order."""
-    toc = yaml.safe_load((repo / "_toc.yml").read_text(encoding="utf-8"))
+    toc = _read_toc(repo)
     pages = [toc["root"]]
 
     def walk(entries: list[dict[str, Any]]) -> None:
@@ -203,7 +212,7 @@ def toc_pages(repo: Path) -> list[str]:
     for part in toc.get("parts", []):
         walk(part.get("chapters", []))
     walk(toc.get("chapters", []))
-    return [re.sub(r"\.(md|ipynb)$", "", p) for p in pages]
+    return [_docname(p) for p in pages]
 
 
 def toc_part_starts(repo: Path) -> list[str]:
@@ -213,12 +222,8 @@ def toc_part_starts(repo: Path) -> list[str]:
     >>> toc_part_starts(Path(__file__).resolve().parents[2])[:2]
     ['chapters/01_queries_keys_values', 'chapters/04_multi_head_attention']
     """
-    toc = yaml.safe_load((repo / "_toc.yml").read_text(encoding="utf-8"))
-    return [
-        re.sub(r"\.(md|ipynb)$", "", part["chapters"][0]["file"])
-        for part in toc.get("parts", [])
-        if part.get("chapters")
-    ]
+    parts = _read_toc(repo).get("parts", [])
+    return [_docname(part["chapters"][0]["file"]) for part in parts if part.get("chapters")]
 
 
 def part_captions(root_soup: Any) -> list[str]:
