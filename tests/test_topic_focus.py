@@ -38,6 +38,7 @@ from course_utils.topic_focus import (
     top_k_precision,
     topic_mask,
     train_classifier,
+    without_rounding_noise,
     word_tokens,
 )
 from course_utils.topic_focus.dataset import find_spans, load_topic_data
@@ -355,6 +356,46 @@ def test_rollout_bad_input(maps, kwargs, match):
 )
 def test_top_k_precision_table(scores, is_topic, k, expected):
     assert top_k_precision(scores, np.array(is_topic, dtype=bool), k) == expected
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ([3e-9, 2.0, -1e-19, -0.5, 1e-3], [0.0, 2.0, 0.0, -0.5, 1e-3]),
+        ([-10.0, 9e-6, 1.1e-5], [-10.0, 0.0, 1.1e-5]),  # the floor is 1e-6 of the largest |score|
+        ([0.0, 0.0], [0.0, 0.0]),
+        ([1e-30, 2e-30], [1e-30, 2e-30]),  # tiny scores alone are not noise: the scale is theirs
+    ],
+)
+def test_without_rounding_noise_table(scores, expected):
+    assert without_rounding_noise(np.array(scores)).tolist() == expected
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    big=st.lists(st.floats(0.01, 20.0), min_size=1, max_size=4),
+    noise=st.lists(st.floats(-1e-8, 1e-8), min_size=2, max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_rankings_of_denoised_scores_ignore_the_last_bits(big, noise, seed):
+    """Words a gradient ignores get rounding noise (1e-9, 1e-19): perturbing that noise, as
+    another CPU's kernels do, must not change a top-k pick or a precision."""
+    scores = np.array(big + noise)
+    jitter = np.random.default_rng(seed).uniform(-1e-9, 1e-9, size=scores.size)
+    jitter[: len(big)] = 0.0  # the real scores are the same on every machine
+    a, b = without_rounding_noise(scores), without_rounding_noise(scores + jitter)
+    assert np.argsort(-a, kind="stable").tolist() == np.argsort(-b, kind="stable").tolist()
+    m = np.arange(scores.size) % 2 == 1
+    for k in range(1, scores.size + 1):
+        assert top_k_precision(a, m, k) == top_k_precision(b, m, k)
+
+
+def test_classifier_gradient_has_no_rounding_noise(trained):
+    """The classifier's gradient × input is exactly 0 where it would be rounding noise."""
+    for s in real_sentences()[:12]:
+        g = classifier_gradient_x_input(trained, s)  # (T,)
+        small = np.abs(g) < 1e-6 * np.abs(g).max()
+        assert (g[small] == 0.0).all()
 
 
 def test_top_k_precision_candidates_and_errors():

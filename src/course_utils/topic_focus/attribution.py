@@ -35,6 +35,7 @@ from .dataset import TopicSentence
 
 __all__ = [
     "ERASER_BINS",
+    "NOISE_FLOOR",
     "AblationResult",
     "ablate",
     "ablation_study",
@@ -51,6 +52,7 @@ __all__ = [
     "residual_attention",
     "top_fraction_masks",
     "top_k_precision",
+    "without_rounding_noise",
 ]
 
 
@@ -370,7 +372,27 @@ def classifier_gradient_x_input(
     is the zero vector.
     """
     x, margins = _classifier_margins(result, sentence, target)  # (T, d_model)
-    return gradient_x_input(lambda x: margins(x[None])[0], x).double().numpy()  # (T,)
+    g = gradient_x_input(lambda x: margins(x[None])[0], x).double().numpy()  # (T,)
+    return without_rounding_noise(g)
+
+
+#: A float32 attribution smaller than this fraction of the sentence's largest is rounding noise.
+NOISE_FLOOR = 1e-6
+
+
+def without_rounding_noise(scores: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``scores`` with every entry under ``NOISE_FLOOR`` times the largest magnitude set to 0.
+
+    A word the classifier's pooling ignores gets a gradient that is float32 rounding noise
+    (1e-9, 1e-19, ... beside a largest score near 10). Its value, and so its place in a ranking
+    and in a top-k pick, would change with the CPU and its kernels; as exact zeros, such words tie
+    and ties go to the earlier word, on every machine.
+
+    >>> without_rounding_noise(np.array([3e-9, 2.0, -1e-19, -0.5, 1e-3])).tolist()
+    [0.0, 2.0, 0.0, -0.5, 0.001]
+    """
+    floor = NOISE_FLOOR * float(np.abs(scores).max(initial=0.0))
+    return np.where(np.abs(scores) < floor, 0.0, scores)  # (T,)
 
 
 def _classifier_margins(
@@ -402,7 +424,8 @@ def classifier_integrated_gradients(
     differ only in where the gradient is taken: at the input, or averaged along the line to it.
     """
     x, margins = _classifier_margins(result, sentence, target)  # (T, d_model)
-    return integrated_gradients(margins, x, steps=steps).double().numpy()  # (T,)
+    ig = integrated_gradients(margins, x, steps=steps).double().numpy()  # (T,)
+    return without_rounding_noise(ig)
 
 
 #: ERASER's bins: the top 1 %, 5 %, 10 %, 20 % and 50 % of the tokens (DeYoung et al. 2020).
