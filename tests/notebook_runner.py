@@ -14,8 +14,6 @@ from typing import Any
 import matplotlib
 import nbformat
 
-from course_kit.notebooks import cells_needed_from  # noqa: F401 (the tests import it from here)
-
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 
 

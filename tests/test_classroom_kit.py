@@ -36,8 +36,6 @@ from course_kit.notebooks import (
     strip_solution_blocks,
 )
 
-from .notebook_runner import cells_needed_from
-
 REPO = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
 IDS = [p.stem for p in CHAPTERS]
@@ -147,35 +145,6 @@ def test_learner_zip(tmp_path: Path) -> None:
     assert not [n for n in names if "__pycache__" in n]
     for p in CHAPTERS:
         assert f"attention-step-by-step/chapters/{p.stem}.learner.ipynb" in names
-
-
-def learner_cells_to_run(learner: dict) -> tuple[list[dict], list[bool]]:
-    """The learner copy's code cells from its first exercise on, with the earlier cells they need
-    (:func:`tests.notebook_runner.cells_needed_from`), and which of them are exercises."""
-    code = [
-        (c, f)
-        for c, f in zip(learner["cells"], exercise_flags(learner), strict=True)
-        if c["cell_type"] == "code"
-    ]
-    first = next((i for i, (_, f) in enumerate(code) if f), len(code))
-    keep = cells_needed_from([source(c) for c, _ in code], first)
-    return [code[i][0] for i in keep], [code[i][1] for i in keep]
-
-
-def test_the_learner_run_keeps_what_the_exercises_need() -> None:
-    """The cut is not blind: a name an exercise reads pulls in the cell that binds it."""
-    cells = [
-        _code("import math"),
-        _code("slow = run_experiment()"),
-        _code("x = math.pi"),
-        _code("answer = ...\ncheck(answer, x)", tags=["exercise"]),
-        _code("print(slow)"),
-    ]
-    kept, flags = learner_cells_to_run({"cells": cells, "metadata": {}})
-    assert [source(c) for c in kept] == [source(c) for c in cells]  # the last cell reads `slow`
-    kept, flags = learner_cells_to_run({"cells": cells[:4], "metadata": {}})
-    assert [source(c) for c in kept] == [source(cells[i]) for i in (0, 2, 3)]
-    assert flags == [False, False, True]
 
 
 @pytest.fixture(scope="module")

@@ -328,28 +328,3 @@ def cell_names(source: str) -> tuple[set[str], set[str]] | None:
                 read.add(s.get_name())
         tables.extend(table.get_children())
     return bound, read
-
-
-def cells_needed_from(sources: list[str], first: int) -> list[int]:
-    """Indices of the code cells to run so that cells ``first``, ``first + 1``, ... see every name
-    they read: all cells from ``first`` on, and each earlier cell that binds a name a kept cell
-    reads (followed back transitively). A cell that does not parse is kept.
-
-    Lets a test run a notebook's end (e.g. its exercises) without the slow cells before it that the
-    end does not use; the whole notebook is run by nbval anyway.
-
-    >>> cells = ["import math", "slow = sum(range(10**8))", "x = 2", "y = math.sqrt(x)"]
-    >>> cells_needed_from(cells, 3)
-    [0, 2, 3]
-    """
-    keep = set(range(first, len(sources)))
-    needed: set[str] = set()
-    for i in keep:
-        names = cell_names(sources[i])
-        needed |= names[1] if names else set()
-    for i in range(first - 1, -1, -1):
-        names = cell_names(sources[i])
-        if names is None or names[0] & needed:
-            keep.add(i)
-            needed |= names[1] if names else set()
-    return sorted(keep)
