@@ -260,6 +260,25 @@ def translate_theme_chrome(html: str, language: str | None) -> str:
     return _COPYRIGHT.sub(r"© \1 版权所有。", html)
 
 
+#: The theme's primary sidebar (brand, search button, the book's contents). It is no landmark, so
+#: the brand and the search button sat outside every landmark (axe's ``region`` rule): it becomes a
+#: named complementary region, beside ``main``, as a book's sidebar is.
+PRIMARY_SIDEBAR = '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar">'
+PRIMARY_SIDEBAR_LABEL = {"en": "Course contents", "zh": "课程目录"}
+
+
+def name_primary_sidebar(html: str, language: str | None) -> str:
+    """The primary sidebar as a named landmark, in the edition's language.
+
+    >>> name_primary_sidebar(PRIMARY_SIDEBAR, "zh_CN")  # doctest: +NORMALIZE_WHITESPACE
+    '<div id="pst-primary-sidebar" class="bd-sidebar-primary bd-sidebar" role="complementary"
+    aria-label="课程目录">'
+    """
+    label = PRIMARY_SIDEBAR_LABEL[edition(language)]
+    named = PRIMARY_SIDEBAR[:-1] + f' role="complementary" aria-label="{label}">'
+    return html.replace(PRIMARY_SIDEBAR, named, 1)
+
+
 def fix_body(body: str) -> str:
     """Accessible names and roles in a page's HTML body.
 
@@ -666,6 +685,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         needs_smollm2 = needs_smollm2 or bool(NEEDS_SMOLLM2.search(html))
         mended = link_figures(name_toc_toggles(html), page.parent, app.config.language)
         mended = translate_theme_chrome(mended, app.config.language)
+        mended = name_primary_sidebar(mended, app.config.language)
         if mended != html:
             page.write_text(mended, encoding="utf-8")
     if needs_model:
