@@ -21,6 +21,7 @@ import yaml
 from course_kit.myst import glued_values
 from course_utils.data import bank_example
 from course_utils.experiments.neighbours import NeighboursModel
+from course_utils.topic_focus.dataset import real_sentences
 
 REPO = Path(__file__).resolve().parents[1]
 CH = {int(p.name[:2]): p for p in sorted((REPO / "chapters").glob("*.ipynb"))}
@@ -84,6 +85,13 @@ def test_bank_pun_is_explained_once_in_chapter_1_and_referred_to_elsewhere():
         assert "bank-pun" in md, f"chapter {n} should point to chapter 1's explanation"
     for n in (2, 3, 4):
         assert "only in English" not in _markdown(n)
+    # later chapters quote the sentence with chapter 1's plain translation, not the pun's reading
+    for n in (9, 13):
+        md = _markdown(n)
+        assert "小明在银行边的长椅上看书" in md
+        assert "river bank" not in md, f"chapter {n} translates 银行边 as a river bank"
+    seed_sentences = [s for s in real_sentences() if s.text == "小明在银行边的长椅上看书"]
+    assert seed_sentences and all("river" not in s.translation for s in seed_sentences)
 
 
 # --- ch4: the heads experiment uses learned positional embeddings ---
