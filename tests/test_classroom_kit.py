@@ -546,3 +546,25 @@ def test_a_compact_chapter_still_gets_min_slides() -> None:
     nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     assert count_slides(_deck_notebook(nb, None, "en", SLIDE_LINES)) < MIN_SLIDES
     assert count_slides(deck_notebook(nb)) >= MIN_SLIDES
+
+
+def test_the_welcome_page_clone_command_gets_the_configured_repository() -> None:
+    """The intro's ``git clone`` shows the repository's address once ``_config.yml`` sets it."""
+    from types import SimpleNamespace
+
+    from course_kit.sphinx import REPOSITORY_PLACEHOLDER, _source_read
+
+    intro = (REPO / "intro.md").read_text(encoding="utf-8")
+    assert f"git clone {REPOSITORY_PLACEHOLDER} attention-step-by-step" in intro
+
+    def read(docname: str, url: str) -> str:
+        app = SimpleNamespace(config=SimpleNamespace(html_theme_options={"repository_url": url}))
+        source = [intro]
+        _source_read(app, docname, source)
+        return source[0]
+
+    url = "https://github.com/example/attention-step-by-step"
+    assert f"git clone {url} attention-step-by-step" in read("intro", url)
+    assert REPOSITORY_PLACEHOLDER not in read("intro", url)
+    assert read("intro", "") == intro  # unset: the placeholder stays, with the zip as the way in
+    assert read("chapters/01_queries_keys_values", url) == intro  # only the welcome page

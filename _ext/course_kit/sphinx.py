@@ -1,6 +1,8 @@
 """Sphinx extension of the classroom kit (enabled in ``_config.yml``).
 
 * ``config-inited``: serves ``static/`` (reveal.js, the deck's own JS/CSS) under ``_static/``;
+* ``source-read``: the welcome page's ``git clone`` command gets the repository's address once
+  ``_config.yml`` sets ``repository.url`` (:func:`fill_repository_url`);
 * ``html-page-context``: on each chapter page, under its title, links to the chapter's deck and
   its learner copy (a download); on the welcome page, links to the slides index and the zip of all
   learner copies;
@@ -56,6 +58,29 @@ def _config_inited(app: Any, config: Any) -> None:
         from sphinx.errors import ConfigError
 
         raise ConfigError(problem)
+
+
+#: What the welcome page's ``git clone`` command shows until the publisher sets repository.url.
+REPOSITORY_PLACEHOLDER = "<URL of this repository>"
+
+
+def fill_repository_url(text: str, url: str) -> str:
+    """``text`` with the repository's address in place of the placeholder (unchanged if unset).
+
+    >>> fill_repository_url("git clone <URL of this repository> x", "https://github.com/o/r")
+    'git clone https://github.com/o/r x'
+    >>> fill_repository_url("git clone <URL of this repository> x", "")
+    'git clone <URL of this repository> x'
+    """
+    return text.replace(REPOSITORY_PLACEHOLDER, url) if url else text
+
+
+def _source_read(app: Any, docname: str, source: list[str]) -> None:
+    if docname != "intro":
+        return
+    options = app.config.html_theme_options
+    url = str((options if isinstance(options, dict) else {}).get("repository_url") or "")
+    source[0] = fill_repository_url(source[0], url)
 
 
 def _chapter_stem(app: Any, pagename: str) -> str | None:
@@ -205,6 +230,7 @@ def setup(app: Any) -> dict[str, Any]:
     # Where the kit reads chapters/ and instructor/ from ("" = the book's source folder).
     app.add_config_value("classroom_kit_source", "", "env", types=[str])
     app.connect("config-inited", _config_inited, priority=900)
+    app.connect("source-read", _source_read)
     app.connect("html-page-context", _page_context, priority=900)
     app.connect("build-finished", _build_finished, priority=900)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
