@@ -69,6 +69,7 @@ ALLOWED_WORDS = frozenset(
         "softmax",
         "logit",
         "logits",
+        "top-k",  # 中文 ML writing keeps it: top-k 精确率, top-k 采样
         "reshape",
         "rotate-half",
         "eps",
