@@ -232,6 +232,31 @@ def test_a_folded_answer_hints_in_chinese(built: Path) -> None:
         assert "Click to show" not in page and "Click to hide" not in page, stem
 
 
+#: The English glosses of chapter 1's Chinese seed text ({gloss} roles): shown in English only.
+GLOSSES = (
+    "Let every element of a sequence",
+    "Xiao Ming is reading on a bench by the bank.",
+    "What information am I looking for?",
+    "compute the similarities",
+)
+
+
+def test_seed_glosses_are_english_only(built: Path) -> None:
+    """The English page shows each gloss in italics; the 中文 page, its slides and its learner copy
+    leave them out (their readers read the Chinese itself), with no empty paragraph left."""
+    stem = "01_queries_keys_values"
+    en = (SITE / "chapters" / f"{stem}.html").read_text(encoding="utf-8")
+    zh = (ZH / "chapters" / f"{stem}.html").read_text(encoding="utf-8")
+    for gloss in GLOSSES:
+        assert re.search(r'<em class="cu-gloss">' + re.escape(gloss), en), gloss
+        assert gloss not in zh, gloss
+        for kit in (f"slides/{stem}.slides.html", f"learner/{stem}.learner.ipynb"):
+            assert gloss not in (ZH / kit).read_text(encoding="utf-8"), (kit, gloss)
+    assert "{gloss}" not in en and "{gloss}" not in zh
+    assert "<p></p>" not in zh
+    assert "小明在银行边的长椅上看书" in zh and "我想找什么信息？" in zh
+
+
 def _lang_switch(page: Path) -> tuple[str, str]:
     """The (href, hreflang) of a deck's or slide index's language link (attributes in any order)."""
     from bs4 import BeautifulSoup

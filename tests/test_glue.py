@@ -266,3 +266,13 @@ def test_chapters_glue_with_the_course_glue() -> None:
         if "glue(" in code:
             assert "from course_utils.prose_numbers import glue" in code, path.name
             assert "myst_nb" not in code, f"{path.name}: imports myst_nb in a kernel"
+
+
+def test_a_gloss_is_italic_in_english_and_left_out_in_chinese() -> None:
+    """``{gloss}`...``` (an English gloss of Chinese seed text) in a learner copy or a deck."""
+    text = "> 小明在银行边的长椅上看书\n>\n> {gloss}`Xiao Ming is reading on a bench by the bank.`"
+    english = myst_to_markdown(text, language="en")
+    assert english.endswith("> *Xiao Ming is reading on a bench by the bank.*")
+    chinese = myst_to_markdown(text, language="zh_CN")
+    assert "Xiao Ming" not in chinese and "gloss" not in chinese
+    assert chinese.startswith("> 小明在银行边的长椅上看书")

@@ -8,6 +8,8 @@ raw text. :func:`myst_to_markdown` rewrites it:
 * ``{cite}`a,b``` (and ``{cite:p}``, ``{cite:t}``) becomes ``(Author et al., 2017; Other, 2015)``,
   the book's author-year labels (:func:`course_site.bibstyle.author_year`), never a raw key;
 * ``{doc}`path``` becomes what ``doc_link`` makes of it (default: its label, or its last part);
+* ``{gloss}`text``` (an English gloss of Chinese seed text) becomes ``*text*``, and nothing in a
+  中文 copy;
 * an admonition with ``:class: dropdown`` becomes ``<details><summary>Title</summary>...``: closed
   until the reader opens it, in JupyterLab as on a slide; any other admonition becomes a block quote
   under its bold title;
@@ -193,6 +195,8 @@ def myst_to_markdown(
             return doc_link(inner)
         if name == "math":
             return f"${inner}$"
+        if name == "gloss":  # an English gloss of Chinese seed text: the 中文 copy leaves it out
+            return f"*{inner}*" if lang == "en" else ""
         if name == "numref" and _label(inner) == inner:
             return THE_FIGURE[lang]
         return _label(inner)

@@ -686,6 +686,8 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         mended = link_figures(name_toc_toggles(html), page.parent, app.config.language)
         mended = translate_theme_chrome(mended, app.config.language)
         mended = name_primary_sidebar(mended, app.config.language)
+        if edition(app.config.language) == "zh":
+            mended = drop_empty_paragraphs(mended)
         if mended != html:
             page.write_text(mended, encoding="utf-8")
     if needs_model:
@@ -721,6 +723,31 @@ def screen_only_role(
     to move a widget). The page shows them; the printed book, whose widgets are still images,
     leaves them out (``.cu-screen-only`` in the print style sheet)."""
     return [nodes.inline(rawtext, text, classes=["cu-screen-only"])], []
+
+
+def gloss_role(
+    name: str, rawtext: str, text: str, lineno: int, inliner: Any, *_: Any, **__: Any
+) -> tuple[list[nodes.Node], list[Any]]:
+    """``{gloss}`Let every element...```: an English gloss of the Chinese seed text beside it. The
+    English edition shows it in italics; the 中文 edition, whose readers read the Chinese itself,
+    leaves it out (a paragraph left empty by it is dropped: :func:`drop_empty_paragraphs`)."""
+    env = getattr(inliner.document.settings, "env", None)
+    language = getattr(getattr(env, "config", None), "language", None)
+    if edition(language) == "zh":
+        return [], []
+    return [nodes.emphasis(rawtext, text, classes=["cu-gloss"])], []
+
+
+_EMPTY_PARAGRAPH = re.compile(r"<p>\s*</p>\n?")
+
+
+def drop_empty_paragraphs(html_text: str) -> str:
+    r"""Remove ``<p></p>`` (a 中文 page's paragraph that held only a :func:`gloss_role`).
+
+    >>> drop_empty_paragraphs("<blockquote><p>看书</p>\n<p></p>\n</blockquote>")
+    '<blockquote><p>看书</p>\n</blockquote>'
+    """
+    return _EMPTY_PARAGRAPH.sub("", html_text)
 
 
 class TranslateTocCaptions(SphinxTransform):
@@ -807,6 +834,7 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_search_language(ChineseSearch)
     app.add_transform(TranslateTocCaptions)
     app.add_role("screen", screen_only_role)
+    app.add_role("gloss", gloss_role)
     glue.setup(app)  # {glue:text} in translated paragraphs too
     # After myst-nb and Jupyter Book (priority 500 default): run late so our values win.
     app.connect("config-inited", _config_inited, priority=900)

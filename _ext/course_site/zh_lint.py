@@ -43,6 +43,7 @@ ALLOWED_WORDS = frozenset(
         "Gemma",
         "Falcon",
         "Python",
+        "Git",
         "http",
         "ellipsis",
         "function",
