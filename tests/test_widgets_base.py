@@ -473,6 +473,24 @@ def test_shared_js_drawing() -> None:
     assert out["kids"] == ["title", "g"]
 
 
+def test_shared_js_slider_keeps_space_from_scrolling_the_page() -> None:
+    """CU.slider: Space on the focused slider is not the page's (it scrolled the page away);
+    the arrow keys stay the slider's own."""
+    out = run_shared_js(
+        "const element = (tag) => ({ tag, attrs: {}, kids: [], style: {}, on: {},"
+        " setAttribute(k, v) { this.attrs[k] = v; }, appendChild(c) { this.kids.push(c); },"
+        " addEventListener(type, f) { (this.on[type] = this.on[type] || []).push(f); } });\n"
+        "globalThis.document = { createElement: element,"
+        " createElementNS: (ns, t) => element(t) };\n"
+        "const s = CU.slider({ label: 'step', n: 5, value: 0, onInput() {} });\n"
+        "const press = (key) => { const ev = { key, prevented: false, stopPropagation() {},"
+        " preventDefault() { this.prevented = true; } };"
+        " for (const f of s.input.on.keydown) f(ev); return ev.prevented; };\n"
+        "console.log(JSON.stringify({ space: press(' '), right: press('ArrowRight') }));\n"
+    )
+    assert out == {"space": True, "right": False}
+
+
 # A Worker that records what it is given; the test plays the worker's side by calling onmessage.
 FAKE_WORKER = (
     "const made = [];\n"

@@ -932,6 +932,44 @@ def widget_text_problems(page: Any, where: str, min_px: float) -> list[str]:
     return problems
 
 
+#: Each course widget's SVG text that runs past its drawing's viewBox (more than 1 unit), where the
+#: SVG clips it: ``[{widget, text, over}]``. Text under a ``transform`` is left out (its box is in
+#: other units); hidden text too.
+SVG_TEXT_OVERFLOW_JS = """() => {
+  const out = [];
+  for (const svg of document.querySelectorAll('.cu-widget svg[viewBox]')) {
+    const vb = svg.viewBox.baseVal;
+    if (!vb || !vb.width) continue;
+    const widget = svg.closest('.cu-widget');
+    for (const t of svg.querySelectorAll('text')) {
+      if (!t.getClientRects().length) continue;
+      let el = t, moved = false;
+      while (el && el !== svg) {
+        if (el.getAttribute && el.getAttribute('transform')) moved = true;
+        el = el.parentNode;
+      }
+      if (moved) continue;
+      const b = t.getBBox();
+      const over = Math.max(b.x + b.width - (vb.x + vb.width), vb.x - b.x,
+                            b.y + b.height - (vb.y + vb.height), vb.y - b.y);
+      if (over > 1) {
+        const text = t.textContent.slice(0, 40);
+        out.push({ widget: widget.className, text, over: Math.round(over) });
+      }
+    }
+  }
+  return out;
+}"""
+
+
+def svg_text_overflow_problems(page: Any, where: str) -> list[str]:
+    """Every course widget text of ``page`` that its SVG clips (:data:`SVG_TEXT_OVERFLOW_JS`)."""
+    return [
+        f"{where}: {o['widget']}: {o['text']!r} runs {o['over']} units past the drawing's edge"
+        for o in page.evaluate(SVG_TEXT_OVERFLOW_JS)
+    ]
+
+
 #: Switch the theme's colour mode (a data attribute on <html>; CSS variables do the rest) and finish
 #: the theme's colour transitions at once, so that what is read next has its final colours.
 SWITCH_THEME_JS = """(mode) => {

@@ -91,6 +91,7 @@ from course_site.browser import (
     site_dir,
     site_pages,
     split_edition,
+    svg_text_overflow_problems,
     tab_stops_to_widgets,
     wide_code_blocks,
     widget_text_problems,
@@ -323,6 +324,7 @@ def test_page_audit(
 
         problems += _figure_problems(page, site_root, site_url, "desktop")
         problems += widget_text_problems(page, "desktop", MIN_TEXT_PX)
+        problems += svg_text_overflow_problems(page, "desktop")
         problems += _overlap_problems(page, "desktop")
         if not once_a_pair_done:
             problems += _tab_problems(page)

@@ -107,6 +107,10 @@ const CU = (() => {
     const start = startValue(opts);
     input.value = String(start);
     suppressShortcuts(input);
+    // Space moves no range input, so the browser scrolled the page away from the widget instead.
+    input.addEventListener("keydown", (ev) => {
+      if (ev.key === " ") ev.preventDefault();
+    });
     const out = html("output", { for: id, "aria-hidden": "true" }, root);
     const show = (i) => {
       const text = opts.format ? opts.format(i) : String(i);

@@ -9,6 +9,7 @@ function render({ model, el }) {
   const grid = CU.cellGrid({ cell: 33, row: 26, left: 58, top: 34, text: 17 });
   const { cell: CELL, row: ROW, left: LEFT, top: TOP } = grid; // the side panels line up with it
   const OUT_CELL = 22; // the drawing fits a 1280 px desktop's column at text >= 11 px
+  const ERR_W = 80; // the error column: its longest text in either language, and a margin
 
   const maskSelect = CU.select({
     label: CU.t("Mask"),
@@ -82,7 +83,7 @@ function render({ model, el }) {
     const panelX = LEFT + gridW + 24;
     const outX = panelX + 120;
     const errX = outX + dv * OUT_CELL + 12;
-    const width = errX + 62;
+    const width = errX + ERR_W; // "off by 0.514", "not reached", 与精确值相比: each fits
     const height = TOP + T * ROW + 30;
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
     svg.setAttribute("width", width);
@@ -141,7 +142,7 @@ function render({ model, el }) {
       const l = CU.at(f.l, s, i);
       const err = CU.at(f.err, s, i);
       const inBlock = i >= qs && i < qe;
-      if (inBlock) CU.svg("rect", { x: panelX - 4, y: y + 1, width: errX + 58 - panelX, height: ROW - 2, class: "cu-tiling-band" }, body);
+      if (inBlock) CU.svg("rect", { x: panelX - 4, y: y + 1, width: errX + ERR_W - 4 - panelX, height: ROW - 2, class: "cu-tiling-band" }, body);
       const mt = CU.svg("text", { x: panelX + 50, y: y + 17, "text-anchor": "end", class: "cu-tiling-num" }, body);
       CU.setText(mt, reached ? CU.fmt(m, 2) : "−∞");
       const lt = CU.svg("text", { x: panelX + 108, y: y + 17, "text-anchor": "end", class: "cu-tiling-num" }, body);
