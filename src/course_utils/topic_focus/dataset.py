@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..i18n import get_language
+
 __all__ = [
     "TOPICS",
     "TopicSentence",
@@ -78,6 +80,17 @@ class TopicSentence:
     def label(self) -> int:
         """The topic's index in :data:`TOPICS`."""
         return TOPICS.index(self.topic)
+
+    @property
+    def gloss(self) -> str:
+        """The English translation to show beside a Chinese sentence: ``""`` when the course
+        speaks Chinese (its readers read the sentence itself) or the sentence is English.
+
+        >>> s = TopicSentence("看书真好", "reading", "zh", ("看书",), ((0, 2),), "Reading is nice")
+        >>> s.gloss
+        'Reading is nice'
+        """
+        return "" if get_language() == "zh" else self.translation
 
 
 def find_spans(text: str, words: tuple[str, ...] | list[str]) -> tuple[tuple[int, int], ...]:

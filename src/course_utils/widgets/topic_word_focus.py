@@ -129,7 +129,7 @@ class TopicWordFocus(CourseWidget):
                     masks[o, k - 1, np.argsort(-ranking, kind="stable")[:k]] = True
                 masks[3, k - 1, rng.choice(T, size=k, replace=False)] = True
             after = ablate(result, s, masks.reshape(-1, T)).reshape(len(OPTION_NAMES), k_max, -1)
-            labels.append(s.text if not s.translation else f"{s.text} ({s.translation})")
+            labels.append(f"{s.text} ({s.gloss})" if s.gloss else s.text)  # zh: no gloss
             tokens.append(words)
             is_topic.append(topic_mask(spans, s.topic_spans).tolist())
             topic.append(s.topic)
