@@ -10,7 +10,7 @@ one- or two-character query finds its pages. Registered for ``en`` and ``zh`` by
 :func:`course_site.setup`.
 
 >>> chinese_terms("the 多头注意力 (multi-head)")[:4]
-['多头', '注意', '注意力', '多']
+['多头', '注意', '注意力', '多头注意力']
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from pathlib import Path
 
 from sphinx.search.en import SearchEnglish
 from sphinx.search.zh import SearchChinese
@@ -26,13 +27,33 @@ from sphinx.search.zh import SearchChinese
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
+#: The glossary: its headwords, ``English (中文)``, name the course's Chinese terms.
+GLOSSARY = Path(__file__).resolve().parents[2] / "glossary.md"
+_HEADWORD = re.compile(r"^\S[^\n]*?\s*\(([^()\n]*)\)\s*$", re.M)
+
+
+def glossary_words(path: Path = GLOSSARY) -> list[str]:
+    """The Chinese terms of the glossary's headwords (each run of Chinese characters in them).
+
+    >>> "归一化指数函数" in glossary_words() and "因果注意力" in glossary_words()
+    True
+    """
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return sorted({run for m in _HEADWORD.finditer(text) for run in CJK_RUN.findall(m.group(1))})
+
+
 @functools.cache
 def _quiet_jieba() -> None:
     """No "Building prefix dict" notes from jieba on every build. Once: setting a logger's level
-    clears every logger's cache (2.2 s of a build when done for each of its 22,500 texts)."""
+    clears every logger's cache (2.2 s of a build when done for each of its 22,500 texts). Also
+    once: the glossary's terms join jieba's dictionary, so that a term such as 归一化指数函数 is
+    a search word of its own as well as its parts (归一化, 指数函数), and a reader who types the
+    whole term finds its pages."""
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
+    for word in glossary_words():
+        jieba.add_word(word)
 
 
 def chinese_terms(text: str) -> list[str]:
@@ -73,6 +94,7 @@ class ChineseSearch(SearchChinese):
     latin_terms = _WordSet()  # type: ignore[assignment]
 
     def split(self, input: str) -> list[str]:
+        _quiet_jieba()  # the glossary's terms in jieba's dictionary before Sphinx segments
         return super().split(input) + [c for run in CJK_RUN.findall(input) for c in run]
 
     def word_filter(self, stemmed_word: str) -> bool:
