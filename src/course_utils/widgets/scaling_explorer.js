@@ -6,7 +6,8 @@
 function render({ model, el }) {
   const { controls, stage } = CU.frame(el, model, "cu-scaling");
   const W = 300;
-  const H = 236;
+  const H = 262;
+  const BARS_Y = 252; // baseline of the example row's bars (60 px for weight 1)
   const MODES = [
     { key: "unscaled", title: CU.t("Without scaling: q·k") },
     { key: "scaled", title: CU.t("With scaling: q·k / √d_k") },
@@ -26,10 +27,12 @@ function render({ model, el }) {
     CU.svg("line", { x1: 20, y1: 122, x2: W - 20, y2: 122, class: "cu-axis" }, svg);
     const ticks = [20, W / 2, W - 20].map((x) =>
       CU.svg("text", { x, y: 137, class: "cu-scaling-tick", "text-anchor": "middle" }, svg));
-    const sub = CU.svg("text", { x: W / 2, y: 158, class: "cu-scaling-sub", "text-anchor": "middle" }, svg);
+    // The histogram's axis title, then (well below it) the heading of the example row's bars.
+    CU.setText(CU.svg("text", { x: W / 2, y: 152, class: "cu-scaling-tick", "text-anchor": "middle" }, svg), CU.t("score"));
+    const sub = CU.svg("text", { x: W / 2, y: 180, class: "cu-scaling-sub", "text-anchor": "middle" }, svg);
     CU.setText(sub, CU.t("weights of one example row"));
     const bars = CU.svg("g", { class: "cu-scaling-bars" }, svg);
-    CU.svg("line", { x1: 20, y1: 226, x2: W - 20, y2: 226, class: "cu-axis" }, svg);
+    CU.svg("line", { x1: 20, y1: BARS_Y, x2: W - 20, y2: BARS_Y, class: "cu-axis" }, svg);
     return { svg, title, hist, ticks, bars };
   });
 
@@ -74,7 +77,7 @@ function render({ model, el }) {
       w.forEach((x, j) => {
         const h = 60 * x;
         CU.svg("rect", {
-          x: 20 + j * ew + 2, y: 226 - h, width: ew - 4, height: Math.max(h, 0.5),
+          x: 20 + j * ew + 2, y: BARS_Y - h, width: ew - 4, height: Math.max(h, 0.5),
           fill: CU.colour(x), "data-weight": x,
         }, p.bars);
       });

@@ -40,6 +40,18 @@ function render({ model, el }) {
   const reachSvg = CU.svg("svg", { role: "img", viewBox: `0 0 ${SIZE + 70} ${SIZE + 40}`, class: "cu-sparse-reach" }, row);
   const reachTitle = CU.svg("title", {}, reachSvg);
   const reachBody = CU.svg("g", {}, reachSvg);
+  // What the colours mean, for both drawings: one HTML line under them (it wraps on a phone).
+  const legend = CU.html("p", { class: "cu-sparse-legend" }, stage);
+  for (const [cls, words] of [
+    ["cu-sparse-on", CU.t("allowed · heard earlier")],
+    ["cu-sparse-new", CU.t("heard first in this layer")],
+    ["cu-sparse-off", CU.t("masked · not heard yet")],
+  ]) {
+    const item = CU.html("span", { class: "cu-sparse-legend-item" }, legend);
+    const key = CU.svg("svg", { class: "cu-sparse-key", viewBox: "0 0 10 10", "aria-hidden": "true" }, item);
+    CU.svg("rect", { class: cls, x: 0.5, y: 0.5, width: 9, height: 9 }, key);
+    CU.html("span", {}, item, words);
+  }
 
   // What does not depend on the frame is drawn once.
   const axis = CU.svg("text", { x: 30 + SIZE / 2, y: 14, "text-anchor": "middle", class: "cu-sparse-axis" }, maskBody);
