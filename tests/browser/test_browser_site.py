@@ -716,3 +716,28 @@ def test_plane_labels_lie_on_no_mark(site_url: str, browser: Any, edition: str) 
         assert not problems, f"{len(problems)} labels on marks: {problems[:8]}"
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_folded_answers_are_named_by_their_title(edition: str, site_url: str, browser: Any) -> None:
+    """sphinx-togglebutton names every answer's button "Toggle hidden content" (English on a 中文
+    page); site_nav.js names it by the admonition's title instead ("Answer", 答案...)."""
+    url = f"{site_url}{edition}chapters/01_queries_keys_values.html"
+    context, tab, _ = open_page(browser, url, (site_url,))
+    try:
+        names = tab.eval_on_selector_all(
+            "button.toggle-button",
+            "(bs) => bs.map((b) => [b.getAttribute('aria-label'), (document.getElementById("
+            "b.getAttribute('aria-labelledby') || '') || {}).textContent])",
+        )
+        assert names, "no folded answer on the page"
+        for label, title in names:
+            assert label is None and title and title.strip(), (label, title)
+            assert "Toggle" not in title
+            if edition == "zh/":
+                assert re.search(r"[\u4e00-\u9fff]", title), title
+        # and the accessible name a screen reader hears is that title
+        first = names[0][1].strip()
+        assert tab.get_by_role("button", name=first).count() >= 1
+    finally:
+        context.close()

@@ -13,6 +13,10 @@
  *    from anywhere in the page; both editions give a section the same id (the translated page
  *    keeps the English ids), so the link gets the id of the section at the top of the window
  *    (or the page's own #anchor) when clicked.
+ * 3. sphinx-togglebutton names the button of every folded answer "Toggle hidden content", in
+ *    English on a 中文 page too, and the same for every answer: the admonition's own title
+ *    ("Answer", 答案) names it instead. Runs at the page's load event, after sphinx-togglebutton
+ *    made its buttons at DOMContentLoaded (a deferred script runs before that event).
  */
 (function () {
   "use strict";
@@ -59,6 +63,18 @@
     }
   }
 
+  function nameToggleButtons() {
+    var buttons = document.querySelectorAll("button.toggle-button[data-target]");
+    for (var i = 0; i < buttons.length; i++) {
+      var box = document.getElementById(buttons[i].getAttribute("data-target"));
+      var title = box && box.querySelector(".admonition-title");
+      if (!title || !title.textContent.trim()) continue;
+      if (!title.id) title.id = buttons[i].id + "-title";
+      buttons[i].removeAttribute("aria-label");
+      buttons[i].setAttribute("aria-labelledby", title.id);
+    }
+  }
+
   function init() {
     forward(".primary-toggle");
     forward(".secondary-toggle");
@@ -70,5 +86,10 @@
     document.addEventListener("DOMContentLoaded", init);
   } else {
     init();
+  }
+  if (document.readyState === "complete") {
+    nameToggleButtons();
+  } else {
+    window.addEventListener("load", nameToggleButtons);
   }
 })();
