@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from pathlib import Path
 
 from sphinx.search.en import SearchEnglish
 from sphinx.search.zh import SearchChinese
@@ -27,19 +26,17 @@ from sphinx.search.zh import SearchChinese
 CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 
 
-#: The glossary: its headwords, ``English (中文)``, name the course's Chinese terms.
-GLOSSARY = Path(__file__).resolve().parents[2] / "glossary.md"
-_HEADWORD = re.compile(r"^\S[^\n]*?\s*\(([^()\n]*)\)\s*$", re.M)
-
-
-def glossary_words(path: Path = GLOSSARY) -> list[str]:
+def glossary_words() -> list[str]:
     """The Chinese terms of the glossary's headwords (each run of Chinese characters in them).
 
     >>> "归一化指数函数" in glossary_words() and "因果注意力" in glossary_words()
     True
     """
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    return sorted({run for m in _HEADWORD.finditer(text) for run in CJK_RUN.findall(m.group(1))})
+    from .zh_catalogues import DEFAULT_GLOSSARY, load_glossary
+
+    if not DEFAULT_GLOSSARY.is_file():
+        return []
+    return sorted({run for _, zh in load_glossary(DEFAULT_GLOSSARY) for run in CJK_RUN.findall(zh)})
 
 
 @functools.cache

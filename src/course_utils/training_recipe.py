@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 from torch import Tensor
 
-from ._validation import check_float_tensor, check_int, shape_str
+from ._validation import check_float_tensor, check_int, check_positive_finite, shape_str
 
 __all__ = [
     "best_logit_gap",
@@ -52,10 +52,7 @@ def noam_learning_rate(
     """
     d_model = check_int(d_model, "d_model", low=1)
     warmup = check_int(warmup, "warmup", low=1)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0:
-        raise ValueError(f"factor must be a positive number; got {factor!r}")
-    if not math.isfinite(factor):
-        raise ValueError(f"factor must be finite; got {factor!r}")
+    factor = check_positive_finite(factor, "factor")
     s = np.asarray(step)
     whole = np.issubdtype(s.dtype, np.integer) and s.dtype != np.bool_
     if not whole or s.size == 0 or s.min() < 1:
