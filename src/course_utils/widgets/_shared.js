@@ -28,7 +28,9 @@ const CU = (() => {
   function html(tag, attrs = {}, parent = null, text = null) {
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-    if (text !== null && text !== undefined) node.textContent = String(text);
+    // A node (e.g. a label with a sub- or superscript) is appended; anything else is text.
+    if (text && typeof text === "object" && text.nodeType) node.appendChild(text);
+    else if (text !== null && text !== undefined) node.textContent = String(text);
     if (parent) parent.appendChild(node);
     return node;
   }

@@ -12,9 +12,18 @@ function render({ model, el }) {
   const H = 34 + ROW * KINDS.length;
   const fmtCtx = (t) => (t >= 1024 ? `${t / 1024}k` : String(t));
 
+  // The chapter's symbols as it prints them (d with a subscript c; d with h below and R above),
+  // not the caret notation of code.
+  const symbolLabel = (words, sub, sup = null) => {
+    const span = CU.html("span", {}, null, `${words} `);
+    CU.html("i", {}, span, "d");
+    CU.html("sub", {}, span, sub);
+    if (sup) CU.html("sup", {}, span, sup);
+    return span;
+  };
   const sliders = [
-    [CU.t("MLA latent width d_c"), "latent_index", "latents", String],
-    [CU.t("MLA RoPE width d_h^R"), "rope_index", "ropes", String],
+    [symbolLabel(CU.t("MLA latent width"), "c"), "latent_index", "latents", String],
+    [symbolLabel(CU.t("MLA RoPE width"), "h", "R"), "rope_index", "ropes", String],
     [CU.t("Context length"), "context_index", "contexts", fmtCtx],
   ].map(([label, trait, grid, format]) => CU.slider({ label, model, trait, grid, format, onInput: update }));
   controls.append(...sliders.map((s) => s.root));
@@ -88,7 +97,7 @@ function render({ model, el }) {
       CU.t(`Numbers cached per token per layer (log scale): `) +
       KINDS.map((k, m) => `${k} ${vals[m]}`).join(", ") + ".";
     note.textContent =
-      CU.t(`MLA with d_c = ${d_c} and d_h^R = ${d_r} caches ${vals[3]} numbers per token per layer: ` +
+      CU.t(`MLA with a latent width of ${d_c} and a RoPE width of ${d_r} caches ${vals[3]} numbers per token per layer: ` +
       `${CU.fmt(ratio, 1)}× fewer than MHA, as much as GQA with ${CU.fmt(groups, 2)} groups. ` +
       `At ${fmtCtx(T)} tokens the whole cache is ${CU.fmt(gib[3], 3)} GiB against ` +
       `${CU.fmt(gib[0], 1)} GiB for MHA.`);
