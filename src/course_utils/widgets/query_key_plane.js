@@ -118,8 +118,11 @@ function render({ model, el }) {
     const queryText = CU.svg("text", { class: "cu-qk-qlabel" }, svg);
     CU.setText(queryText, "q");
 
-    // Table: one row per key with score, weight bar and value.
-    const table = CU.html("table", { class: "cu-table cu-qk-table" }, layout);
+    // Table: one row per key with score, weight bar and value; the output line under it, so that
+    // both sit beside the plane on a wide card (a projector's short screen showed the plane but not
+    // the line once it was under the plane) and stack under it on a phone.
+    const side = CU.html("div", { class: "cu-qk-side" }, layout);
+    const table = CU.html("table", { class: "cu-table cu-qk-table" }, side);
     const head = CU.html("tr", {}, CU.html("thead", {}, table));
     for (const h of [CU.t("key"), CU.t("score"), CU.t("weight")]) CU.html("th", { scope: "col" }, head, h);
     // The bar column's header is for screen readers only (an empty header cell has no name).
@@ -134,7 +137,7 @@ function render({ model, el }) {
       const bar = CU.html("span", { class: "cu-bar" }, barCell);
       return { score, weight, bar };
     });
-    const out = CU.html("p", { class: "cu-qk-out", "aria-live": "polite" }, layout);
+    const out = CU.html("p", { class: "cu-qk-out", "aria-live": "polite" }, side);
 
     // Optional pointer drag: snap the pointer to the nearest grid query (the sliders stay the
     // keyboard way to do the same). Only grid lookup here, no attention maths.
