@@ -150,6 +150,12 @@ def _config_inited(app: Any, config: Any) -> None:
     if not context.get("default_mode"):
         context["default_mode"] = "light"
         config.html_context = context
+    # sphinx-book-theme draws its own header (article buttons, search in the sidebar); pydata's
+    # default navbar_persistent search button otherwise adds a second, empty 64 px bar with a second
+    # search box above it on a wide screen (sphinx-book-theme issue #986).
+    theme_options = config.html_theme_options if isinstance(config.html_theme_options, dict) else {}
+    if "navbar_persistent" not in theme_options:
+        config.html_theme_options = {**theme_options, "navbar_persistent": []}
     mathjax = str(config.mathjax_path or "")
     if not mathjax or "://" in mathjax:
         config.mathjax_path = MATHJAX

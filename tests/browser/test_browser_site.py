@@ -268,7 +268,7 @@ def test_navigation_and_contents_buttons_open_their_sidebars(
 ) -> None:
     """On a phone (a tap) and on a projector at 150 % (a click), the ☰ button shows the chapter
     list and the contents button the page's sections. Both sidebars start hidden there; the
-    buttons a reader sees are the article header's (the theme bound only its hidden header's)."""
+    buttons a reader sees are the article header's."""
     context = browser.new_context(
         viewport={"width": viewport[0], "height": viewport[1]}, has_touch=touch, is_mobile=touch
     )
@@ -294,6 +294,33 @@ def test_navigation_and_contents_buttons_open_their_sidebars(
             page.locator(target).first.wait_for(state="visible", timeout=5_000)
             page.keyboard.press("Escape")  # close the dialog before the next button
             page.locator(target).first.wait_for(state="hidden", timeout=5_000)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize(
+    ("edition", "viewport"),
+    [("", (1280, 800)), ("zh/", (1280, 800)), ("", (390, 844)), ("zh/", (853, 480))],
+    ids=["wide-en", "wide-zh", "phone-en", "projector-zh"],
+)
+def test_one_search_box_and_no_empty_site_header(
+    edition: str, viewport: tuple[int, int], site_url: str, browser: Any
+) -> None:
+    """A page shows one search control, not two: the theme's site header above the article held
+    nothing but a second search box (64 px high on a wide screen). Ctrl+K still opens the search."""
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    try:
+        page = context.new_page()
+        page.goto(f"{site_url}{edition}chapters/01_queries_keys_values.html", wait_until="load")
+        header_height = page.evaluate(
+            "() => { const h = document.querySelector('#pst-header');"
+            " return h ? h.getBoundingClientRect().height : 0; }"
+        )
+        assert header_height == 0, f"the empty site header is {header_height} px high"
+        visible = page.locator(".search-button__button:visible, .search-button-field:visible")
+        assert visible.count() == 1, f"{visible.count()} search controls visible"
+        page.keyboard.press("Control+k")
+        page.locator("#pst-search-dialog input[name=q]").wait_for(state="visible", timeout=5_000)
     finally:
         context.close()
 

@@ -3,11 +3,12 @@
  *
  * 1. The site navigation (☰) and contents buttons. pydata-sphinx-theme and sphinx-book-theme bind
  *    their sidebar toggles with document.querySelector(".primary-toggle") and
- *    (".secondary-toggle"): the first match only, the copy in the site header that the book
- *    layout hides. The copies a reader sees, in the article header, got no handler, so on a phone
- *    or a projector at 150 % zoom (where the sidebars are collapsed) neither button did anything.
- *    A click (tap, Enter, Space) on any other copy is forwarded to the first one, whose handler
- *    the theme set: the theme's own behaviour, from every copy.
+ *    (".secondary-toggle"): the first match only. When the site header held copies too (it is
+ *    empty now: course_site sets navbar_persistent to []), the copies a reader sees, in the
+ *    article header, got no handler, so on a phone or a projector at 150 % zoom neither button
+ *    did anything. A click (tap, Enter, Space) on any other copy is forwarded to the first one,
+ *    whose handler the theme set: the theme's own behaviour, from every copy, whatever the
+ *    theme's version puts in its header.
  * 2. The language switch (English / 中文) keeps the section being read. It moves into the
  *    article's header bar, which stays at the top of the window (sticky), so it can be clicked
  *    from anywhere in the page; both editions give a section the same id (the translated page
