@@ -159,6 +159,25 @@ WIDGETS_JS = """
 """
 
 
+#: How much of a widget's slide is left empty below its content (fraction of the slide's height),
+#: and the zoom at which course_kit/deck.js stops growing a widget's slide (GROW_MAX).
+WIDGET_SLIDE_MAX_EMPTY, WIDGET_SLIDE_GROW_MAX = 0.25, 1.8
+
+WIDGET_SLIDE_ROOM_JS = """
+() => {
+  const slide = Reveal.getCurrentSlide();
+  const box = Reveal.getSlidesElement().getBoundingClientRect();
+  let bottom = box.top;
+  for (const e of slide.querySelectorAll('*')) {
+    if (e.closest('aside.notes')) continue;
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) bottom = Math.max(bottom, r.bottom);
+  }
+  return {empty: (box.bottom - bottom) / box.height, zoom: parseFloat(slide.style.zoom) || 1};
+}
+"""
+
+
 def _deck_or_fail(site_root: Path, stem: str) -> Path:
     deck = site_root / "slides" / f"{stem}.slides.html"
     assert deck.is_file(), f"no deck for chapter {stem}: {deck} (run `make slides`)"
@@ -226,6 +245,23 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
                 assert (where["h"], where.get("v") or 0) == (w["h"], w["v"]), (
                     f"{key} on #{control} moved the deck instead of only the widget"
                 )
+
+        # A widget fills its slide: a slide with room to spare is zoomed in (the ch07 grid was
+        # 130 px high on a projector), up to GROW_MAX; a slide too tall is zoomed out to fit.
+        for w in widgets:
+            page.evaluate("([h, v]) => Reveal.slide(h, v)", [w["h"], w["v"]])
+            page.evaluate(
+                "() => new Promise((done) => requestAnimationFrame(() =>"
+                " requestAnimationFrame(done)))"
+            )
+            room = page.evaluate(WIDGET_SLIDE_ROOM_JS)
+            assert (
+                room["empty"] <= WIDGET_SLIDE_MAX_EMPTY
+                or room["zoom"] >= WIDGET_SLIDE_GROW_MAX - 1e-9
+            ), (
+                f"{w['cls']} on slide {w['h']}/{w['v']} leaves {room['empty']:.0%} empty"
+                f" at zoom {room['zoom']}"
+            )
 
         # Escape on a focused control gives the arrow keys back to the deck (not the overview).
         if widgets:

@@ -1,7 +1,7 @@
 // Start a course slide deck: reveal.js at 1280x720 with speaker notes (press "s"), arrow keys move
 // between slides except while a widget control has the focus (then they move the control; Escape
-// gives them back to the deck), and a slide whose content is taller than the slide is scaled down
-// to fit (no scrolling).
+// gives them back to the deck), a slide whose content is taller than the slide is scaled down
+// to fit (no scrolling), and a slide with a widget and room to spare is zoomed in.
 // MIT, see /LICENSE.
 (function () {
   "use strict";
@@ -28,19 +28,64 @@
     return Math.max(slide.scrollHeight, Math.ceil(lowest) + 8);
   }
 
+  // The lowest bottom of the slide's content, in slide pixels, as laid out now (zoom included).
+  function usedHeight(slide) {
+    var top = slide.getBoundingClientRect().top;
+    var scale = window.Reveal.getScale() || 1;
+    var lowest = 0;
+    slide.querySelectorAll("*").forEach(function (e) {
+      if (e.closest("aside.notes")) return;
+      var r = e.getBoundingClientRect();
+      if (r.width > 0 && r.height > 0) lowest = Math.max(lowest, (r.bottom - top) / scale);
+    });
+    return lowest;
+  }
+
+  // A widget drawn at its page size fills a quarter of a slide (the ch07 grid was 130 px high on
+  // a projector): a slide that shows a widget and has room is zoomed in, up to GROW_MAX, as far as
+  // the room allows. The text reflows at the larger size, so each step is measured, not predicted.
+  var GROW_MAX = 1.8;
+  var GROW_STEP = 0.05;
+
+  function grow(slide) {
+    if (!slide.querySelector(".cu-widget")) return;
+    // Not neededHeight: a slide is 100 % high, so its scroll height is never below the slide's.
+    var needed = Math.max(1, usedHeight(slide));
+    var zoom = Math.min(GROW_MAX, Math.floor(((HEIGHT - 8) / needed) * 20) / 20);
+    for (; zoom > 1; zoom -= GROW_STEP) {
+      slide.style.zoom = String(zoom);
+      if (usedHeight(slide) <= HEIGHT - 8) {
+        slide.classList.add("cu-grown");
+        return;
+      }
+    }
+    slide.style.zoom = "";
+  }
+
   function fit(slide) {
     if (!slide) return;
     slide.style.zoom = "";
+    slide.classList.remove("cu-grown");
     var available = HEIGHT;
     var needed = neededHeight(slide);
     if (needed > available + 1) {
       slide.style.zoom = String(Math.max(0.3, (available - 4) / needed));
       slide.classList.add("cu-fitted");
+    } else {
+      grow(slide);
     }
   }
 
   function fitCurrent() {
     fit(window.Reveal.getCurrentSlide());
+  }
+
+  // A widget redraws on every move of its controls: a grown slide is fitted again only if the new
+  // drawing no longer fits, so the control under the presenter's pointer does not jump.
+  function refitCurrent() {
+    var slide = window.Reveal.getCurrentSlide();
+    if (slide && slide.classList.contains("cu-grown") && usedHeight(slide) <= HEIGHT - 8) return;
+    fit(slide);
   }
 
   // Escape on a focused widget control hands the arrow keys back to the deck (a presenter who
@@ -81,7 +126,7 @@
         var mj = window.MathJax;
         if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(fitCurrent);
         var observer = new MutationObserver(function () {
-          window.requestAnimationFrame(fitCurrent);
+          window.requestAnimationFrame(refitCurrent);
         });
         observer.observe(document.querySelector(".reveal .slides"), { childList: true, subtree: true });
         window.setTimeout(fitCurrent, 1000);
