@@ -28,8 +28,16 @@ COLLECT_JS = r"""
 () => Array.from(document.querySelectorAll("figure.cu-widget")).map((fig) => {
   const out = [];
   const add = (s) => { if (s && s.trim()) out.push(s.trim()); };
+  // A symbol drawn with <sub>/<sup> (d_c, d_h^R) is read as the notation it draws, not as a word.
+  const text = (n) => {
+    if (!n.querySelector("sub, sup")) return n.textContent;
+    const copy = n.cloneNode(true);
+    copy.querySelectorAll("sub").forEach((e) => { e.textContent = "_" + e.textContent; });
+    copy.querySelectorAll("sup").forEach((e) => { e.textContent = "^" + e.textContent; });
+    return copy.textContent;
+  };
   const visible = "label, figcaption, .cu-description, [aria-live], th, option, output, button";
-  fig.querySelectorAll(visible).forEach((n) => add(n.textContent));
+  fig.querySelectorAll(visible).forEach((n) => add(text(n)));
   fig.querySelectorAll("svg title, svg text").forEach((n) => add(n.textContent));
   fig.querySelectorAll("[aria-label], [aria-valuetext], [title]").forEach((n) => {
     add(n.getAttribute("aria-label")); add(n.getAttribute("aria-valuetext"));
