@@ -370,6 +370,7 @@ PAGE_ENGLISH_ALLOWED = frozenset(
         "Hugging Face",
         "Gated",  # of "Gated DeltaNet", Qwen3-Next's layer type: a name (chapter 14)
         *["Mixtral", "Qwen", "gpt-oss"],  # model names (chapter 14)
+        *["Performer", "Linformer"],  # linear-attention models (chapter 9)
         # tools a teacher installs or meets (the instructor guide's classroom and grading)
         *["Jupyter", "Markdown", "Otter", "otter", "otter-grader", "nbgrader", "npm"],
         "configurable-http-proxy",
