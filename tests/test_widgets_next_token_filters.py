@@ -4,6 +4,7 @@ own warpers (temperature, top-k, top-p); bad input is rejected clearly."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 from pathlib import Path
 
@@ -152,3 +153,36 @@ def test_the_javascript_draws_what_python_computes(tmp_path):
         shown = w.shown_probabilities
         assert len(f["bars"]) == int((shown > 0).sum())
         np.testing.assert_allclose(f["bars"], shown[: len(f["bars"])], rtol=1e-12, atol=0)
+
+
+def test_from_model_runs_in_float64_and_leaves_the_model_alone(smollm2_ours):
+    """SmolLM2's logits come from a float64 copy: the widget's equal a float64 pass to 1e-12,
+    stay within float32's rounding of the model's own float32 pass, and the model stays float32."""
+    prompts = ["The capital of France is", "中国的首都是"]
+    w = NextTokenFilters.from_model(smollm2_ours, prompts)
+    assert w._logits.dtype == torch.float64
+    assert {p.dtype for p in smollm2_ours.parameters()} == {torch.float32}
+    exact = copy.deepcopy(smollm2_ours).double()
+    tok = smollm2_ours.tokenizer
+    with torch.no_grad():
+        for i, prompt in enumerate(prompts):
+            ids = torch.tensor([tok.encode(prompt)])  # (1, T)
+            want = exact(ids)[0, -1]  # (vocab,) float64
+            single = smollm2_ours(ids)[0, -1].double()  # (vocab,) the float32 pass
+            assert torch.allclose(w._logits[i], want, rtol=0, atol=1e-12)
+            assert 0 < (single - want).abs().max() < 1e-3  # float32 rounds; float64 does not
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_saved_frames_ignore_float64_noise_but_not_float32_noise(seed):
+    """Why from_model passes float64 logits: noise of float64's size (1e-13) leaves every saved
+    5-digit number as it is, while noise of float32's size (the 4.7e-5 measured between SmolLM2's
+    float32 passes on two kernel sets) moves some of them."""
+    w = _random(seed, 2, 400)
+    g = torch.Generator().manual_seed(100 + seed)
+    noise = torch.randn(w._logits.shape, generator=g, dtype=torch.float64)
+    names, label = list(w.prompts), (lambda i: f"t{i}")
+    tiny = NextTokenFilters(names, w._logits + 1e-13 * noise, label)
+    assert tiny.frames == w.frames
+    float32_sized = NextTokenFilters(names, w._logits + 4.7e-5 * noise, label)
+    assert float32_sized.frames != w.frames

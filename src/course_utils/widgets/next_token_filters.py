@@ -32,6 +32,7 @@ filtered softmax.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, Self
@@ -41,6 +42,7 @@ import torch
 import traitlets
 from numpy.typing import NDArray
 
+from .._determinism import deterministic
 from .._validation import check_int
 from ..causal import top_k_filter, top_p_filter
 from ._base import CourseWidget, check_tokens
@@ -173,13 +175,22 @@ class NextTokenFilters(CourseWidget):
     @classmethod
     def from_model(cls, model: Any, prompts: Sequence[str], **kwargs: Any) -> Self:
         """The widget over ``model``'s next-token logits after each prompt (one forward pass
-        each), labelled by ``model.tokenizer.token_label`` (SmolLM2's tokenizer)."""
+        each), labelled by ``model.tokenizer.token_label`` (SmolLM2's tokenizer).
+
+        The passes run on a float64 copy of ``model``, on one thread (``model`` itself is left
+        as it is). In float32 the logits differ in their last bits between kernel sets and
+        thread counts (up to 4.7e-5 for SmolLM2, measured), enough to move some of the saved
+        5-digit probabilities each time the chapter ran on another machine; float64's own
+        differences (about 1e-15) are far below the saved digits.
+        """
         tok = model.tokenizer
         rows = []
-        with torch.no_grad():
+        exact = copy.deepcopy(model).double()  # SmolLM2: 1.1 GB for the few passes below
+        with torch.no_grad(), deterministic():
             for prompt in prompts:
                 ids = torch.tensor([tok.encode(prompt)])  # (1, T)
-                rows.append(model(ids)[0, -1].double())  # (vocab,): the next token's logits
+                rows.append(exact(ids)[0, -1])  # (vocab,) float64: the next token's logits
+        del exact
         return cls(prompts, torch.stack(rows), tok.token_label, **kwargs)
 
     @classmethod
