@@ -262,6 +262,22 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
                 f"{w['cls']} on slide {w['h']}/{w['v']} leaves {room['empty']:.0%} empty"
                 f" at zoom {room['zoom']}"
             )
+            # Opening a folded note of a (grown) widget refits the slide: it still fits.
+            opened = page.evaluate(
+                "() => { const d = Reveal.getCurrentSlide().querySelector('.cu-widget details');"
+                " if (!d) return false; d.open = true; return true; }"
+            )
+            if opened:
+                page.evaluate(
+                    "() => new Promise((done) => requestAnimationFrame(() =>"
+                    " requestAnimationFrame(done)))"
+                )
+                fit = page.evaluate(FIT_JS)
+                assert fit["bottom"] <= fit["limit"] + 2, f"{w['cls']}: opened note overflows {fit}"
+                page.evaluate(
+                    "() => { Reveal.getCurrentSlide().querySelector('.cu-widget details')"
+                    ".open = false; }"
+                )
 
         # Escape on a focused control gives the arrow keys back to the deck (not the overview).
         if widgets:

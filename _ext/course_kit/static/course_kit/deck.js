@@ -12,33 +12,26 @@
     return !!(target && target.closest && target.closest(".cu-widget, .widget-subarea, input, select, textarea"));
   }
 
-  // The height a slide's content needs: its scroll height, or the lowest bottom of anything in
-  // it (a last element's margin or a late-laid-out formula can reach below the scroll height).
-  function neededHeight(slide) {
-    var top = slide.getBoundingClientRect().top;
-    var scale = window.Reveal.getScale() || 1;
-    var lowest = 0;
-    slide.querySelectorAll("*").forEach(function (e) {
-      if (e.closest("aside.notes")) return;
-      var folded = e.closest("details");
-      if (folded && !folded.open && !e.closest("summary")) return; // a closed answer takes no room
-      var r = e.getBoundingClientRect();
-      if (r.width > 0 && r.height > 0) lowest = Math.max(lowest, (r.bottom - top) / scale);
-    });
-    return Math.max(slide.scrollHeight, Math.ceil(lowest) + 8);
-  }
-
-  // The lowest bottom of the slide's content, in slide pixels, as laid out now (zoom included).
+  // The lowest bottom of the slide's content, in slide pixels, as laid out now (its zoom
+  // included); a closed answer's hidden body takes no room (the summary line does).
   function usedHeight(slide) {
     var top = slide.getBoundingClientRect().top;
     var scale = window.Reveal.getScale() || 1;
     var lowest = 0;
     slide.querySelectorAll("*").forEach(function (e) {
       if (e.closest("aside.notes")) return;
+      var folded = e.closest("details");
+      if (folded && !folded.open && !e.closest("summary")) return;
       var r = e.getBoundingClientRect();
       if (r.width > 0 && r.height > 0) lowest = Math.max(lowest, (r.bottom - top) / scale);
     });
     return lowest;
+  }
+
+  // The height a slide's content needs: its scroll height, or the lowest bottom of anything in
+  // it (a last element's margin or a late-laid-out formula can reach below the scroll height).
+  function neededHeight(slide) {
+    return Math.max(slide.scrollHeight, Math.ceil(usedHeight(slide)) + 8);
   }
 
   // A widget drawn at its page size fills a quarter of a slide (the ch07 grid was 130 px high on
@@ -144,6 +137,15 @@
       });
     });
     deck.on("resize", fitCurrent);
+    // Opening or closing a folded answer changes the slide's height (an attribute, which the
+    // observer above does not watch): fit again. A toggle does not bubble, so listen in capture.
+    document.addEventListener(
+      "toggle",
+      function () {
+        window.requestAnimationFrame(fitCurrent);
+      },
+      true,
+    );
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
