@@ -176,8 +176,8 @@ def test_from_model_runs_in_float64_and_leaves_the_model_alone(smollm2_ours):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_saved_frames_ignore_float64_noise_but_not_float32_noise(seed):
     """Why from_model passes float64 logits: noise of float64's size (1e-13) leaves every saved
-    5-digit number as it is, while noise of float32's size (the 4.7e-5 measured between SmolLM2's
-    float32 passes on two kernel sets) moves some of them."""
+    5-digit number as it is, while noise of float32's size (SmolLM2's float32 logits are up to
+    4.7e-5 away from a float64 pass, measured) moves some of them."""
     w = _random(seed, 2, 400)
     g = torch.Generator().manual_seed(100 + seed)
     noise = torch.randn(w._logits.shape, generator=g, dtype=torch.float64)

@@ -178,10 +178,10 @@ class NextTokenFilters(CourseWidget):
         each), labelled by ``model.tokenizer.token_label`` (SmolLM2's tokenizer).
 
         The passes run on a float64 copy of ``model``, on one thread (``model`` itself is left
-        as it is). In float32 the logits differ in their last bits between kernel sets and
-        thread counts (up to 4.7e-5 for SmolLM2, measured), enough to move some of the saved
-        5-digit probabilities each time the chapter ran on another machine; float64's own
-        differences (about 1e-15) are far below the saved digits.
+        as it is). SmolLM2's float32 logits are up to 4.7e-5 away from a float64 pass (measured),
+        and that rounding changes with the kernel set and the thread count: it moved some of the
+        saved 5-digit probabilities each time the chapter ran on another machine. Float64's own
+        rounding (about 1e-15) is far below the saved digits.
         """
         tok = model.tokenizer
         rows = []
