@@ -347,14 +347,13 @@ def test_search_finds_chinese_and_english_words(
     the 中文 edition, and for a Chinese word quoted from the seed in the English one."""
     context, tab, _ = open_page(browser, f"{site_url}{edition}search.html?q={query}", (site_url,))
     try:
+        # Finished, not started: Sphinx clears #search-progress before it lists the pages one by
+        # one (5 ms apart), and writes the summary ("found N pages") and stops its pulse only
+        # after the last one (Search is a global const of searchtools.js, not a window property).
         tab.wait_for_function(
-            "() => document.querySelector('#search-results .search-summary, "
-            "#search-results p') !== null",
-            timeout=20_000,
-        )
-        tab.wait_for_function(
-            "() => !document.querySelector('#search-progress') ||"
-            " document.querySelector('#search-progress').textContent === ''",
+            "() => { const s = document.querySelector('#search-results .search-summary');"
+            " return !!s && s.textContent.trim() !== ''"
+            " && typeof Search !== 'undefined' && Search._pulse_status === -1; }",
             timeout=20_000,
         )
         links = tab.eval_on_selector_all(
