@@ -58,7 +58,7 @@
   function fit(slide) {
     if (!slide) return;
     slide.style.zoom = "";
-    slide.classList.remove("cu-grown");
+    slide.classList.remove("cu-grown", "cu-fitted");
     var available = HEIGHT;
     var needed = neededHeight(slide);
     if (needed > available + 1) {
