@@ -348,12 +348,13 @@ def test_search_finds_chinese_and_english_words(
     context, tab, _ = open_page(browser, f"{site_url}{edition}search.html?q={query}", (site_url,))
     try:
         # Finished, not started: Sphinx clears #search-progress before it lists the pages one by
-        # one (5 ms apart), and writes the summary ("found N pages") and stops its pulse only
-        # after the last one (Search is a global const of searchtools.js, not a window property).
+        # one (5 ms apart), and writes the summary ("found N pages") only after the last one
+        # (_finishSearch is its one writer). Its pulse is no sign: stopPulse leaves the pending
+        # 500 ms timer, which sets the status back from -1 to 0 and pulses on, so a slow poll
+        # never sees -1 (CI timed out so on one case).
         tab.wait_for_function(
             "() => { const s = document.querySelector('#search-results .search-summary');"
-            " return !!s && s.textContent.trim() !== ''"
-            " && typeof Search !== 'undefined' && Search._pulse_status === -1; }",
+            " return !!s && s.textContent.trim() !== ''; }",
             timeout=20_000,
         )
         links = tab.eval_on_selector_all(
