@@ -31,7 +31,8 @@ CPU, on a shared machine: read the losses, not the seconds). Chapter 11 (section
 with :func:`course_utils.plotting.plot_attention_variants`.
 
 Run: ``PYTHONPATH=src python benchmarks/attention_variants_quality.py`` (about 10 min on the
-course's loaded 2-core machine; ``--steps`` and ``--seeds`` to change).
+course's loaded 2-core machine; ``--steps`` and ``--seeds`` to change, ``--jobs 2`` to run two
+at a time).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import argparse
 import random
 import statistics
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
@@ -209,6 +211,22 @@ def run(
     }
 
 
+def compare_with_mha(variants: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Welch's t-test (unequal variances) of each variant's final losses against MHA's: ``t``
+    (positive: the variant's mean loss is higher), the degrees of freedom and the two-sided
+    ``p``. With five runs a side, a real but small difference often gives ``p`` above 0.05."""
+    from scipy import stats  # a benchmark-only dependency (pinned in requirements.txt)
+
+    mha = [r["val_loss"] for r in variants["MHA"]["runs"]]
+    out = {}
+    for name, v in variants.items():
+        if name == "MHA":
+            continue
+        test = stats.ttest_ind([r["val_loss"] for r in v["runs"]], mha, equal_var=False)
+        out[name] = {"t": float(test.statistic), "df": float(test.df), "p": float(test.pvalue)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1500)
@@ -217,6 +235,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--jobs", type=int, default=1, help="runs side by side (processes)")
     args = parser.parse_args()
     load_before = load()
     train_text, val_text = grammar_text(3000, seed=0), grammar_text(400, seed=1)
@@ -234,28 +253,23 @@ def main() -> None:
             f"cache {cache_values(v, sizes[v]['d_latent_kv'])} values/token/layer"
         )
     started = time.perf_counter()
-    variants = {}
-    for v in VARIANTS:
-        runs = []
-        for seed in range(args.seeds):
-            r = run(
-                v,
-                sizes[v],
-                seed,
-                train,
-                val,
-                len(tok),
-                args.steps,
-                args.batch,
-                args.lr,
-                args.eval_every,
-            )
+    jobs = [(v, seed) for v in VARIANTS for seed in range(args.seeds)]
+    common = (train, val, len(tok), args.steps, args.batch, args.lr, args.eval_every)
+    # Each run is seeded and single-threaded, so running them side by side in processes gives the
+    # same losses as one after the other (only the seconds change).
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {job: pool.submit(run, job[0], sizes[job[0]], job[1], *common) for job in jobs}
+        done = {}
+        for (v, seed), future in futures.items():
+            r = done[v, seed] = future.result()
             print(
                 f"{v} seed {seed}: val loss {r['val_loss']:.4f} ({r['train_wall_s']} s wall, "
                 f"{r['train_cpu_s']} s CPU)",
                 flush=True,
             )
-            runs.append(r)
+    variants = {}
+    for v in VARIANTS:
+        runs = [done[v, seed] for seed in range(args.seeds)]
         losses = [r["val_loss"] for r in runs]
         variants[v] = {
             "params": params[v],
@@ -293,6 +307,7 @@ def main() -> None:
                 "vocab": len(tok),
             },
             "variants": variants,
+            "welch_vs_mha": compare_with_mha(variants),
         },
     )
 

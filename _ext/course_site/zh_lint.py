@@ -322,6 +322,7 @@ PAGE_ENGLISH_ALLOWED = frozenset(
             "Ba",
             "Wang",
             "Weiss",
+            "Welch",
             "Srivastava",
             "Devlin",
             "Radford",
