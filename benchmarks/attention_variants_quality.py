@@ -211,6 +211,16 @@ def run(
     }
 
 
+def prepare() -> tuple[str, str, CharTokenizer, Tensor, tuple[Tensor, Tensor]]:
+    """The texts (training, validation), their tokenizer, the training ids ``(N,)`` and the
+    validation windows: the same for every run, and for a test that trains one run again."""
+    train_text, val_text = grammar_text(3000, seed=0), grammar_text(400, seed=1)
+    tok = CharTokenizer(train_text + val_text)
+    train = torch.tensor(tok.encode(train_text))  # (N,)
+    val = windows(torch.tensor(tok.encode(val_text)), CONTEXT)  # (n, CONTEXT) x 2
+    return train_text, val_text, tok, train, val
+
+
 def compare_with_mha(variants: dict[str, dict]) -> dict[str, dict[str, float]]:
     """Welch's t-test (unequal variances) of each variant's final losses against MHA's: ``t``
     (positive: the variant's mean loss is higher), the degrees of freedom and the two-sided
@@ -238,10 +248,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side (processes)")
     args = parser.parse_args()
     load_before = load()
-    train_text, val_text = grammar_text(3000, seed=0), grammar_text(400, seed=1)
-    tok = CharTokenizer(train_text + val_text)
-    train = torch.tensor(tok.encode(train_text))
-    val = windows(torch.tensor(tok.encode(val_text)), CONTEXT)
+    train_text, val_text, tok, train, val = prepare()
     sizes = matched_sizes(len(tok))
     params = {
         v: n_params(build(v, len(tok), s["d_ff"], s["d_latent_kv"])) for v, s in sizes.items()
