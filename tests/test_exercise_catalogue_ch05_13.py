@@ -488,6 +488,42 @@ def test_a_bare_except_cannot_keep_the_learner_running(endless, short_time_limit
     assert not running - before, "the learner's loop is still running after the time-out"
 
 
+def test_a_stop_is_requested_once_and_never_after_the_learner_has_finished(monkeypatch):
+    """The stop is raised in the worker once: a learner's bare ``except`` that swallows it turns on
+    the stop tracer, which ends the loop. A second request could land after the learner's code, in
+    the worker's own bookkeeping, and escape the thread (``benchmarks/learner_stop_stress.py``, the
+    CPUs oversubscribed: 6 of 1,960 calls did with a request every 2 ms, 0 with one), so there is
+    none; and no request is sent once the worker has said it finished."""
+    sent = []
+    real = _learner._request_stop
+    monkeypatch.setattr(
+        _learner,
+        "_request_stop",
+        lambda thread, exc=_learner._Stopped: sent.append(exc) or real(thread, exc),
+    )
+
+    def asleep_in_c(*args):
+        while True:
+            try:  # noqa: SIM105
+                time.sleep(0.2)
+            except:  # noqa: E722
+                pass
+
+    # Asleep in C when the stop comes, it lands 0.15 s later, when time.sleep returns; the
+    # learner's except swallows it, and the tracer ends the loop at its next line. (Stopping
+    # every 2 ms, as before, sent 72 requests here.)
+    assert _learner._run_with_time_limit(asleep_in_c, (), 0.05) == {}
+    assert sent == [_learner._Stopped]
+
+    sent.clear()
+    finished, gate = threading.Event(), threading.Lock()
+    finished.set()
+    idle = threading.Thread(target=time.sleep, args=(0.05,))
+    idle.start()
+    _learner._stop(idle, finished, gate, 1.0)
+    assert sent == [] and not idle.is_alive()
+
+
 @pytest.mark.parametrize("exit_call", [lambda: sys.exit(), lambda: sys.exit(1), lambda: exit()])
 def test_sys_exit_is_named_not_a_time_out(exit_call):
     fb = ch09.check_layers_needed(lambda t, w: exit_call())

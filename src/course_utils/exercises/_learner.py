@@ -36,11 +36,13 @@ which stops any Python loop at its next bytecode, and returns feedback that says
 same in a Jupyter kernel and in a plain script, on Linux, macOS and Windows.
 
 A learner's ``try: ... except: pass`` inside a loop catches that exception too (a bare ``except``
-catches everything). So the checker raises it again and again, every few milliseconds, until the
-thread has ended: sooner or later it lands outside the ``try`` (at the loop's jump back) and the
-loop ends. If the thread still runs after :data:`_STOP_PATIENCE` seconds, a background thread goes
-on stopping it, so the notebook gets its feedback on time. The exception is a ``SystemExit``
-subclass, which ``except Exception`` does not catch and which a thread ends with silently.
+catches everything). Catching it turns on a tracer in the worker (:func:`_trace_until_stopped`),
+which raises it again at the first line no ``try`` of the learner's covers (the loop's own line),
+and the loop ends. The checker raises it only once, and never after the learner's code has ended
+(a lock orders the two), so a stop cannot land in the worker's own bookkeeping and escape the
+thread. The checker waits at most :data:`_STOP_PATIENCE` seconds for the worker to end, so the
+notebook gets its feedback on time. The exception is a ``SystemExit`` subclass, which
+``except Exception`` does not catch and which a thread ends with silently.
 
 A learner's own ``sys.exit()`` (a ``SystemExit``) is named as such, not reported as a time-out.
 
@@ -57,7 +59,6 @@ import ctypes
 import dis
 import sys
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -92,8 +93,7 @@ STARTER_HINT = (
     "replace the `...` with your code, and end the function with `return ...` of your result"
 )
 _STACK_SIZE = 64 * 2**20  # macOS gives new threads 512 KiB; deep recursion needs the usual room
-_STOP_EVERY = 0.002  # seconds between two stop requests to a worker that swallows them
-_STOP_PATIENCE = 1.0  # seconds the checker itself keeps stopping; then a background thread does
+_STOP_PATIENCE = 1.0  # seconds the checker waits for a stopped worker to end
 
 
 class _Stopped(SystemExit):
@@ -246,29 +246,34 @@ def _request_stop(thread: threading.Thread, exc: Any = _Stopped) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), target)
 
 
-def _stop(thread: threading.Thread, finished: threading.Event, patience: float) -> None:
-    """Stop ``thread`` for good: request the stop until it has ended (it may swallow some).
+def _stop(
+    thread: threading.Thread, finished: threading.Event, gate: threading.Lock, patience: float
+) -> None:
+    """Stop ``thread``: raise :class:`_Stopped` in it once, unless its learner's code has ended.
 
-    Gives up waiting after ``patience`` seconds and leaves the rest to a daemon thread, so that a
-    learner's ``except: pass`` cannot keep the notebook waiting either.
+    One request is enough: if the learner's code swallows it, the stop tracer turned on by
+    :class:`_Stopped` raises it again where it cannot be caught. A second request could land after
+    the learner's code has ended, in the worker's own code, and escape the thread; so there is
+    none, and ``gate`` (which the worker holds to say it has finished) makes "not finished yet,
+    so send" one step. Waits at most ``patience`` seconds for the thread to end.
     """
-    deadline = time.monotonic() + patience
     if thread.ident is not None:
         _STOPPING.add(thread.ident)
-    while thread.is_alive() and not finished.is_set():
-        _request_stop(thread)
-        thread.join(_STOP_EVERY)
-        if time.monotonic() > deadline:
-            threading.Thread(
-                target=_stop,
-                args=(thread, finished, float("inf")),
-                daemon=True,
-                name="course-utils-stopper",
-            ).start()
-            return
-    if thread.is_alive():  # the learner's function has ended; cancel a request not yet raised
-        _request_stop(thread, None)
-    thread.join(0.5)
+    with gate:
+        if not finished.is_set():
+            _request_stop(thread)
+    thread.join(patience)
+    if not thread.is_alive():
+        _STOPPING.discard(thread.ident)
+        return
+    # Still inside one long C call (time.sleep(1e9)): the stop lands when it returns.
+    threading.Thread(
+        target=_forget_when_ended, args=(thread,), daemon=True, name="course-utils-stopper"
+    ).start()
+
+
+def _forget_when_ended(thread: threading.Thread) -> None:
+    thread.join()
     _STOPPING.discard(thread.ident)
 
 
@@ -280,23 +285,28 @@ def _run_with_time_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit: f
     """
     outcome: dict[str, Any] = {}
     finished = threading.Event()
+    gate = threading.Lock()  # the stopper's check-and-send against the worker's "finished"
 
     def work() -> None:
         global _WORK_CODE
         _WORK_CODE = sys._getframe().f_code  # the learner's frames are the ones above it
         try:
-            with np.errstate(all="ignore"):  # numpy's error state is per thread
-                result = fn(*args)
-            outcome["result"] = result
+            try:
+                with np.errstate(all="ignore"):  # numpy's error state is per thread
+                    result = fn(*args)
+                outcome["result"] = result
+            except _Stopped:
+                pass
+            except SystemExit as err:  # sys.exit(), exit(), quit() in the learner's code
+                outcome["exit"] = err
+            except BaseException as err:  # the learner's code may raise anything, even Ctrl-C
+                outcome["error"] = err
+            sys.settrace(None)  # the stop tracer, if a swallowed stop turned it on
+            with gate:  # from here on no stop is sent (see _stop)
+                finished.set()
         except _Stopped:
-            pass
-        except SystemExit as err:  # sys.exit(), exit(), quit() in the learner's code
-            outcome["exit"] = err
-        except (
-            BaseException
-        ) as err:  # the learner's code may raise anything, even KeyboardInterrupt
-            outcome["error"] = err
-        finally:
+            # The one stop, sent just as the learner's function returned, landed here, after
+            # the learner's code: absorbed, so that the thread still ends quietly.
             sys.settrace(None)
             finished.set()
 
@@ -316,7 +326,7 @@ def _run_with_time_limit(fn: Callable[..., Any], args: tuple[Any, ...], limit: f
         timed_out = not finished.wait(limit)
     finally:  # also on KeyboardInterrupt (the kernel's stop button): stop the worker too
         if timed_out:
-            _stop(worker, finished, _STOP_PATIENCE)
+            _stop(worker, finished, gate, _STOP_PATIENCE)
     return {} if timed_out else outcome
 
 
