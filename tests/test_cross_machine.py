@@ -208,17 +208,9 @@ def test_a_recorded_quality_run_trains_again_to_the_same_curve_on_other_kernels(
         "MKL_NUM_THREADS": "1",
         "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "benchmarks")]),
     }
-    done = subprocess.run(
-        [sys.executable, "-c", child],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    steps, curve = json.loads(done.stdout.strip().splitlines()[-1])
+    # its errors, if any, go to stderr, which pytest shows with the failure
+    out = subprocess.check_output([sys.executable, "-c", child], env=env, cwd=REPO, timeout=600)
+    steps, curve = json.loads(out.decode().strip().splitlines()[-1])
     assert steps == recorded["curve_steps"]
     worst = max(abs(a - b) for a, b in zip(curve, recorded["curve_val_loss"], strict=True))
     assert worst < 1e-12, f"{variant} seed {seed}: the curve differs by up to {worst:.2e}"

@@ -10,6 +10,7 @@ runner's time limit must stop a learner's ``except: pass`` loop, and ``sys.exit(
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
@@ -461,10 +462,10 @@ def _swallows_everything(*args):
             pass
 
 
-def _swallows_while_sleeping(*args):
+def _swallows_while_sleeping(*args, seconds=0.01):
     while True:
         try:  # noqa: SIM105
-            time.sleep(0.01)
+            time.sleep(seconds)
         except:  # noqa: E722
             pass
 
@@ -502,16 +503,10 @@ def test_a_stop_is_requested_once_and_never_after_the_learner_has_finished(monke
         lambda thread, exc=_learner._Stopped: sent.append(exc) or real(thread, exc),
     )
 
-    def asleep_in_c(*args):
-        while True:
-            try:  # noqa: SIM105
-                time.sleep(0.2)
-            except:  # noqa: E722
-                pass
-
     # Asleep in C when the stop comes, it lands 0.15 s later, when time.sleep returns; the
     # learner's except swallows it, and the tracer ends the loop at its next line. (Stopping
     # every 2 ms, as before, sent 72 requests here.)
+    asleep_in_c = functools.partial(_swallows_while_sleeping, seconds=0.2)
     assert _learner._run_with_time_limit(asleep_in_c, (), 0.05) == {}
     assert sent == [_learner._Stopped]
 
