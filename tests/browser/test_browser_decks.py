@@ -159,6 +159,11 @@ WIDGETS_JS = """
 """
 
 
+#: Resolves after two animation frames: deck.js fits a slide in the frame after a change.
+TWO_FRAMES_JS = (
+    "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+)
+
 #: How much of a widget's slide is left empty below its content (fraction of the slide's height),
 #: and the zoom at which course_kit/deck.js stops growing a widget's slide (GROW_MAX).
 WIDGET_SLIDE_MAX_EMPTY, WIDGET_SLIDE_GROW_MAX = 0.25, 1.8
@@ -250,10 +255,7 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
         # 130 px high on a projector), up to GROW_MAX; a slide too tall is zoomed out to fit.
         for w in widgets:
             page.evaluate("([h, v]) => Reveal.slide(h, v)", [w["h"], w["v"]])
-            page.evaluate(
-                "() => new Promise((done) => requestAnimationFrame(() =>"
-                " requestAnimationFrame(done)))"
-            )
+            page.evaluate(TWO_FRAMES_JS)
             room = page.evaluate(WIDGET_SLIDE_ROOM_JS)
             assert (
                 room["empty"] <= WIDGET_SLIDE_MAX_EMPTY
@@ -268,10 +270,7 @@ def test_deck(stem: str, site_root: Path, site_url: str, browser: Any, artifacts
                 " if (!d) return false; d.open = true; return true; }"
             )
             if opened:
-                page.evaluate(
-                    "() => new Promise((done) => requestAnimationFrame(() =>"
-                    " requestAnimationFrame(done)))"
-                )
+                page.evaluate(TWO_FRAMES_JS)
                 fit = page.evaluate(FIT_JS)
                 assert fit["bottom"] <= fit["limit"] + 2, f"{w['cls']}: opened note overflows {fit}"
                 page.evaluate(

@@ -237,13 +237,12 @@ def _shallow_copy(value: Any) -> Any:
         return value
 
 
-def _request_stop(thread: threading.Thread, exc: Any = _Stopped) -> None:
-    """Raise ``exc`` in ``thread`` at its next Python bytecode (CPython only); ``None`` cancels."""
+def _request_stop(thread: threading.Thread) -> None:
+    """Raise :class:`_Stopped` in ``thread`` at its next Python bytecode (CPython only)."""
     ident = thread.ident
     if ident is None or not thread.is_alive():
         return
-    target = ctypes.py_object(exc) if exc is not None else ctypes.c_void_p(None)
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), target)
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(_Stopped))
 
 
 def _stop(
