@@ -53,6 +53,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -c "from course_utils.pretrained.smollm2 import prepare_smollm2_weights as p; p()"
 	# ...and exported once for the browser (chapter 7's writer widget; the site's build copies it)
 	$(BIN)/python -c "from course_utils.pretrained.smollm2_web import prepare_export as p; p()"
+	# MiniLM's browser export likewise (chapter 4's head explorer)
+	$(BIN)/python -c "from course_utils.pretrained.minilm_web import prepare_export as p; p()"
 	touch $(STAMP)
 
 # The book build also makes the classroom kit (slides/, learner/): _ext/course_kit/sphinx.py.

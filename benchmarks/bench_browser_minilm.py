@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         },
         "download": {
             "upfront_bytes": upfront,
-            "word_chunk_bytes": manifest["words"]["chunk_bytes"],
+            "packing": manifest["packing"],
+            "word_chunk_bytes_max": max(manifest["words"]["file_bytes"]),
+            "word_chunk_bytes_unpacked": manifest["words"]["chunk_bytes"],
             "word_chunks": manifest["words"]["chunks"],
             "dtype": manifest["dtype"],
         },

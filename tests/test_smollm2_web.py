@@ -166,17 +166,17 @@ SAME = {"mbit": "1.6", "mid_x": "4", "low_x": "10"}
 @pytest.mark.parametrize(
     ("n_bytes", "expected"),
     [
-        # 87.3 MB at 1.6 Mbit/s: 436.5 s, 7 min; 0.24 s x 4; 28.5 / 4 = 7.1; 28.5 / 10 = 2.85
+        # 86.6 MB at 1.6 Mbit/s: 433 s, 7 min; 0.18 s x 4 = 0.72; 36.1 / 4 = 9.0; 36.1 / 10 = 3.6
         (
-            87_301_619,
-            {"mb": "87.3", "minutes": "7", "first_s": "1.0", "mid": "7", "low": "3"} | SAME,
+            86_597_541,
+            {"mb": "86.6", "minutes": "7", "first_s": "0.7", "mid": "9", "low": "4"} | SAME,
         ),
         # 12 MB: 60 s exactly, 1 min; a tiny download still says at least 1 min
         (
             12_000_000,
-            {"mb": "12.0", "minutes": "1", "first_s": "1.0", "mid": "7", "low": "3"} | SAME,
+            {"mb": "12.0", "minutes": "1", "first_s": "0.7", "mid": "9", "low": "4"} | SAME,
         ),
-        (1_000, {"mb": "0.0", "minutes": "1", "first_s": "1.0", "mid": "7", "low": "3"} | SAME),
+        (1_000, {"mb": "0.0", "minutes": "1", "first_s": "0.7", "mid": "9", "low": "4"} | SAME),
     ],
 )
 def test_phone_estimate(n_bytes, expected):

@@ -41,6 +41,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from ._file_lock import exclusive_lock
+
 __all__ = ["SHARED_RESULTS_ENV", "shared_result"]
 
 #: The folder where one test session keeps its experiments' results (unset: always compute).
@@ -92,11 +94,8 @@ def shared_result(fn: F) -> F:
         name = _key(fn, args, kwargs) if folder else None
         if folder is None or name is None:
             return fn(*args, **kwargs)
-        import fcntl  # POSIX only, and only in a test session: learners on Windows never get here
-
         path = Path(folder) / f"{name}.pickle"
-        with open(Path(folder) / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # a second caller waits here for the first one
+        with exclusive_lock(Path(folder) / f"{name}.lock"):  # a second caller waits here
             if path.exists():
                 result, rng_after = pickle.loads(path.read_bytes())
                 # The call's one side effect: it seeds torch's global generator and draws from it.

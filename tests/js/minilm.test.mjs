@@ -6,8 +6,9 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
+import { inflateSync } from "node:zlib";
 
-import { createModel, erf, readWeights } from "../../src/course_utils/pretrained/web/bert.mjs";
+import { createModel, decodeArray, erf, itemsize, joinPlanes, readWeights } from "../../src/course_utils/pretrained/web/bert.mjs";
 import { createTokenizer } from "../../src/course_utils/pretrained/web/wordpiece.mjs";
 
 const env = process.env;
@@ -16,17 +17,16 @@ const cases = skip ? null : JSON.parse(readFileSync(env.MINILM_CASES, "utf8"));
 const report = {};
 
 function loadModel(dir) {
-  const buf = (name) => {
-    const b = readFileSync(join(dir, name));
-    return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
-  };
   const manifest = JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8"));
+  // A packed file (byte planes under deflate), unpacked as the worker does: Node's zlib stands in for the
+  // browser's DecompressionStream; the planes are joined by the worker's own joinPlanes.
+  const unpacked = (name) => joinPlanes(new Uint8Array(inflateSync(readFileSync(join(dir, name)))), itemsize(manifest.dtype));
   const vocab = JSON.parse(readFileSync(join(dir, "vocab.json"), "utf8"));
-  const weights = readWeights(manifest, buf("weights.bin"));
+  const weights = readWeights(manifest, unpacked("weights.bin"));
   const w = manifest.words;
   const getChunk = async (i) => {
     const name = w.pattern.replace("{index}", String(i).padStart(w.digits, "0"));
-    return readWeights({ dtype: manifest.dtype, tensors: [{ name: "c", offset: 0, length: w.chunk_bytes }] }, buf(name)).c;
+    return decodeArray(unpacked(name), manifest.dtype);
   };
   const tokenizer = createTokenizer(vocab, { special: manifest.special_tokens });
   return { manifest, model: createModel(manifest, weights, tokenizer, getChunk), tokenizer };
@@ -61,6 +61,16 @@ async function compareMaps(dir, tolerance, key) {
   assert.ok(worst <= tolerance, `${key}: max |JS - Python| over all maps = ${worst}; tolerance ${tolerance}`);
   assert.ok(worstRollout <= tolerance, `${key}: rollout differs by ${worstRollout}; tolerance ${tolerance}`);
 }
+
+test("joinPlanes undoes the export's byte planes (web_export.split_planes' worked example)", () => {
+  // float16 [1.0, -2.5, 65504.0]: low bytes 00 00 ff, then high bytes 3c c1 7b
+  const planes = new Uint8Array([0x00, 0x00, 0xff, 0x3c, 0xc1, 0x7b]);
+  assert.deepEqual(Array.from(decodeArray(joinPlanes(planes, 2), "float16")), [1, -2.5, 65504]);
+  const four = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]); // two 4-byte numbers: bytes 1 3 5 7 and 2 4 6 8
+  assert.deepEqual(Array.from(new Uint8Array(joinPlanes(four, 4))), [1, 3, 5, 7, 2, 4, 6, 8]);
+  assert.throws(() => joinPlanes(new Uint8Array(3), 2), /not whole 2-byte numbers/);
+  assert.throws(() => itemsize("int8"), /dtype must be float16 or float32; got int8/);
+});
 
 test("erf matches reference values", { skip }, () => {
   for (const [x, want] of cases.erf) assert.ok(Math.abs(erf(x) - want) < 1e-14, `erf(${x}) = ${erf(x)}, want ${want}`);

@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .._file_lock import exclusive_lock
 from .._validation import check_int, shape_str
 from ..causal import CausalSelfAttention
 from ..kv_cache import KVCache, PreallocatedKVCache, cached_self_attention_checked, check_cache
@@ -411,14 +412,10 @@ def prepare_smollm2_weights(path: str | Path | None = None) -> Path:
     opening chapter 7 together): a lock file lets one write while the others wait, and the file
     appears whole (written under another name, then renamed), so no reader sees half of it.
     """
-    import fcntl
-
     path = Path(path) if path is not None else smollm2_weights_path()
     if _is_current(path):
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with exclusive_lock(path.with_name(path.name + ".lock")):
         if not _is_current(path):  # another process may have written it while we waited
             meta, w = read_gguf(smollm2_gguf_path())
             partial = path.with_name(f"{path.name}.{os.getpid()}.partial")

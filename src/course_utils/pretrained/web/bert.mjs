@@ -34,7 +34,29 @@ export function decodeArray(buffer, dtype, offset = 0, length = buffer.byteLengt
   return out;
 }
 
-/** The named tensors of weights.bin (manifest.tensors) as Float32Arrays. */
+/**
+ * Undo the export's byte planes (course_utils.pretrained.web_export.split_planes): `bytes` holds byte 0 of
+ * every `itemsize`-byte number, then byte 1 of every number, and so on. Returns the numbers' bytes in order.
+ */
+export function joinPlanes(bytes, itemsize) {
+  const n = bytes.length / itemsize;
+  if (!Number.isInteger(n)) throw new Error(`${bytes.length} bytes are not whole ${itemsize}-byte numbers`);
+  const out = new Uint8Array(bytes.length);
+  for (let b = 0; b < itemsize; b++) {
+    const plane = bytes.subarray(b * n, (b + 1) * n);
+    for (let i = 0; i < n; i++) out[i * itemsize + b] = plane[i];
+  }
+  return out.buffer;
+}
+
+/** Bytes per number of an export's dtype. */
+export function itemsize(dtype) {
+  if (dtype === "float16") return 2;
+  if (dtype === "float32") return 4;
+  throw new Error(`dtype must be float16 or float32; got ${dtype}`);
+}
+
+/** The named tensors of weights.bin (manifest.tensors, its planes joined) as Float32Arrays. */
 export function readWeights(manifest, buffer) {
   const w = {};
   for (const t of manifest.tensors) w[t.name] = decodeArray(buffer, manifest.dtype, t.offset, t.length);

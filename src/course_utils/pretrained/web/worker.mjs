@@ -2,7 +2,8 @@
 //
 // Started by the head explorer (course_utils/widgets/head_explorer.js) on the reader's first edit, as a module
 // worker: new Worker(".../_static/minilm/worker.mjs", {type: "module"}). The model files sit beside it in
-// model/ (written at build time by course_utils.pretrained.minilm_web.export_weights; same origin, no outside request).
+// model/ (written at build time by course_utils.pretrained.minilm_web.export_weights; same origin, no outside request),
+// the weights packed as byte planes under deflate, which the browser's own DecompressionStream undoes.
 //
 // Messages in:  {type: "load", base?}            download manifest, vocabulary and weights (base: another folder)
 //               {type: "run", id, text, maxTokens} tokenize and run one sentence (after load)
@@ -11,42 +12,51 @@
 //               {type: "result", id, tokens, maps, rollout, ms, nLayers, nHeads}
 //               {type: "too-long", id, tokens, maxTokens}
 //               {type: "error", id, message}
-import { createModel, decodeArray, readWeights } from "./bert.mjs";
+import { createModel, decodeArray, itemsize, joinPlanes, readWeights } from "./bert.mjs";
 import { createTokenizer } from "./wordpiece.mjs";
 
 let model = null;
 let manifest = null;
 let queue = Promise.resolve();
 
-async function fetchBytes(url, onBytes) {
+async function fetchBytes(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`could not load ${url}: HTTP ${response.status}`);
-  if (!onBytes || !response.body) return response.arrayBuffer();
-  const reader = response.body.getReader();
-  const parts = [];
-  let n = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    parts.push(value);
-    n += value.length;
-    onBytes(value.length);
-  }
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out.buffer;
+  return response;
+}
+
+// A file as it arrives, counting its bytes (the progress bar counts what crosses the network).
+function counted(response, onBytes) {
+  if (!onBytes) return response.body;
+  return response.body.pipeThrough(
+    new TransformStream({
+      transform(chunk, controller) {
+        onBytes(chunk.byteLength);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+}
+
+// A packed file (byte planes under deflate: course_utils.pretrained.web_export), unpacked by the
+// browser's own DecompressionStream, its planes joined: the numbers' bytes, as exported.
+async function fetchPacked(url, size, onBytes) {
+  const body = counted(await fetchBytes(url), onBytes).pipeThrough(new DecompressionStream("deflate"));
+  return joinPlanes(new Uint8Array(await new Response(body).arrayBuffer()), size);
+}
+
+async function fetchText(url, onBytes) {
+  return new Response(counted(await fetchBytes(url), onBytes)).text();
 }
 
 async function load(base) {
   const root = new URL(base || "model/", import.meta.url);
-  const head = await fetchBytes(new URL("manifest.json", root));
-  manifest = JSON.parse(new TextDecoder().decode(head));
-  const total = head.byteLength + manifest.vocab_bytes + manifest.weights_bytes;
-  let loaded = head.byteLength;
+  const head = await fetchText(new URL("manifest.json", root));
+  manifest = JSON.parse(head);
+  const size = itemsize(manifest.dtype);
+  const headBytes = new TextEncoder().encode(head).length;
+  const total = headBytes + manifest.vocab_bytes + manifest.weights_file_bytes;
+  let loaded = headBytes;
   let last = 0;
   const onBytes = (n) => {
     loaded += n;
@@ -56,18 +66,18 @@ async function load(base) {
       self.postMessage({ type: "progress", loaded, total });
     }
   };
-  const [vocabBytes, weightBytes] = await Promise.all([
-    fetchBytes(new URL("vocab.json", root), onBytes),
-    fetchBytes(new URL("weights.bin", root), onBytes),
+  const [vocabText, weightBytes] = await Promise.all([
+    fetchText(new URL("vocab.json", root), onBytes),
+    fetchPacked(new URL("weights.bin", root), size, onBytes),
   ]);
-  const vocab = JSON.parse(new TextDecoder().decode(vocabBytes));
+  const vocab = JSON.parse(vocabText);
   const weights = readWeights(manifest, weightBytes);
   const chunks = new Map();
   const w = manifest.words;
   const getChunk = (i) => {
     if (!chunks.has(i)) {
       const name = w.pattern.replace("{index}", String(i).padStart(w.digits, "0"));
-      chunks.set(i, fetchBytes(new URL(name, root)).then((b) => decodeArray(b, manifest.dtype)));
+      chunks.set(i, fetchPacked(new URL(name, root), size).then((b) => decodeArray(b, manifest.dtype)));
     }
     return chunks.get(i);
   };
