@@ -157,7 +157,9 @@ def build_kit(
     report.learner, report.zip_path = build_learner_copies(repo, site, chapters, language)
     for nb_path in chapters:
         plan = repo / "instructor" / f"{nb_path.stem}.md"
-        report.decks.append(build_deck(nb_path, site / SLIDES_DIR, plan, language=language))
+        report.decks.append(
+            build_deck(nb_path, site / SLIDES_DIR, plan, language=language, images=site / "_images")
+        )
     index = index_page(report.decks, title, language=language)
     (site / SLIDES_DIR / "index.html").write_text(index, encoding="utf-8")
     (site / SLIDES_DIR / "decks.json").write_text(

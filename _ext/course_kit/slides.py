@@ -648,8 +648,13 @@ def build_deck(
     *,
     static_prefix: str = "../_static/",
     language: str = "en",
+    images: Path | None = None,
 ) -> DeckInfo:
-    """Write ``out_dir/<stem>.slides.html``; return what it holds."""
+    """Write ``out_dir/<stem>.slides.html``; return what it holds.
+
+    ``images``: the site's ``_images`` folder (beside ``out_dir``). A figure the chapter's page
+    already shows is there, and the deck links to that file instead of holding a second copy.
+    """
     import nbformat
     from nbconvert import SlidesExporter
     from traitlets.config import Config
@@ -686,6 +691,8 @@ def build_deck(
     # reads() (unlike from_dict) joins the multi-line strings of the JSON into plain strings.
     node = nbformat.reads(json.dumps(deck_nb), as_version=4)
     body, _ = exporter.from_notebook_node(node, resources=resources)
+    if images is not None:
+        body = link_page_images(body, images)  # the deck sits in slides/, beside _images/
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{notebook.stem}.slides.html").write_text(body, encoding="utf-8")
     slides = count_slides(deck_nb)
@@ -696,6 +703,34 @@ def build_deck(
     )
     widgets = sum(1 for c in deck_nb["cells"] if is_widget(c))
     return DeckInfo(notebook.stem, title, slides, n_notes, widgets)
+
+
+#: A PNG written into the page as a data URI (what nbconvert does with a figure).
+PNG_DATA_URI = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=\s]+)")
+
+
+def link_page_images(html: str, images: Path, prefix: str = "../_images") -> str:
+    """``html`` with every PNG data URI whose image is in ``images`` replaced by a link to that
+    file: the folder where Sphinx writes each figure of the site's pages once, named by the
+    SHA-256 of its bytes (myst-nb). A figure the pages do not show stays inline.
+
+    >>> import base64, hashlib, tempfile
+    >>> png = b"PNG, say"
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / f"{hashlib.sha256(png).hexdigest()}.png").write_bytes(png)
+    >>> uri = "data:image/png;base64," + base64.b64encode(png).decode()
+    >>> out = link_page_images(f'<img src="{uri}"><img src="data:image/png;base64,AAAA">', d)
+    >>> out.count('src="../_images/'), out.count("data:image/png")  # the second is on no page
+    (1, 1)
+    """
+    import base64
+    import hashlib
+
+    def link(m: re.Match[str]) -> str:
+        name = f"{hashlib.sha256(base64.b64decode(m.group(1))).hexdigest()}.png"
+        return f"{prefix}/{name}" if (images / name).is_file() else m.group(0)
+
+    return PNG_DATA_URI.sub(link, html)
 
 
 def lab_css() -> str:

@@ -68,6 +68,7 @@ import json
 import math
 import posixpath
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -598,15 +599,18 @@ NEEDS_SMOLLM2 = re.compile(r'"_anywidget_id":\s*"course_utils\.widgets\.smollm2_
 def write_browser_model(outdir: str | Path) -> Path:
     """Write the browser path's ES modules and float16 weights into ``outdir/_static/minilm``.
 
+    The weights are the kept export (``minilm_web.prepare_export``: made once, then copied).
     Returns that folder. ``scripts/export_minilm_web.py`` does the same from the command line.
     """
-    from course_utils.pretrained.minilm_web import export_weights, web_files
+    from course_utils.pretrained.minilm_web import copy_export, web_files
 
     target = Path(outdir) / BROWSER_MODEL_DIR
     target.mkdir(parents=True, exist_ok=True)
     for source in web_files():
         (target / source.name).write_bytes(source.read_bytes())
-    export_weights(target / "model", "float16")
+    model = target / "model"
+    shutil.rmtree(model, ignore_errors=True)  # an older export's chunk files must not stay
+    copy_export(model, "float16")
     return target
 
 
@@ -666,6 +670,53 @@ def drop_unused_theme_scripts(static: Path) -> list[str]:
     return removed
 
 
+#: A font's TrueType fallback after its WOFF2 source in an ``@font-face`` rule:
+#: ``,url(x.ttf) format("truetype")``.
+TRUETYPE_FALLBACK = re.compile(
+    r',\s*url\(["\']?([^)"\']+\.ttf)["\']?\)\s*format\(["\']truetype["\']\)'
+)
+
+
+def drop_truetype_fallbacks(static: Path) -> int:
+    """Delete the TrueType copies of fonts that ``static``'s stylesheets also offer as WOFF2
+    (the theme's Font Awesome, 0.7 MB): a browser takes the first source it can read, and every
+    browser the theme supports reads WOFF2, so the ``.ttf`` after it is never fetched. The
+    stylesheets stop naming them. Returns the bytes removed.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "fonts").mkdir()
+    >>> _ = (d / "fonts" / "a.woff2").write_bytes(b"w")
+    >>> _ = (d / "fonts" / "a.ttf").write_bytes(b"ttf")
+    >>> css = '@font-face{src:url(fonts/a.woff2) format("woff2"),'
+    >>> _ = (d / "theme.css").write_text(css + 'url(fonts/a.ttf) format("truetype")}')
+    >>> drop_truetype_fallbacks(d), (d / "theme.css").read_text(), (d / "fonts" / "a.ttf").exists()
+    (3, '@font-face{src:url(fonts/a.woff2) format("woff2")}', False)
+    """
+    fallbacks: set[Path] = set()
+    sheets = sorted(static.rglob("*.css"))
+    for css in sheets:
+        text = css.read_text(encoding="utf-8", errors="surrogateescape")
+        spans = set()
+        for m in TRUETYPE_FALLBACK.finditer(text):
+            font = (css.parent / m.group(1)).resolve()
+            if font.with_suffix(".woff2").is_file():
+                spans.add(m.span())
+                fallbacks.add(font)
+        if spans:
+            kept = TRUETYPE_FALLBACK.sub(
+                lambda m, spans=spans: "" if m.span() in spans else m[0], text
+            )
+            css.write_text(kept, encoding="utf-8", errors="surrogateescape")
+    still_named = " ".join(css.read_text(encoding="utf-8", errors="replace") for css in sheets)
+    removed = 0
+    for font in sorted(fallbacks):
+        if font.is_file() and font.name not in still_named:  # no sheet needs it any more
+            removed += font.stat().st_size
+            font.unlink()
+    return removed
+
+
 def write_widget_code(static: Path) -> list[Path]:
     """Write every course widget's ES module (per language) and stylesheet into
     ``static/course_widgets/``, where the loader imports the code a saved notebook left out.
@@ -683,6 +734,7 @@ def _build_finished(app: Any, exception: Exception | None) -> None:
         return
     drop_source_maps(Path(app.outdir) / "_static")
     drop_unused_theme_scripts(Path(app.outdir) / "_static")
+    drop_truetype_fallbacks(Path(app.outdir) / "_static")
     write_widget_code(Path(app.outdir) / "_static")
     needs_model = needs_smollm2 = False
     for page in Path(app.outdir).rglob("*.html"):
