@@ -114,6 +114,33 @@ def test_the_nbgitpuller_link_has_the_guides_form() -> None:
     }
 
 
+@pytest.mark.parametrize("detached", [False, True], ids=["on a branch", "detached HEAD"])
+def test_the_class_pulls_a_named_branch_even_from_a_checkout_of_one_commit(
+    tmp_path: Path, detached: bool
+) -> None:
+    """nbgitpuller needs a branch; CI often checks out one commit with no branch. The class's
+    copy of the course then carries that commit on a branch of its own."""
+    import subprocess
+
+    source = tmp_path / "src"
+    source.mkdir()
+    git = ["git", "-C", str(source), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "--quiet", "--initial-branch", "main"], check=True)
+    (source / "a.txt").write_text("a")
+    subprocess.run([*git, "add", "a.txt"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "a"], check=True)
+    if detached:  # CI's checkout: one commit that no branch points at (main has moved on)
+        subprocess.run([*git, "checkout", "--quiet", "--detach"], check=True)
+        subprocess.run([*git, "checkout", "--quiet", "main"], check=True)
+        (source / "a.txt").write_text("b")
+        subprocess.run([*git, "commit", "--quiet", "-am", "b"], check=True)
+        subprocess.run([*git, "checkout", "--quiet", "HEAD~1"], check=True)
+    repo = classroom.course_repository(source, tmp_path / "class")
+    branch = classroom.git_branch(repo)
+    assert branch == (classroom.DETACHED_BRANCH if detached else "main")
+    assert (repo / "a.txt").read_text() == "a"  # the commit checked out, whichever it is
+
+
 @pytest.mark.parametrize(
     ("per_learner_gib", "expected"), [(1.0, 22), (1.5, 14), (2.75, 8), (22.5, 0)]
 )

@@ -114,9 +114,17 @@ def ensure_proxy(cache: Path, npm: str = "npm") -> Path:
     return command
 
 
+#: The branch the class pulls when ``source`` is on no branch (a CI checkout of one commit).
+DETACHED_BRANCH = "class"
+
+
 def course_repository(source: Path, dest_parent: Path) -> Path:
     """A local git repository of ``source``'s committed HEAD for nbgitpuller to pull from
-    (``file://``, so the class needs no network), named :data:`COURSE_DIR`."""
+    (``file://``, so the class needs no network), named :data:`COURSE_DIR`.
+
+    nbgitpuller pulls a named branch. A checkout of one commit (detached ``HEAD``, as CI systems
+    often make) has none, so the copy then puts its ``HEAD`` on :data:`DETACHED_BRANCH`.
+    """
     dest = dest_parent / COURSE_DIR
     subprocess.run(
         ["git", "clone", "--quiet", "--depth", "1", source.resolve().as_uri(), str(dest)],
@@ -125,6 +133,13 @@ def course_repository(source: Path, dest_parent: Path) -> Path:
         text=True,
         timeout=300,
     )
+    if git_branch(dest) == "HEAD":
+        subprocess.run(
+            ["git", "-C", str(dest), "checkout", "--quiet", "-B", DETACHED_BRANCH],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     return dest
 
 
