@@ -46,7 +46,7 @@ import numpy as np
 
 from .._validation import check_int
 from .smollm2 import SmolLM2Config, read_gguf, smollm2_gguf_path
-from .web_export import compress, kept_export, split_planes
+from .web_export import compress, join_planes, kept_export, split_planes
 
 __all__ = [
     "MAX_PROMPT_TOKENS",
@@ -312,9 +312,8 @@ def read_export(out_dir: str | Path) -> dict[str, np.ndarray]:
     n4, n8 = m["blocks"]["Q4_1"], m["blocks"]["Q8_0"]
 
     def halves(data: bytes, count: int, k: int) -> np.ndarray:
-        lo = np.frombuffer(data, np.uint8, count, 2 * k * count)
-        hi = np.frombuffer(data, np.uint8, count, (2 * k + 1) * count)
-        return (lo.astype(np.uint16) | (hi.astype(np.uint16) << 8)).view(np.float16)
+        # the k-th float16 array of a scale stream: its own pair of planes (split_planes)
+        return join_planes(data[2 * k * count : 2 * (k + 1) * count], "<f2")
 
     d4, m4 = halves(raw["q4_scales"], n4, 0), halves(raw["q4_scales"], n4, 1)
     codes4 = np.frombuffer(raw["q4_codes"], np.uint8).reshape(n4, _BLOCK // 2)

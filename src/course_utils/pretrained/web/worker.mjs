@@ -19,7 +19,7 @@ let model = null;
 let manifest = null;
 let queue = Promise.resolve();
 
-async function fetchBytes(url) {
+async function fetchOk(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`could not load ${url}: HTTP ${response.status}`);
   return response;
@@ -41,12 +41,12 @@ function counted(response, onBytes) {
 // A packed file (byte planes under deflate: course_utils.pretrained.web_export), unpacked by the
 // browser's own DecompressionStream, its planes joined: the numbers' bytes, as exported.
 async function fetchPacked(url, size, onBytes) {
-  const body = counted(await fetchBytes(url), onBytes).pipeThrough(new DecompressionStream("deflate"));
+  const body = counted(await fetchOk(url), onBytes).pipeThrough(new DecompressionStream("deflate"));
   return joinPlanes(new Uint8Array(await new Response(body).arrayBuffer()), size);
 }
 
 async function fetchText(url, onBytes) {
-  return new Response(counted(await fetchBytes(url), onBytes)).text();
+  return new Response(counted(await fetchOk(url), onBytes)).text();
 }
 
 async function load(base) {
