@@ -157,3 +157,13 @@ def test_uniform_attention_baseline(glued):
     _same(glued, {"gain_points": 100 * (learned[:, 0].mean() - uniform[:, 0].mean())}, 0)
     for r in runs["uniform"]:  # the weights never moved: the topic share stays the token share
         assert len(set(r.topic_share_curve)) == 1
+
+
+def test_the_integrated_gradients_error_shrinks_as_the_text_says(glued):
+    """The text: the Riemann sum's error falls from 4 to 32 to 256 steps, and from 32 to 256 steps
+    (eight times as many) to about an eighth, as an error of order 1/m does once m is large."""
+    errors = {m: glued[f"ig_error_{m}"] for m in (4, 32, 256)}
+    for m, error in errors.items():  # each error is its sum minus f(x) - f(x'), as rounded
+        assert abs(glued[f"ig_sum_{m}"] - glued["ig_change"] - error) <= 0.011, (m, glued)
+    assert errors[4] > errors[32] > errors[256] > 0, errors
+    assert 6 <= errors[32] / errors[256] <= 10, errors  # "about an eighth"

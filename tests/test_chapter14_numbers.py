@@ -73,6 +73,8 @@ def test_qwen3_next_counts_come_from_its_released_configuration(glued):
     assert glued["deltanet_state"] == state + conv
     per_token = kv_cache.values_per_token_gqa(cfg.num_key_value_heads, cfg.head_dim)
     assert glued["deltanet_breakeven"] == round((state + conv) / per_token)
+    # a full-attention layer's cache at 128k tokens against the whole state (conv included)
+    assert glued["deltanet_ratio_128k"] == round(128 * 1024 * per_token / (state + conv)) == 245
 
 
 def test_dsa_counts_are_decode_costs(glued):

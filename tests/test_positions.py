@@ -65,6 +65,17 @@ def test_shift_matrix_maps_pe_p_to_pe_p_plus_k(k, d_model):
     np.testing.assert_allclose(pe[p] @ m.T, pe[p + k], atol=1e-12)  # rows: M_k PE(p)
 
 
+def test_shift_block_turns_the_sin_cos_pair_clockwise():
+    """Chapter 5 prints M_3's first block as a clockwise turn by 3 radians: in the chapter's own
+    convention (``rotation_matrix``, counter-clockwise for a positive angle) it is R(-3), because
+    a pair is stored as (sin, cos)."""
+    from course_utils.positions import rotation_matrix
+
+    np.testing.assert_allclose(
+        sinusoid_shift_matrix(3, 32)[:2, :2], rotation_matrix(-3.0), atol=1e-15
+    )
+
+
 def test_sinusoid_dot_product_depends_only_on_the_offset():
     pe = sinusoidal_encoding(200, 64)
     for k in (1, 5, 20):

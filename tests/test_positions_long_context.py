@@ -397,6 +397,37 @@ def test_yarn_keeps_the_fastest_pair_and_interpolates_the_slowest(head_dim, base
     assert attention == pytest.approx(0.1 * math.log(factor) + 1.0, rel=1e-15)
 
 
+def test_yarn_on_chapter_5s_task_keeps_pair_0_because_the_ramp_is_rounded():
+    """Chapter 5's table: one head of d = 16, base 10^4, trained on T = 12 tokens. Pair 0 turns
+    12 / 2 pi = 1.9 times, inside the paper's ramp (alpha = 1 < r < beta = 32), whose blend
+    gamma = (r - alpha) / (beta - alpha) would interpolate it almost wholly; `transformers` rounds
+    the ramp's ends to whole pairs (0 and 1 here), so pair 0 is kept and the other seven divided
+    by s, as the chapter says."""
+    from course_utils.experiments.previous_token import PositionsConfig, rope_scaling_for
+
+    cfg = PositionsConfig()
+    assert (cfg.d_model, cfg.T) == (16, 12)
+    plain = torch.from_numpy(rope_frequencies(cfg.d_model, base=10_000.0))  # (8,)
+    turns = cfg.T * plain / (2 * math.pi)  # (8,)
+    assert float(turns[0]) > 1 > float(turns[1])  # only pair 0 makes more than one turn
+    assert (float(turns[0]) - 1) / (32 - 1) < 0.05  # the paper's gamma: almost all interpolated
+    for factor in (2, 4):
+        inv_freq, _ = rope_inverse_frequencies(
+            cfg.d_model, 10_000.0, rope_scaling_for("yarn", factor, cfg.T)
+        )
+        slowdown = (plain / inv_freq).tolist()  # (8,)
+        assert slowdown == pytest.approx([1.0] + [factor] * 7, rel=1e-12)
+        config = LlamaConfig(
+            hidden_size=cfg.d_model,
+            num_attention_heads=1,
+            max_position_embeddings=factor * cfg.T,
+            rope_theta=10_000.0,
+            rope_scaling=rope_scaling_for("yarn", factor, cfg.T),
+        )
+        reference, _ = modeling_rope_utils.ROPE_INIT_FUNCTIONS["yarn"](config, "cpu")
+        torch.testing.assert_close(inv_freq.float(), reference.float(), rtol=1e-6, atol=0)
+
+
 # --------------------------------------------------------------------------------------------
 # rope_inverse_frequencies: bad input
 # --------------------------------------------------------------------------------------------
