@@ -361,6 +361,7 @@ def check_array(
         if (
             not hints
             and got.ndim >= 2
+            and want_f.ndim >= 2
             and got.shape == np.swapaxes(want_f, -1, -2).shape
             and _matches(got_f, np.swapaxes(want_f, -1, -2), rtol, atol)
         ):
@@ -946,7 +947,8 @@ def check_causal_mask(
     got_b = got.astype(bool)
     t_k_ = expected.shape[1]
     other = "bottom_right" if align == "top_left" else "top_left"
-    candidates = [
+    candidates = [  # the inverted mask first: on a 1 x 1 mask it is also "the diagonal is False"
+        ("the polarity is inverted: True must mean 'may attend' (PyTorch's convention)", ~expected),
         (
             "True above the diagonal lets a token see the future: use np.tril, not np.triu",
             ~expected | np.eye(t_q, t_k_, dtype=bool) if t_q == t_k_ else None,
@@ -958,7 +960,6 @@ def check_causal_mask(
                 t_q, t_k_, k=expected.shape[1] - t_q if align == "bottom_right" else 0, dtype=bool
             ),
         ),
-        ("the polarity is inverted: True must mean 'may attend' (PyTorch's convention)", ~expected),
         ("nothing is masked: every token can see the future", np.ones_like(expected)),
         (
             t(

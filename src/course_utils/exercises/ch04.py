@@ -296,9 +296,13 @@ def _wrong_mask_type(result: Any) -> Feedback | None:
             "(or convert with torch.from_numpy(...))"
         )
     elif isinstance(result, torch.Tensor) and result.is_floating_point():
-        got = f"a float tensor ({result.dtype})"
+        got = t("a float tensor ({dtype})", dtype=result.dtype)
+        additive = bool(((result == 0) | (result == float("-inf"))).all())
         hint = (
-            "a float mask is ADDED to the scores by PyTorch (0 = keep, -inf = block), so 0/1 "
+            "this additive mask (0 = keep, -inf = block) works in PyTorch too, but the exercise "
+            "asks for the boolean form: ~mask"
+            if additive
+            else "a float mask is ADDED to the scores by PyTorch (0 = keep, -inf = block), so 0/1 "
             "floats block nothing; keep it boolean: ~mask"
         )
     elif isinstance(result, torch.Tensor):

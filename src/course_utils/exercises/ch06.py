@@ -392,11 +392,14 @@ def check_smollm2_parameters(n_params: Any) -> Feedback:
     (:data:`SMOLLM2_CONFIG`), against :func:`course_utils.transformer_cost.decoder_parameter_count`
     (which the tests hold to the real model's and ``transformers``' counts).
 
-    Accepted: the exact count (134,515,008), or a count in millions (or billions) within 0.5%
-    (``134.5``, ``0.1345``). A wrong count that one or more typical mistakes explain is named.
+    Accepted: the exact count (134,515,008), or a rounded count within 0.5%: in millions (or
+    billions, ``134.5``, ``0.1345``) or whole (``134.5e6``, ``1.345e8``: at most 4 significant
+    digits). A wrong count that one or more typical mistakes explain is named.
 
     >>> bool(check_smollm2_parameters(134_515_008)), bool(check_smollm2_parameters(134.5))
     (True, True)
+    >>> bool(check_smollm2_parameters(134.5e6)), bool(check_smollm2_parameters(134_515_009))
+    (True, False)
     >>> print(check_smollm2_parameters(162_826_560).hints[0])  # doctest: +ELLIPSIS
     the LM head is the embedding matrix (tied weights): ...
     """
@@ -420,10 +423,11 @@ def check_smollm2_parameters(n_params: Any) -> Feedback:
     if not np.isfinite(value) or value <= 0:
         return Feedback(False, title, (t("expected a positive count; got {value}", value=value),))
     expected = _smollm2_count(frozenset())
-    # a whole count is compared exactly; a number under 100,000 is read as millions (or
-    # billions under 1), rounded as a person types it: within 0.5%
+    # a whole count is compared exactly, unless it is rounded (134.5e6: 4 significant digits at
+    # most); a number under 100,000 is read as millions (or billions under 1), rounded as a
+    # person types it: within 0.5%
     if value >= 1e5:
-        scale, rtol = 1.0, 0.0
+        scale, rtol = 1.0, (5e-3 if value == float(f"{value:.4g}") else 0.0)
     elif value >= 1:
         scale, rtol = 1e6, 5e-3
     else:

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from ..decoder import DecoderBlock
 from ..masks import causal_mask, key_padding_mask
-from ._checks import Mistake, check_array, described_cases, to_numpy
+from ._checks import Mistake, as_answer_array, check_array, described_cases, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -196,7 +196,7 @@ def check_decoder_block(decoder_block: Callable[..., Any]) -> Feedback:
             post = n3((p2 := n2(post + ca(post, memory))) + ffn(p2))
             normed_mem = (m2 := h + ca(n2(h), n2(memory))) + ffn(n3(m2))
             no_self = (s2 := x + ca(n2(x), memory)) + ffn(n3(s2))
-            no_res = (r2 := h + ca(n2(h), memory)) * 0 + ca(n2(h), memory) + ffn(n3(r2))
+            no_res = (r2 := ca(n2(h), memory)) + ffn(n3(r2))  # x = cross_attn(norm2(x), memory)
             swapped_norms = (w2 := h + ca(n3(h), memory)) + ffn(n2(w2))
             one_norm = (o2 := h + ca(n1(h), memory)) + ffn(n1(o2))
             cross_first = (c1 := x + ca(n1(x), memory)) + sa(n2(c1))
@@ -242,10 +242,18 @@ __all__ += ["check_attention_shapes", "check_encoder_decoder_masks"]
 _THREE = ("encoder self-attention", "decoder self-attention", "cross-attention")
 
 
+def _whole(n: Any) -> int:
+    """``n`` as an int if it is a whole number (``2.0`` is, ``2.5`` is not: no silent rounding)."""
+    x = float(n)
+    if not x.is_integer():
+        raise ValueError(f"{n!r} is not a whole number")
+    return int(x)
+
+
 def _as_shape(value: Any) -> tuple[int, ...] | None:
     try:
-        shape = tuple(int(n) for n in value)
-    except (TypeError, ValueError):
+        shape = tuple(_whole(n) for n in value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: inf
         return None
     return shape if all(n >= 0 for n in shape) else None
 
@@ -383,6 +391,11 @@ def check_encoder_decoder_masks(masks: Callable[[Any, int, int], Any]) -> Feedba
         wrong_type = _not_three(title, result, "masks")
         if wrong_type is not None:
             return wrong_type
+        for name, mask in zip(_THREE, result, strict=True):
+            try:
+                as_answer_array(mask, name)
+            except TypeError as err:  # None, a string: say so instead of reading it as nan
+                return Feedback(False, title, (str(err),))
         pad = key_padding_mask(lengths, s)  # (B, s)
         keys = np.broadcast_to(pad[:, None, :], (B, s, s))  # (B, s, s): padding keys hidden
         causal_q = np.broadcast_to(causal_mask(q), (B, q, q))  # (B, q, q)

@@ -221,7 +221,8 @@ def check_window_attention(window_attention: Callable[..., Any]) -> Feedback:
                 masked(sliding_window_mask(t, window=w, causal=False), scale),
             ),
         ]
-        return check_array(title, result, expected, mistakes=mistakes, rtol=1e-6, atol=1e-9)
+        # rtol 1e-5: float32 work returned as float64 is right (the mistakes differ by ~1e-2)
+        return check_array(title, result, expected, mistakes=mistakes, rtol=1e-5, atol=1e-7)
 
     passed = "all {n} cases match sliding_window_attention (and so SDPA with the mask)"
     return run_cases(

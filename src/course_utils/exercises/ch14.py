@@ -32,7 +32,7 @@ import torch
 from ..atlas.blocks import attention, top_k_softmax
 from ..i18n import t
 from ..kv_cache import kv_cache_bytes
-from ._checks import Mistake, check_array, check_number, run_array_cases
+from ._checks import Mistake, check_array, check_number, run_array_cases, to_numpy
 from ._feedback import Feedback
 from ._learner import run_cases
 
@@ -202,8 +202,8 @@ def check_sink_weights(sink_weights: Callable[[Any, Any], Any]) -> Feedback:
             ),
         ]
         try:
-            shape = np.shape(result)
-        except ValueError:  # a ragged list: check_array names the problem
+            shape = np.shape(to_numpy(result))
+        except (TypeError, ValueError):  # a ragged list: check_array names the problem
             shape = None
         if shape == (*scores.shape[:-1], scores.shape[-1] + 1):
             return Feedback(
