@@ -26,6 +26,7 @@ from course_utils.exercises import (
     ch07,
     ch08,
     ch09,
+    ch10,
     ch12,
     ch13,
     ch14,
@@ -117,6 +118,9 @@ WRONG = [
     ("the cache mask with True for 'blocked'", ch07.check_cache_mask,
      lambda t_new, t_past: ~np.tril(np.ones((t_new, t_past + t_new), dtype=bool), k=t_past),
      "", "the polarity is inverted"),
+    ("max batch with / instead of //", ch10.check_max_batch,
+     lambda m, L, h, kv, d, T, b: m / (2 * L * kv * d * T * b), "your answer is", "floor division"),
+    ("one wrong number", ch09.check_layers_needed, lambda t, w: 1, "your answer is 1", None),
     ("an additive 0/-inf mask for nn.MultiheadAttention", ch04.check_torch_mask,
      lambda m: torch.zeros(m.shape).masked_fill(~m, float("-inf")), "", "works in PyTorch too"),
 ]  # fmt: skip

@@ -385,7 +385,9 @@ def check_array(
     first = tuple(bad[0])
     value, target = format_pair(got_f[first], want_f[first])
     messages = [
-        t(
+        t("your answer is {answer}, expected {want}", answer=value, want=target)
+        if got.ndim == 0  # one number: not "entry [] is ..."
+        else t(
             "entry {index} is {got}, expected {want}",
             index=format_index(first),
             got=value,

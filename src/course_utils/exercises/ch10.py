@@ -115,12 +115,15 @@ def check_max_batch(max_batch: Callable[..., Any]) -> Feedback:
         answer = _scalar(result)
         fb = check_array(title, answer, np.array(expected), mistakes=mistakes, rtol=0, atol=0)
         if not fb and np.shape(answer) == () and np.issubdtype(np.asarray(answer).dtype, np.number):
-            # One number: say it plainly instead of "entry [] is ...".
+            # One number: say it plainly, as it was given (check_array shows it rounded).
+            floored = not fb.hints and math.floor(float(answer)) == expected
             return Feedback(
                 False,
                 title,
                 (t("your answer is {answer}, expected {want}", answer=answer, want=expected),),
-                fb.hints,
+                ("a batch is a whole number of sequences: use // (floor division)",)
+                if floored and not float(answer).is_integer()
+                else fb.hints,
             )
         if fb and not float(answer).is_integer():
             return Feedback(
