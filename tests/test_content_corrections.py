@@ -197,6 +197,38 @@ def test_instructor_guide_symmetry_and_dict_lookup():
     assert "(a `KeyError`)" not in guide and 'capitals.get("china")' in guide
 
 
+def _plan(name: str) -> str:
+    return " ".join((REPO / name).read_text(encoding="utf-8").split())  # line breaks as spaces
+
+
+def test_the_teachers_pages_quote_the_chapters_numbers():
+    """What a review of the lesson plans found quoted wrong, held to the chapters' own outputs."""
+    exercises = sum(
+        "exercise" in cell.get("metadata", {}).get("tags", [])
+        for n in range(1, 15)
+        for cell in _nb(n)["cells"]
+    )
+    assert f"The {exercises} checked exercises of the 14 chapters" in _plan("instructor_guide.md")
+    sink = glued_values(_nb(7))
+    assert f"in {sink['sink_layers']} of the 30 layers token 0" in _plan(
+        "instructor/07_causal_attention.md"
+    )
+    pad = glued_values(_nb(8))
+    plan8 = _plan("instructor/08_cross_attention.md")
+    assert "output step 0 (`h`)" in plan8
+    assert f"the widget shows {pad['pad_first_step_cab']};" in plan8
+    assert f"the mean over all steps, {pad['pad_weight_cab']})" in plan8
+    from course_utils.widgets.sparse_patterns import N_LAYERS, SparsePatterns
+
+    view = SparsePatterns("sliding window", t=32, param=4)
+    heard = int(view.reach[-1].sum())  # tokens the last one heard after the view's last layer
+    needed = -(-(32 - 1) // (4 - 1))  # each layer reaches w - 1 = 3 tokens further back
+    plan9 = _plan("instructor/09_sparse_attention.md")
+    assert needed > N_LAYERS and heard < 32
+    assert f"({needed}, more than the {N_LAYERS} layers the right-hand view shows" in plan9
+    assert f"after layer {N_LAYERS} it has heard {heard} of 32" in plan9
+
+
 # --- notation.md agrees with the chapters ---
 
 
