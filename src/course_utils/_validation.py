@@ -56,7 +56,10 @@ def _untorch(x: Any) -> Any:
     is a copy of the values, detached from autograd (these functions are not differentiable).
     """
     if hasattr(x, "detach") and hasattr(x, "numpy") and hasattr(x, "cpu"):
-        return x.detach().cpu().numpy()
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":  # numpy has no bfloat16; float32 holds it exactly
+            x = x.float()
+        return x.numpy()
     return x
 
 
@@ -174,11 +177,11 @@ def check_count(value: Any, name: str, *, low: int = 1) -> int:
     ...
     ValueError: n_heads must be an int >= 1; got 0
     """
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
         raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
     if value < low:
         raise ValueError(f"{name} must be an int >= {low}; got {value}")
-    return value
+    return int(value)  # a numpy integer (np.int64(8), a shape entry) as a Python int
 
 
 def check_bool(value: Any, name: str) -> bool:

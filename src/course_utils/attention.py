@@ -19,6 +19,8 @@ from numpy.typing import NDArray
 from ._validation import (
     as_bool_array,
     as_float_array,
+    check_alloc,
+    check_int,
     check_mask_shape,
     check_qkv_shapes,
     shape_str,
@@ -71,6 +73,12 @@ def _check_q_k(q: Any, k: Any) -> tuple[NDArray, NDArray]:
                 "use mask to exclude positions, not -inf entries"
             )
     check_qkv_shapes(q.shape, k.shape)
+    # the scores (..., T_q, T_k) in float64, and about as much again for the softmax on the way
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    except ValueError:  # named by the check of q, k and v together that follows
+        batch = ()
+    check_alloc((*batch, q.shape[-2], k.shape[-2]), 16, "attention over these q and k")
     return q, k
 
 
@@ -92,8 +100,12 @@ def default_scale(d_k: int) -> float:
 
     >>> default_scale(4)
     0.5
+    >>> default_scale(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: d_k must be >= 1; got 0
     """
-    return 1.0 / math.sqrt(d_k)
+    return 1.0 / math.sqrt(check_int(d_k, "d_k", low=1))
 
 
 def resolve_scale(scale: float | None, d_k: int) -> float:

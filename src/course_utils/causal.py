@@ -188,7 +188,11 @@ class CharTokenizer:
         return [self.index[c] for c in text]
 
     def decode(self, ids: Sequence[int] | Tensor) -> str:
-        return "".join(self.chars[int(i)] for i in ids)
+        n = len(self.chars)
+        # a negative id would index from the end, 1.5 would be cut to 1: both are refused
+        checked = [check_int(i.item() if hasattr(i, "item") else i, "each id", low=0, high=n - 1)
+                   for i in ids]  # fmt: skip
+        return "".join(self.chars[i] for i in checked)
 
 
 class TinyCausalLM(nn.Module):

@@ -38,12 +38,14 @@ import torch
 from torch import Tensor
 
 from ._validation import (
+    check_bool,
     check_cache_extension,
     check_cache_pair,
     check_count,
     check_float_tensor,
     check_int,
     check_module_dtype,
+    check_positive_finite,
     shape_str,
 )
 from .kv_cache_fast import decode_attention, one_query_attention
@@ -838,6 +840,12 @@ def cached_self_attention(
     """
     x = _check_x(x, attn.d_model, attn.W_Q.weight.dtype)
     check_cache(cache, x, attn)
+    check_bool(return_weights, "return_weights")
+    if fast is not None:
+        check_bool(fast, "fast")
+    if rope_base is not None and not isinstance(rope_base, ScaledRoPE):
+        # the fast path would read '1e4' as 10000 and True as 1.0: refuse them here, for both
+        rope_base = check_positive_finite(rope_base, "rope_base")
     return cached_self_attention_checked(attn, x, cache, return_weights, rope_base, fast)
 
 

@@ -23,6 +23,7 @@ def diagonal_offset(t_q: int, t_k: int, align: str) -> int:
     >>> diagonal_offset(2, 5, "bottom_right"), diagonal_offset(2, 5, "top_left")
     (3, 0)
     """
+    t_q, t_k = check_int(t_q, "t_q", low=1), check_int(t_k, "t_k", low=1)
     if align == "top_left":
         return 0
     if align == "bottom_right":

@@ -39,6 +39,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validation import (
+    check_alloc,
+    check_bool,
     check_float_tensor,
     check_int,
     check_mask_shape,
@@ -79,8 +81,10 @@ def _choose_path(fast: bool | None, return_weights: bool, dropout: object = None
     if dropout is not None and not isinstance(dropout, nn.Dropout):
         raise TypeError(f"dropout must be a torch.nn.Dropout or None; got {type(dropout).__name__}")
     dropping = dropout is not None and dropout.training and dropout.p > 0
+    check_bool(return_weights, "return_weights")  # 'no' would be truthy: weights asked for
     if fast is None:
         return not (return_weights or dropping)
+    check_bool(fast, "fast")
     if fast and (return_weights or dropping):
         why = "return weights" if return_weights else "apply an active dropout to the weights"
         raise ValueError(f"fast=True cannot {why} (scaled_dot_product_attention never forms them)")
@@ -108,6 +112,8 @@ def attention_weights(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tenso
     ValueError: k has shape (2, 3), expected (..., T_k, 2): its last dimension must equal ...
     """
     _check_qk_mask(q, k, mask)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    check_alloc((*batch, q.size(-2), k.size(-2)), 2 * q.element_size(), "attention_weights")
     d_k = q.size(-1)
     # Scaling q before the product gives the same scores as dividing them afterwards, and touches
     # T_q * d_k numbers instead of T_q * T_k (much fewer for long sequences).

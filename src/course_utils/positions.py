@@ -175,6 +175,7 @@ def sinusoid_shift_matrix(k: int, d_model: int, *, base: float = 10000.0) -> NDA
     """
     k = check_int(k, "k")  # an offset in positions, of either sign
     d_model = _check_even(d_model, "d_model")
+    check_alloc((d_model, d_model), 8, f"sinusoid_shift_matrix(d_model={d_model})")
     angle = int(k) * rope_frequencies(d_model, base=base)  # (d_model/2,)
     c, s = np.cos(angle), np.sin(angle)  # (d_model/2,) each
     m = np.zeros((d_model, d_model), dtype=np.float64)  # (d_model, d_model)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import as_float_array, shape_str
+from ._validation import as_float_array, check_alloc, shape_str
 
 __all__ = ["softmax_entropy", "softmax_jacobian", "softmax_jacobian_norm"]
 
@@ -82,6 +82,8 @@ def softmax_jacobian(weights: Any) -> NDArray:
            [0., 0.]])
     """
     p = _as_weights(weights)
+    # the result, the diagonal and the outer product: three (..., T_k, T_k) arrays
+    check_alloc((*p.shape, p.shape[-1]), 3 * p.itemsize, "softmax_jacobian")
     diag = p[..., :, None] * np.eye(p.shape[-1], dtype=p.dtype)  # (..., T_k, T_k)
     outer = p[..., :, None] * p[..., None, :]  # (..., T_k, T_k)
     return diag - outer  # (..., T_k, T_k)

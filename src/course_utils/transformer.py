@@ -35,7 +35,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validation import check_bool, check_int, check_module_dtype, shape_str
+from ._validation import (
+    check_bool,
+    check_int,
+    check_module_dtype,
+    check_positive_finite,
+    shape_str,
+)
 from .kv_cache import KVCache, cached_self_attention_checked, check_cache
 from .multihead import MultiHeadAttention
 
@@ -211,7 +217,7 @@ class _Block(nn.Module):
     ) -> None:
         super().__init__()
         bias = _init_block_settings(self, d_model, n_heads, d_ff, dropout, norm_first, bias)
-        self._build(activation, bias, layer_norm_eps)
+        self._build(activation, bias, check_positive_finite(layer_norm_eps, "layer_norm_eps"))
 
     def _build(self, activation: str, bias: bool, layer_norm_eps: float) -> None:
         """Make the sublayers; the checked ``d_model, n_heads, d_ff, p_dropout`` are on ``self``."""
