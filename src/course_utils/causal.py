@@ -188,11 +188,10 @@ class CharTokenizer:
         return [self.index[c] for c in text]
 
     def decode(self, ids: Sequence[int] | Tensor) -> str:
-        n = len(self.chars)
         # a negative id would index from the end, 1.5 would be cut to 1: both are refused
-        checked = [check_int(i.item() if hasattr(i, "item") else i, "each id", low=0, high=n - 1)
-                   for i in ids]  # fmt: skip
-        return "".join(self.chars[i] for i in checked)
+        high = len(self.chars) - 1
+        values = [i.item() if hasattr(i, "item") else i for i in ids]  # tensor ids as numbers
+        return "".join(self.chars[check_int(i, "each id", low=0, high=high)] for i in values)
 
 
 class TinyCausalLM(nn.Module):

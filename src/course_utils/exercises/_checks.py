@@ -394,7 +394,8 @@ def check_array(
             want=target,
         )
     ]
-    messages.append(t("{n_bad} of {n} entries differ", n_bad=len(bad), n=n))
+    if got.ndim:  # "1 of 1 entries differ" says nothing about one number
+        messages.append(t("{n_bad} of {n} entries differ", n_bad=len(bad), n=n))
     hints = _matching_hints(got_f, want_f, mistakes, rtol, atol)
     if (
         not hints

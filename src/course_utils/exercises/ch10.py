@@ -35,7 +35,6 @@ import torch
 import torch.nn.functional as F
 
 from ..gqa import mean_pool_kv
-from ..i18n import t
 from ..kv_cache import AttentionLayer, layers_cache_bytes
 from ..kv_cache import max_batch as _max_batch
 from ..multihead import MultiHeadAttention
@@ -114,22 +113,17 @@ def check_max_batch(max_batch: Callable[..., Any]) -> Feedback:
         ]
         answer = _scalar(result)
         fb = check_array(title, answer, np.array(expected), mistakes=mistakes, rtol=0, atol=0)
-        if not fb and np.shape(answer) == () and np.issubdtype(np.asarray(answer).dtype, np.number):
-            # One number: say it plainly, as it was given (check_array shows it rounded).
-            floored = not fb.hints and math.floor(float(answer)) == expected
+        numeric = np.shape(answer) == () and np.issubdtype(np.asarray(answer).dtype, np.number)
+        if (
+            numeric
+            and not fb.hints
+            and not float(answer).is_integer()
+            and math.floor(float(answer)) == expected
+        ):  # a true division (/) where // gives the answer
             return Feedback(
                 False,
                 title,
-                (t("your answer is {answer}, expected {want}", answer=answer, want=expected),),
-                ("a batch is a whole number of sequences: use // (floor division)",)
-                if floored and not float(answer).is_integer()
-                else fb.hints,
-            )
-        if fb and not float(answer).is_integer():
-            return Feedback(
-                False,
-                title,
-                (t("your answer {answer} is not a whole number", answer=float(answer)),),
+                fb.messages,
                 ("a batch is a whole number of sequences: use // (floor division)",),
             )
         return fb
